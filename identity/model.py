@@ -1,0 +1,85 @@
+"""`MemoryIdentity`: who is asking, as established by a credential and nothing else.
+
+An identity is built only by an `IdentityProvider` from a verified credential (or, in dev mode,
+from the development environment). No request body, metadata key, prompt or memory content may
+construct or alter one: the bridge takes an identity as an argument and never parses one out of
+user input. A request may *narrow* its identity (pick a session id) but never widen it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+
+from identity.ids import validate_id
+
+__all__ = ["MemoryIdentity", "Id"]
+
+
+def _id(value: str) -> str:
+    return validate_id(value)
+
+
+Id = Annotated[str, AfterValidator(_id)]
+
+
+class MemoryIdentity(BaseModel):
+    """The authenticated caller. Frozen, hashable, validated; `fingerprint` is stable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    tenant_id: Id
+    user_id: Id
+    department_ids: frozenset[Id] = frozenset()
+    workspace_id: Id | None = None
+    agent_id: Id
+    session_id: Id
+    roles: frozenset[Id] = frozenset()
+    permission_version: Id | None = None
+
+    @field_validator("department_ids", "roles", mode="before")
+    @classmethod
+    def _set_from_sequence(cls, value: object) -> object:
+        if isinstance(value, str):
+            raise ValueError("must be a list of ids, not a single string")
+        return value
+
+    def _canonical(self) -> dict[str, object]:
+        return {
+            "tenant_id": self.tenant_id,
+            "user_id": self.user_id,
+            "department_ids": sorted(self.department_ids),
+            "workspace_id": self.workspace_id,
+            "agent_id": self.agent_id,
+            "roles": sorted(self.roles),
+            "permission_version": self.permission_version,
+        }
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of everything that decides access — i.e. all fields but `session_id`.
+
+        Sessions bind to this value: a fork keeps it, a different user or agent changes it.
+        """
+        blob = json.dumps(self._canonical(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    @property
+    def principal(self) -> str:
+        """`tenant/user@agent`, for logs and rendered labels (ids cannot contain `/` or spaces)."""
+        return f"{self.tenant_id}/{self.user_id}@{self.agent_id}"
+
+    def has_role(self, role: str) -> bool:
+        return role in self.roles
+
+    def with_session(self, session_id: str) -> "MemoryIdentity":
+        """Narrow to another session id; everything that decides access stays the same."""
+        return self.model_copy(update={"session_id": validate_id(session_id, "session_id")})
+
+    def __repr__(self) -> str:  # short, and safe to log
+        return f"MemoryIdentity({self.principal}, session={self.session_id}, fp={self.fingerprint[:12]})"
+
+    __str__ = __repr__
