@@ -1,0 +1,36 @@
+"""Where memories live: the backend protocol and the built-in adapters (local, viking, openviking).
+
+Adapters never decide who may see what; they execute exactly the ScopeSet they are given.
+"""
+
+from adapters.base import (
+    Capabilities,
+    CaptureReceipt,
+    ConversationBackend,
+    ConversationMessage,
+    Hit,
+    MemoryBackend,
+    MemoryPatch,
+    NewMemory,
+    Provenance,
+    SearchQuery,
+    SearchResult,
+    Status,
+    StoredMemory,
+)
+from adapters.errors import (
+    BackendError,
+    Conflict,
+    EmbedderMismatch,
+    EmptyScopeError,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    RetryLater,
+    Unavailable,
+    UnsupportedFilter,
+)
+from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet, Visibility
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,293 @@
+"""The backend protocol every adapter implements, and the records that cross it.
+
+An adapter stores and searches memories *where it is told*. It never decides who may see what:
+the bridge's policy builds a non-empty `ScopeSet`, the adapter pushes exactly that set into the
+backend query and tags every hit with the `ScopeKey` it was read from. Rules every adapter keeps
+(the contract suite in `contract_tests/` checks them):
+
+- every call names a ScopeKey or a non-empty ScopeSet; an empty one raises `EmptyScopeError`;
+- a filter the backend cannot express raises `UnsupportedFilter`; nothing is ever widened;
+- a record's scope is the ScopeKey it was written to — never read from content or metadata;
+- an entry with `memory_ids` returns only those memories of its scope;
+- `put` with an idempotency key already used in that scope returns the first record unchanged;
+- `search` returns at most `limit` hits *from the permitted scopes*, the best ones, even when
+  the permitted rows are a tiny fraction of the store (no post-filtering a global top-k);
+- records whose scope cannot be established are never returned.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from adapters.errors import EmptyScopeError, InvalidRequest
+from adapters.scopes import ScopeKey, ScopeSet
+
+__all__ = [
+    "Status",
+    "Provenance",
+    "NewMemory",
+    "StoredMemory",
+    "MemoryPatch",
+    "Hit",
+    "SearchQuery",
+    "SearchResult",
+    "ConversationMessage",
+    "CaptureReceipt",
+    "ConversationBackend",
+    "Capabilities",
+    "MemoryBackend",
+    "MetadataValue",
+    "require_scope",
+]
+
+MetadataValue = str | int | float | bool | None
+
+
+class Status(str, enum.Enum):
+    ACTIVE = "active"
+    PENDING = "pending"  # awaiting approval; not recalled by default
+    SUPERSEDED = "superseded"  # replaced by a newer memory (promotion, correction)
+    FORGOTTEN = "forgotten"  # tombstone kept only where a backend cannot hard-delete
+
+
+def _frozen_metadata(value: Mapping[str, MetadataValue] | None) -> Mapping[str, MetadataValue]:
+    data = dict(value or {})
+    for k, v in data.items():
+        if not isinstance(k, str):
+            raise InvalidRequest(f"metadata keys must be strings, got {type(k).__name__}")
+        if not isinstance(v, (str, int, float, bool, type(None))):
+            raise InvalidRequest(f"metadata value for {k!r} must be a scalar, got {type(v).__name__}")
+    return MappingProxyType(data)
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Who wrote a memory and from what. Filled by the bridge from the identity, never the body."""
+
+    author_user_id: str
+    author_agent_id: str
+    session_id: str | None = None
+    source_message_ids: tuple[str, ...] = ()
+    injected_by: str | None = None  # agent that injected this memory into a child's context
+    derived_from: tuple[str, ...] = ()  # memory ids a write-back was derived from
+    grant_id: str | None = None  # the grant under which a cross-scope write/approval happened
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory to store. It carries no scope: the ScopeKey passed to `put` is the scope."""
+
+    content: str
+    kind: str
+    provenance: Provenance
+    status: Status = Status.ACTIVE
+    confidence: float = 1.0
+    subject_user_id: str | None = None  # whose personal data this is (forget-by-subject)
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    created_at: float | None = None  # epoch seconds; the adapter stamps "now" when None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+        if not (0.0 <= self.confidence <= 1.0):
+            raise InvalidRequest(f"confidence must be within [0, 1], got {self.confidence}")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMemory:
+    """A memory as the backend holds it. `scope` is where it was stored — set by the adapter."""
+
+    id: str
+    scope: ScopeKey
+    content: str
+    kind: str
+    status: Status
+    confidence: float
+    provenance: Provenance
+    subject_user_id: str | None
+    metadata: Mapping[str, MetadataValue]
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_new(cls, memory_id: str, scope: ScopeKey, new: NewMemory, now: float | None = None) -> "StoredMemory":
+        stamp = time.time() if now is None else now
+        created = new.created_at if new.created_at is not None else stamp
+        return cls(
+            id=memory_id,
+            scope=scope,
+            content=new.content,
+            kind=new.kind,
+            status=new.status,
+            confidence=new.confidence,
+            provenance=new.provenance,
+            subject_user_id=new.subject_user_id,
+            metadata=new.metadata,
+            created_at=created,
+            updated_at=stamp,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPatch:
+    """An in-place change. There is deliberately no field that moves a memory to another scope."""
+
+    content: str | None = None
+    status: Status | None = None
+    confidence: float | None = None
+    metadata: Mapping[str, MetadataValue] | None = None
+
+    def __post_init__(self) -> None:
+        if self.metadata is not None:
+            object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+
+    def apply(self, memory: StoredMemory, now: float | None = None) -> StoredMemory:
+        changes: dict[str, Any] = {k: v for k in ("content", "status", "confidence", "metadata") if (v := getattr(self, k)) is not None}
+        changes["updated_at"] = time.time() if now is None else now
+        return replace(memory, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the memory, the ScopeKey it was read from, its semantic score in [0, 1]."""
+
+    memory: StoredMemory
+    scope: ScopeKey
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A semantic search bound to a ScopeSet. `filters` are backend-specific and checked strictly."""
+
+    scopes: ScopeSet
+    text: str
+    limit: int = 10
+    kinds: frozenset[str] | None = None
+    statuses: frozenset[Status] = frozenset({Status.ACTIVE})
+    filters: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scopes, ScopeSet):
+            raise EmptyScopeError("SearchQuery.scopes must be a non-empty ScopeSet")
+        if not isinstance(self.limit, int) or self.limit < 1:
+            raise InvalidRequest(f"limit must be a positive integer, got {self.limit!r}")
+        if not self.statuses:
+            raise InvalidRequest("statuses must not be empty")
+        if self.kinds is not None and not self.kinds:
+            raise InvalidRequest("kinds, when given, must not be empty (use None for every kind)")
+        object.__setattr__(self, "filters", MappingProxyType(dict(self.filters)))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Hits, best first. `failed_scopes` non-empty means the result is PARTIAL."""
+
+    hits: tuple[Hit, ...]
+    failed_scopes: tuple[ScopeKey, ...] = ()
+    failure_reasons: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed_scopes
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationMessage:
+    """One message of a captured conversation (for backends that extract memories themselves)."""
+
+    role: str  # "user" | "assistant" | "system"
+    content: str
+    message_id: str | None = None
+    time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do; the contract suite skips what is False and names the flag."""
+
+    native_multi_scope_query: bool = False  # one backend call can cover several scopes
+    server_side_extraction: bool = False  # `capture` extracts memories on the server
+    time_decay: bool = False
+    delete_by_subject: bool = False  # native forget-by-subject (else the bridge walks scopes)
+    memory_id_restriction: bool = True  # honours ScopeEntry.memory_ids inside search
+    list_scopes: bool = True  # can enumerate a tenant's scopes (needed for forget-by-subject)
+    search_after_write_lag: bool = False  # writes become searchable asynchronously
+    exact_search: bool = False  # exhaustive (not approximate) nearest-neighbour search
+    supported_filters: frozenset[str] = frozenset()  # keys accepted in SearchQuery.filters
+
+
+def require_scope(scope: object) -> ScopeKey:
+    """Guard for single-scope calls: a ScopeKey, nothing else (None is never 'all')."""
+    if not isinstance(scope, ScopeKey):
+        raise EmptyScopeError(f"a call must name one ScopeKey, got {scope!r}")
+    return scope
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """Async protocol every adapter implements. The sync facade is `adapters.sync.SyncBackend`."""
+
+    name: str
+    capabilities: Capabilities
+
+    async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
+        """Store `memory` in `scope`. The same key in the same scope returns the first record."""
+        ...
+
+    async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
+        """The memory `memory_id` of `scope`; `NotFound` if it lives elsewhere or nowhere."""
+        ...
+
+    async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
+        ...
+
+    async def delete(self, scope: ScopeKey, memory_id: str) -> bool:
+        """Hard-delete one memory (record, vector, caches). False if it was not there."""
+        ...
+
+    async def search(self, query: SearchQuery) -> SearchResult:
+        ...
+
+    async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> Sequence[StoredMemory]:
+        """Memories of one scope, newest first (for admin, forget-by-subject and tests)."""
+        ...
+
+    async def list_scopes(self, tenant_id: str) -> Sequence[ScopeKey]:
+        """Every scope of `tenant_id` holding at least one memory (never another tenant's)."""
+        ...
+
+    async def aclose(self) -> None:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureReceipt:
+    """What a server-side extraction accepted. Memories appear later (see search_after_write_lag)."""
+
+    backend_session_id: str
+    accepted_messages: int
+    task_id: str | None = None
+
+
+@runtime_checkable
+class ConversationBackend(Protocol):
+    """Optional: backends with `capabilities.server_side_extraction` also implement `capture`.
+
+    `session_key` is derived by the bridge from (identity fingerprint, client session id); the
+    adapter maps it into the backend's session alphabet injectively, so two identities never
+    share or overwrite a backend session.
+    """
+
+    async def capture(
+        self,
+        scope: ScopeKey,
+        messages: Sequence[ConversationMessage],
+        *,
+        session_key: str,
+        provenance: Provenance,
+    ) -> CaptureReceipt:
+        ...

@@ -1,0 +1,1 @@
+"""The leakage contract every adapter must pass, importable by third parties."""
