@@ -1,0 +1,100 @@
+"""In-memory vector partitions: one contiguous float32 matrix per ScopeKey.
+
+A recall scans only the partitions of its ScopeSet, so its cost follows what the identity may
+read, not the size of the store, and a row outside the set is never even a candidate. Rows carry
+small parallel arrays (status code, kind code) so status/kind filters are applied *before* the
+top-k, which is what keeps "k permitted rows when k exist" true under heavy filtering.
+
+This module never touches SQLite; `LocalBackend` keeps it in step with the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_GROWTH = 1.25  # spare capacity on append; keeps resident memory close to the raw vector bytes
+
+
+@dataclass
+class Partition:
+    dimension: int
+    rowids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    status: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    matrix: np.ndarray | None = None
+    size: int = 0
+
+    @classmethod
+    def from_rows(cls, dimension: int, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, matrix: np.ndarray) -> "Partition":
+        part = cls(dimension)
+        part.rowids = np.ascontiguousarray(rowids, dtype=np.int64)
+        part.status = np.ascontiguousarray(status, dtype=np.int8)
+        part.kind = np.ascontiguousarray(kind, dtype=np.int32)
+        part.matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1, dimension)
+        part.size = len(part.rowids)
+        return part
+
+    def _reserve(self, extra: int) -> None:
+        capacity = 0 if self.matrix is None else self.matrix.shape[0]
+        need = self.size + extra
+        if need <= capacity:
+            return
+        new_capacity = max(need, int(capacity * _GROWTH) + 8)
+        matrix = np.zeros((new_capacity, self.dimension), dtype=np.float32)
+        rowids = np.zeros(new_capacity, dtype=np.int64)
+        status = np.zeros(new_capacity, dtype=np.int8)
+        kind = np.zeros(new_capacity, dtype=np.int32)
+        if self.size:
+            assert self.matrix is not None
+            matrix[: self.size] = self.matrix[: self.size]
+            rowids[: self.size] = self.rowids[: self.size]
+            status[: self.size] = self.status[: self.size]
+            kind[: self.size] = self.kind[: self.size]
+        self.matrix, self.rowids, self.status, self.kind = matrix, rowids, status, kind
+
+    def append(self, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, vectors: np.ndarray) -> None:
+        n = len(rowids)
+        self._reserve(n)
+        assert self.matrix is not None
+        s = self.size
+        self.matrix[s : s + n] = vectors
+        self.rowids[s : s + n] = rowids
+        self.status[s : s + n] = status
+        self.kind[s : s + n] = kind
+        self.size = s + n
+
+    def _position(self, rowid: int) -> int | None:
+        hits = np.flatnonzero(self.rowids[: self.size] == rowid)
+        return int(hits[0]) if len(hits) else None
+
+    def remove(self, rowid: int) -> bool:
+        """Swap-remove: order inside a partition carries no meaning."""
+        pos = self._position(rowid)
+        if pos is None:
+            return False
+        last = self.size - 1
+        assert self.matrix is not None
+        if pos != last:
+            self.matrix[pos] = self.matrix[last]
+            self.rowids[pos] = self.rowids[last]
+            self.status[pos] = self.status[last]
+            self.kind[pos] = self.kind[last]
+        self.matrix[last] = 0.0  # no stale vector lingers in spare capacity
+        self.size = last
+        return True
+
+    def set_status(self, rowid: int, status_code: int) -> None:
+        pos = self._position(rowid)
+        if pos is not None:
+            self.status[pos] = status_code
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        if self.size == 0 or self.matrix is None:
+            return np.zeros(0, dtype=np.float32)
+        return self.matrix[: self.size] @ query
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.matrix is None else self.matrix.nbytes + self.rowids.nbytes + self.status.nbytes + self.kind.nbytes
