@@ -5,7 +5,10 @@
      │    ├── InvalidCredential  bad signature, unknown key, malformed token, wrong HMAC
      │    └── ExpiredCredential  expired / not yet valid / outside the replay window
      ├── Forbidden              a verified credential that may not do this (HTTP 403)
-     │    └── SessionIdentityMismatch   continuing a session bound to someone else
+     │    ├── SessionIdentityMismatch   continuing a session bound to someone else
+     │    └── UnknownSession            forking a session that was never bound
+     ├── IdentityProviderUnavailable   the credential could not be checked right now, e.g. the
+     │                                 JWKS endpoint is unreachable (HTTP 503; never a pass)
      └── IdentityConfigurationError    the provider itself is mis-configured (start-up error)
 
 Messages never contain the credential itself.
@@ -36,6 +39,14 @@ class Forbidden(IdentityError):
 
 class SessionIdentityMismatch(Forbidden):
     """A session id is bound to a different identity than the one now presenting it."""
+
+
+class UnknownSession(Forbidden):
+    """A session id that no identity has bound yet was named as a fork parent."""
+
+
+class IdentityProviderUnavailable(IdentityError):
+    """The provider could not verify the credential now (key source unreachable). Fail closed."""
 
 
 class IdentityConfigurationError(IdentityError):

@@ -1,0 +1,252 @@
+"""Identity asserted by a trusted gateway in signed `X-VB-*` headers.
+
+Why: many deployments terminate authentication at an API gateway or service mesh (SSO proxy,
+Envoy, Kong, an internal agent platform) that already knows who the caller is. It forwards the
+identity as headers and signs them with a shared secret, so the bridge can tell "the gateway
+said so" from "a client typed a header". Unsigned, altered, stale, future-dated or (with a
+nonce cache) replayed requests are refused. Headers we do not sign — `X-User-Id`, `X-Tenant`,
+anything else — are never read.
+
+Canonical string (UTF-8), lines joined by `\\n`, absent values as empty lines:
+
+    vb-gateway-v1
+    <METHOD upper-case>
+    <path as received, including the query string>
+    <X-VB-Timestamp: unix seconds, decimal digits>
+    <X-VB-Nonce>
+    <X-VB-Tenant>
+    <X-VB-User>
+    <X-VB-Departments: comma-separated ids>
+    <X-VB-Workspace>
+    <X-VB-Agent>
+    <X-VB-Roles: comma-separated ids>
+    <X-VB-Session>
+    <X-VB-Permission-Version>
+
+`X-VB-Signature` = lowercase hex HMAC-SHA256(secret, canonical string). Header values holding
+CR or LF are refused before anything else, so the lines cannot be shifted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from identity.errors import ExpiredCredential, IdentityConfigurationError, InvalidCredential, Unauthenticated
+from identity.model import MemoryIdentity
+from identity.providers.base import (
+    GatewayRequest,
+    credential_id,
+    credential_ids,
+    new_session_id,
+    require_credential,
+)
+
+__all__ = ["GatewayProvider", "NonceCache", "canonical_string", "sign_gateway_headers", "SIGNED_HEADERS"]
+
+CANONICAL_VERSION = "vb-gateway-v1"
+H_TENANT, H_USER, H_DEPARTMENTS = "x-vb-tenant", "x-vb-user", "x-vb-departments"
+H_WORKSPACE, H_AGENT, H_ROLES = "x-vb-workspace", "x-vb-agent", "x-vb-roles"
+H_SESSION, H_VERSION = "x-vb-session", "x-vb-permission-version"
+H_TIMESTAMP, H_NONCE, H_SIGNATURE = "x-vb-timestamp", "x-vb-nonce", "x-vb-signature"
+IDENTITY_HEADERS = (H_TENANT, H_USER, H_DEPARTMENTS, H_WORKSPACE, H_AGENT, H_ROLES, H_SESSION, H_VERSION)
+SIGNED_HEADERS = (H_TIMESTAMP, H_NONCE, *IDENTITY_HEADERS)
+_ALL_VB = frozenset((*SIGNED_HEADERS, H_SIGNATURE))
+_NONCE = re.compile(r"[A-Za-z0-9_\-]{8,128}")
+_HEX_SIG = re.compile(r"[0-9a-f]{64}")
+MIN_SECRET_BYTES = 32
+
+
+def canonical_string(method: str, path: str, values: Mapping[str, str]) -> str:
+    """The exact text the gateway signs; `values` maps lower-case signed header names to values."""
+    lines = [CANONICAL_VERSION, method.upper(), path, *(values.get(h, "") for h in SIGNED_HEADERS)]
+    return "\n".join(lines)
+
+
+def _sign(secret: bytes, text: str) -> str:
+    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def sign_gateway_headers(
+    secret: bytes | str,
+    *,
+    method: str,
+    path: str,
+    tenant_id: str,
+    user_id: str,
+    agent_id: str,
+    department_ids: Iterable[str] = (),
+    workspace_id: str | None = None,
+    roles: Iterable[str] = (),
+    session_id: str | None = None,
+    permission_version: str | None = None,
+    timestamp: int | None = None,
+    nonce: str | None = None,
+) -> dict[str, str]:
+    """Reference signer: the headers a gateway must send. Used by tests and Python gateways."""
+    key = secret.encode() if isinstance(secret, str) else secret
+    values = {
+        H_TIMESTAMP: str(int(time.time()) if timestamp is None else timestamp),
+        H_TENANT: tenant_id,
+        H_USER: user_id,
+        H_AGENT: agent_id,
+        H_DEPARTMENTS: ",".join(sorted(department_ids)),
+        H_ROLES: ",".join(sorted(roles)),
+    }
+    for name, value in ((H_WORKSPACE, workspace_id), (H_SESSION, session_id), (H_VERSION, permission_version), (H_NONCE, nonce)):
+        if value is not None:
+            values[name] = value
+    headers = {_display(k): v for k, v in values.items() if v != ""}  # absent == empty when signing
+    headers[_display(H_SIGNATURE)] = _sign(key, canonical_string(method, path, values))
+    return headers
+
+
+def _display(name: str) -> str:
+    return "-".join(part.upper() if part in ("x", "vb") else part.capitalize() for part in name.split("-"))
+
+
+class NonceCache:
+    """Nonces seen inside the replay window; a second use of one is refused. In-process only —
+    several bridge replicas need a shared cache (or rely on the timestamp window alone)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._seen: dict[str, float] = {}
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def check_and_remember(self, nonce: str, expires_at: float) -> bool:
+        """True if `nonce` is new (and now remembered until `expires_at`), False if replayed."""
+        now = self._clock()
+        with self._lock:
+            if len(self._seen) > 1024:
+                self._seen = {n: t for n, t in self._seen.items() if t > now}
+            known = self._seen.get(nonce)
+            if known is not None and known > now:
+                return False
+            self._seen[nonce] = expires_at
+            return True
+
+
+def _header_items(headers: object) -> Iterable[tuple[str, str]]:
+    multi = getattr(headers, "multi_items", None)
+    if callable(multi):
+        return multi()
+    if isinstance(headers, Mapping):
+        return headers.items()
+    if isinstance(headers, Sequence) and not isinstance(headers, (str, bytes)):
+        return headers  # type: ignore[return-value]
+    raise InvalidCredential("gateway request headers are not a mapping or a list of pairs")
+
+
+class GatewayProvider:
+    """Verifies signed gateway headers. `secrets` lists the current secret first, then any
+    previous ones still accepted during a rotation."""
+
+    def __init__(
+        self,
+        secrets: bytes | str | Sequence[bytes | str],
+        *,
+        max_age: float = 300.0,
+        max_future_skew: float = 30.0,
+        nonce_cache: NonceCache | None = None,
+        require_nonce: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        items = [secrets] if isinstance(secrets, (bytes, str)) else list(secrets)
+        self._secrets = [s.encode() if isinstance(s, str) else bytes(s) for s in items]
+        if not self._secrets:
+            raise IdentityConfigurationError("gateway: at least one shared secret must be configured")
+        if any(len(s) < MIN_SECRET_BYTES for s in self._secrets):
+            raise IdentityConfigurationError(f"gateway: shared secrets must be at least {MIN_SECRET_BYTES} bytes")
+        if max_age <= 0 or max_future_skew < 0:
+            raise IdentityConfigurationError("gateway: max_age must be > 0 and max_future_skew >= 0")
+        if require_nonce and nonce_cache is None:
+            nonce_cache = NonceCache(clock)
+        self._max_age = max_age
+        self._max_future_skew = max_future_skew
+        self._nonces = nonce_cache
+        self._require_nonce = require_nonce
+        self._clock = clock
+
+    async def authenticate(self, credential: GatewayRequest) -> MemoryIdentity:
+        require_credential(credential, GatewayRequest, "gateway provider")
+        values = self._vb_headers(credential.headers)
+        if not any(h in values for h in IDENTITY_HEADERS):
+            raise Unauthenticated("no gateway identity headers (X-VB-*) presented")
+        signature = values.pop(H_SIGNATURE, None)
+        if not signature:
+            raise InvalidCredential("gateway identity headers are unsigned (no X-VB-Signature)")
+        timestamp = values.get(H_TIMESTAMP, "")
+        if not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
+            raise InvalidCredential("X-VB-Timestamp is missing or not unix seconds")
+        expected = canonical_string(credential.method, credential.path, values)
+        given = signature.strip().lower()
+        if not _HEX_SIG.fullmatch(given) or not any(
+            hmac.compare_digest(_sign(secret, expected), given) for secret in self._secrets
+        ):
+            raise InvalidCredential("gateway signature does not verify (headers, method or path altered, or wrong secret)")
+        now = self._clock()
+        age = now - int(timestamp)
+        if age > self._max_age:
+            raise ExpiredCredential(f"gateway request is stale ({int(age)} s old, window {int(self._max_age)} s)")
+        if -age > self._max_future_skew:
+            raise ExpiredCredential(f"gateway request is dated {int(-age)} s in the future")
+        self._check_nonce(values.get(H_NONCE), int(timestamp))
+        return self._identity(values)
+
+    def _vb_headers(self, headers: object) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for name, value in _header_items(headers):
+            name = name.decode("latin-1") if isinstance(name, bytes) else str(name)
+            value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+            key = name.strip().lower()
+            if key not in _ALL_VB:
+                continue  # unsigned headers (X-User-Id, X-Tenant, ...) are never read
+            if key in values:
+                raise InvalidCredential(f"gateway header {_display(key)} appears more than once")
+            if "\r" in value or "\n" in value:
+                raise InvalidCredential(f"gateway header {_display(key)} contains a line break")
+            values[key] = value
+        return values
+
+    def _check_nonce(self, nonce: str | None, timestamp: int) -> None:
+        if nonce is None or nonce == "":
+            if self._require_nonce:
+                raise InvalidCredential("gateway request has no X-VB-Nonce (required)")
+            return
+        if not _NONCE.fullmatch(nonce):
+            raise InvalidCredential("X-VB-Nonce must be 8-128 characters of A-Z a-z 0-9 _ -")
+        if self._nonces is not None:
+            expires = timestamp + self._max_age + self._max_future_skew
+            if not self._nonces.check_and_remember(nonce, expires):
+                raise InvalidCredential("gateway request replayed (nonce already used)")
+
+    @staticmethod
+    def _identity(values: Mapping[str, str]) -> MemoryIdentity:
+        def one(header: str, *, required: bool) -> str | None:
+            value = values.get(header, "")
+            if value == "":
+                if required:
+                    raise InvalidCredential(f"gateway header {_display(header)} is missing")
+                return None
+            return credential_id(value, f"header {_display(header)}")
+
+        def many(header: str) -> frozenset[str]:
+            value = values.get(header, "")
+            items = [] if value == "" else value.split(",")
+            return credential_ids(items, f"header {_display(header)}")
+
+        return MemoryIdentity(
+            tenant_id=one(H_TENANT, required=True),
+            user_id=one(H_USER, required=True),
+            agent_id=one(H_AGENT, required=True),
+            workspace_id=one(H_WORKSPACE, required=False),
+            session_id=one(H_SESSION, required=False) or new_session_id(),
+            permission_version=one(H_VERSION, required=False),
+            department_ids=many(H_DEPARTMENTS),
+            roles=many(H_ROLES),
+        )

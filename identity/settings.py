@@ -1,0 +1,288 @@
+"""Identity configuration (pydantic-settings, env prefix `VIKING_BRIDGE_`) and `build_provider`.
+
+Why: a wrong identity setup must fail at start-up, naming the setting, not deep inside the first
+request — and production must be impossible to start on the development fallback. Nested models
+per provider map to env vars with `__`, e.g. `VIKING_BRIDGE_JWT__ISSUER`. List settings accept a
+comma-separated string or a JSON list. An optional env file (`.env` style) can be passed to
+`load_settings`. Unknown `VIKING_BRIDGE_*` variables are ignored: other parts of the bridge share
+the prefix.
+
+    VIKING_BRIDGE_MODE            development (default) | production
+    VIKING_BRIDGE_PROVIDER        jwt | api_key | gateway | dev   (default: dev in development,
+                                  required in production)
+    VIKING_BRIDGE_SESSION_DB_PATH SQLite file for session bindings (required in production)
+    VIKING_BRIDGE_JWT__*          see `JwtSettings`
+    VIKING_BRIDGE_API_KEYS__*     see `ApiKeySettings`
+    VIKING_BRIDGE_GATEWAY__*      see `GatewaySettings`
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import httpx
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from identity.errors import IdentityConfigurationError
+from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
+from identity.providers.base import IdentityProvider
+from identity.providers.dev import PRODUCTION_ADVICE, DevEnvironmentProvider, resolve_mode
+from identity.providers.gateway import MIN_SECRET_BYTES, GatewayProvider
+from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, JwksCache, StaticKeys, VerificationKey
+from identity.providers.jwt import ClaimMapping, JwtProvider
+from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
+
+__all__ = [
+    "ApiKeySettings",
+    "ClaimSettings",
+    "GatewaySettings",
+    "IdentitySettings",
+    "JwtSettings",
+    "build_provider",
+    "build_session_registry",
+    "load_settings",
+]
+
+ENV_PREFIX = "VIKING_BRIDGE_"
+
+
+def _split(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return value
+
+
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split)]
+"""A list setting: `a,b,c` or `["a","b","c"]`."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClaimSettings(_Section):
+    """Claim names per identity field; several names = alternatives, first present wins."""
+
+    tenant_id: CommaList = ("tid",)
+    user_id: CommaList = ("sub",)
+    department_ids: CommaList = ("groups",)
+    workspace_id: CommaList = ()
+    agent_id: CommaList = ("azp", "client_id")
+    roles: CommaList = ("roles",)
+    session_id: CommaList = ()
+    permission_version: CommaList = ()
+
+    @field_validator("user_id", "agent_id")
+    @classmethod
+    def _not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one claim name is required")
+        return value
+
+    def mapping(self) -> ClaimMapping:
+        return ClaimMapping(**{name: (getattr(self, name) or None) for name in type(self).model_fields})
+
+
+class JwtSettings(_Section):
+    """`VIKING_BRIDGE_JWT__*`. Exactly one key source: `jwks_url`, `public_key_pem` or `public_key_file`."""
+
+    issuer: CommaList
+    audience: CommaList
+    jwks_url: str | None = None
+    public_key_pem: str | None = None
+    public_key_file: Path | None = None
+    algorithms: CommaList = tuple(sorted(ASYMMETRIC_ALGORITHMS))
+    required_claims: CommaList = ()
+    leeway_seconds: float = Field(30.0, ge=0, le=300)
+    jwks_min_refresh_seconds: float = Field(60.0, gt=0)
+    jwks_max_age_seconds: float = Field(3600.0, gt=0)
+    default_tenant_id: str | None = None
+    default_agent_id: str | None = None
+    claims: ClaimSettings = ClaimSettings()
+
+    @field_validator("issuer", "audience")
+    @classmethod
+    def _required(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        refused = sorted(set(value) - ASYMMETRIC_ALGORITHMS)
+        if refused:
+            raise ValueError(f"{refused} not allowed; choose from {sorted(ASYMMETRIC_ALGORITHMS)} (never none or HS*)")
+        if not value:
+            raise ValueError("at least one algorithm is required")
+        return value
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL")
+        return value
+
+
+class ApiKeySettings(_Section):
+    """`VIKING_BRIDGE_API_KEYS__DB_PATH`: the SQLite file `python -m identity.admin` writes to."""
+
+    db_path: Path
+
+
+class GatewaySettings(_Section):
+    """`VIKING_BRIDGE_GATEWAY__*`. Secrets: at least 32 bytes; `previous_secrets` during rotation."""
+
+    secret: SecretStr
+    previous_secrets: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
+    max_age_seconds: float = Field(300.0, gt=0, le=3600)
+    max_future_skew_seconds: float = Field(30.0, ge=0, le=300)
+    require_nonce: bool = False
+
+    @field_validator("secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value().encode()) < MIN_SECRET_BYTES:
+            raise ValueError(f"must be at least {MIN_SECRET_BYTES} bytes (e.g. `openssl rand -hex 32`)")
+        return value
+
+
+ProviderName = Literal["jwt", "api_key", "gateway", "dev"]
+
+
+class IdentitySettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", frozen=True
+    )
+
+    mode: Literal["development", "production"] = "development"
+    provider: ProviderName | None = None
+    session_db_path: Path | None = None
+    jwt: JwtSettings | None = None
+    api_keys: ApiKeySettings | None = None
+    gateway: GatewaySettings | None = None
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        return resolve_mode(value) if isinstance(value, str) else value
+
+
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return ENV_PREFIX + "__".join(str(part).upper() for part in loc if not isinstance(part, int))
+
+
+def load_settings(env_file: str | Path | None = None, **overrides: Any) -> IdentitySettings:
+    """Read settings from the environment (and `env_file`); errors name the variable."""
+    try:
+        return IdentitySettings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        problems = "; ".join(f"{_env_name(err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise IdentityConfigurationError(f"invalid identity settings: {problems}") from None
+    except (IdentityConfigurationError, ValueError) as exc:
+        raise IdentityConfigurationError(f"invalid identity settings: {exc}") from None
+
+
+def build_provider(
+    settings: IdentitySettings,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> IdentityProvider:
+    """The provider `settings` asks for; refuses the development fallback in production mode.
+
+    `http_client` is used for JWKS fetches (a new `httpx.AsyncClient` if omitted); `environ`
+    feeds the development provider (default `os.environ`).
+    """
+    provider = settings.provider
+    if provider is None:
+        if settings.mode == "production":
+            raise IdentityConfigurationError(
+                "no identity provider configured for production: set VIKING_BRIDGE_PROVIDER to jwt, api_key or gateway"
+            )
+        provider = "dev"
+    if provider == "dev":
+        if settings.mode == "production":
+            raise IdentityConfigurationError(PRODUCTION_ADVICE)
+        return DevEnvironmentProvider(environ, mode=settings.mode)
+    if provider == "jwt":
+        return _build_jwt(settings, http_client)
+    if provider == "api_key":
+        if settings.api_keys is None:
+            raise IdentityConfigurationError("VIKING_BRIDGE_PROVIDER=api_key needs VIKING_BRIDGE_API_KEYS__DB_PATH")
+        return ApiKeyProvider(ApiKeyStore(settings.api_keys.db_path))
+    if provider == "gateway":
+        gw = settings.gateway
+        if gw is None:
+            raise IdentityConfigurationError("VIKING_BRIDGE_PROVIDER=gateway needs VIKING_BRIDGE_GATEWAY__SECRET")
+        return GatewayProvider(
+            [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
+            max_age=gw.max_age_seconds,
+            max_future_skew=gw.max_future_skew_seconds,
+            require_nonce=gw.require_nonce,
+        )
+    raise IdentityConfigurationError(f"VIKING_BRIDGE_PROVIDER={provider!r} is unknown")  # pragma: no cover
+
+
+def _build_jwt(settings: IdentitySettings, http_client: httpx.AsyncClient | None) -> JwtProvider:
+    jwt = settings.jwt
+    if jwt is None:
+        raise IdentityConfigurationError(
+            "VIKING_BRIDGE_PROVIDER=jwt needs VIKING_BRIDGE_JWT__ISSUER, VIKING_BRIDGE_JWT__AUDIENCE and a key "
+            "source (VIKING_BRIDGE_JWT__JWKS_URL or VIKING_BRIDGE_JWT__PUBLIC_KEY_PEM / __PUBLIC_KEY_FILE)"
+        )
+    sources = [n for n in ("jwks_url", "public_key_pem", "public_key_file") if getattr(jwt, n) is not None]
+    if len(sources) != 1:
+        raise IdentityConfigurationError(
+            "configure exactly one of VIKING_BRIDGE_JWT__JWKS_URL, VIKING_BRIDGE_JWT__PUBLIC_KEY_PEM, "
+            f"VIKING_BRIDGE_JWT__PUBLIC_KEY_FILE (found: {', '.join(sources) or 'none'})"
+        )
+    if jwt.jwks_url is not None:
+        if settings.mode == "production" and not jwt.jwks_url.startswith("https://"):
+            raise IdentityConfigurationError("VIKING_BRIDGE_JWT__JWKS_URL must be https:// in production mode")
+        keys: Any = JwksCache(
+            jwt.jwks_url,
+            http_client or httpx.AsyncClient(timeout=5.0),
+            min_refresh_interval=jwt.jwks_min_refresh_seconds,
+            max_age=jwt.jwks_max_age_seconds,
+        )
+    else:
+        if jwt.public_key_file is not None:
+            try:
+                pem = jwt.public_key_file.read_bytes()
+            except OSError as exc:
+                raise IdentityConfigurationError(f"VIKING_BRIDGE_JWT__PUBLIC_KEY_FILE cannot be read: {exc}") from None
+        else:
+            pem = (jwt.public_key_pem or "").encode()
+        keys = StaticKeys([VerificationKey.from_pem(pem)])
+    return JwtProvider(
+        keys=keys,
+        issuer=jwt.issuer[0] if len(jwt.issuer) == 1 else jwt.issuer,
+        audience=jwt.audience[0] if len(jwt.audience) == 1 else jwt.audience,
+        claims=jwt.claims.mapping(),
+        algorithms=jwt.algorithms,
+        required_claims=jwt.required_claims,
+        leeway=jwt.leeway_seconds,
+        default_tenant_id=jwt.default_tenant_id,
+        default_agent_id=jwt.default_agent_id,
+    )
+
+
+def build_session_registry(settings: IdentitySettings) -> SessionRegistry:
+    """SQLite when `session_db_path` is set; in-memory only in development (a restart that
+    forgets bindings would let anyone claim old session ids, so production requires a file)."""
+    if settings.session_db_path is not None:
+        return SqliteSessionRegistry(settings.session_db_path)
+    if settings.mode == "production":
+        raise IdentityConfigurationError("VIKING_BRIDGE_SESSION_DB_PATH is required in production mode")
+    return InMemorySessionRegistry()
+
+
