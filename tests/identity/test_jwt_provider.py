@@ -308,7 +308,7 @@ async def test_missing_agent_claim_rejected_naming_alternatives(provider, rsa_ke
         ("sub", "", "must not be empty"),
         ("tid", "acme corp", "U+0020"),
         ("azp", "coder\u200b", "U+200B"),
-        ("sub", 17, "must be a string"),
+        ("tid", 17, "must be a string"),
     ],
 )
 async def test_claim_failing_id_grammar_names_the_claim(provider, rsa_key, claim, value, rule):

@@ -1,0 +1,100 @@
+"""Admin command for API keys: `python -m identity.admin --db PATH {issue,revoke,list} ...`.
+
+Why a separate command: keys are issued by an operator, never by the bridge's request path. The
+plaintext key is printed exactly once, by `issue`; `list` shows key ids and bindings only.
+(The `viking-bridge` console script may mount `main` as a sub-command.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from identity.ids import InvalidIdError
+from identity.providers.api_keys import ApiKeyRecord, ApiKeyStore
+
+DB_ENV = "VIKING_BRIDGE_API_KEYS__DB_PATH"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m identity.admin", description="Manage viking-bridge API keys.")
+    parser.add_argument("--db", default=os.environ.get(DB_ENV), help=f"SQLite key store (default ${DB_ENV})")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    issue = sub.add_parser("issue", help="issue a key bound to one identity; prints the key once")
+    issue.add_argument("--tenant", required=True)
+    issue.add_argument("--user", required=True)
+    issue.add_argument("--agent", required=True)
+    issue.add_argument("--department", action="append", default=[], help="repeatable")
+    issue.add_argument("--workspace")
+    issue.add_argument("--role", action="append", default=[], help="repeatable")
+    issue.add_argument("--permission-version")
+    issue.add_argument("--label", default="")
+
+    revoke = sub.add_parser("revoke", help="revoke a key by its key id")
+    revoke.add_argument("key_id")
+
+    listing = sub.add_parser("list", help="list keys (never secrets)")
+    listing.add_argument("--tenant")
+    return parser
+
+
+def _describe(record: ApiKeyRecord) -> dict[str, object]:
+    return {
+        "key_id": record.key_id,
+        "tenant_id": record.tenant_id,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "department_ids": sorted(record.department_ids),
+        "workspace_id": record.workspace_id,
+        "roles": sorted(record.roles),
+        "permission_version": record.permission_version,
+        "label": record.label,
+        "revoked": record.revoked,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not args.db:
+        print(f"error: no key store; pass --db or set {DB_ENV}", file=sys.stderr)
+        return 2
+    store = ApiKeyStore(args.db)
+    try:
+        if args.command == "issue":
+            try:
+                issued = store.issue(
+                    tenant_id=args.tenant,
+                    user_id=args.user,
+                    agent_id=args.agent,
+                    department_ids=args.department,
+                    workspace_id=args.workspace,
+                    roles=args.role,
+                    permission_version=args.permission_version,
+                    label=args.label,
+                )
+            except InvalidIdError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            print(json.dumps(_describe(issued.record), ensure_ascii=False), file=sys.stderr)
+            print("The key below is shown once and is not stored; keep it now.", file=sys.stderr)
+            print(issued.key)
+            return 0
+        if args.command == "revoke":
+            if store.revoke(args.key_id):
+                print(f"revoked {args.key_id}")
+                return 0
+            print(f"error: no active key {args.key_id}", file=sys.stderr)
+            return 1
+        for record in store.records(tenant_id=args.tenant):
+            print(json.dumps(_describe(record), ensure_ascii=False))
+        return 0
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

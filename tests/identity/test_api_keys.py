@@ -1,0 +1,171 @@
+"""API keys: issued by the admin command, stored only as salted hashes, bound to one identity,
+revocable, and never a way to become anyone else."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from identity.admin import main as admin_main
+from identity.errors import InvalidCredential, Unauthenticated
+from identity.ids import InvalidIdError
+from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore, BearerToken
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ApiKeyStore(tmp_path / "keys.sqlite")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def issued(store):
+    return store.issue(
+        tenant_id="acme",
+        user_id="svc_indexer",
+        agent_id="indexer",
+        department_ids=["eng"],
+        workspace_id="alpha",
+        roles=["writer"],
+        label="nightly indexer",
+    )
+
+
+async def test_issued_key_authenticates_as_its_bound_identity(store, issued):
+    identity = await ApiKeyProvider(store).authenticate(ApiKey(issued.key))
+    assert (identity.tenant_id, identity.user_id, identity.agent_id) == ("acme", "svc_indexer", "indexer")
+    assert identity.department_ids == frozenset({"eng"})
+    assert identity.workspace_id == "alpha"
+    assert identity.roles == frozenset({"writer"})
+
+
+async def test_each_authentication_gets_a_fresh_session_but_the_same_fingerprint(store, issued):
+    provider = ApiKeyProvider(store)
+    a = await provider.authenticate(ApiKey(issued.key))
+    b = await provider.authenticate(ApiKey(issued.key))
+    assert a.session_id != b.session_id
+    assert a.fingerprint == b.fingerprint
+
+
+def test_key_format_and_plaintext_not_stored(store, issued):
+    prefix, key_id, secret = issued.key.split("_", 2)
+    assert prefix == "vbk" and key_id == issued.record.key_id and len(secret) >= 40
+    with sqlite3.connect(store.path) as db:
+        dump = "\n".join(db.iterdump())
+        salt, digest = db.execute("SELECT salt, digest FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+    assert secret not in dump and issued.key not in dump
+    assert len(salt) == 16 and len(digest) == 32
+
+
+def test_repr_of_issued_key_hides_plaintext(issued):
+    assert issued.key not in repr(issued)
+    assert issued.key.split("_", 2)[2] not in repr(ApiKey(issued.key))
+
+
+def test_store_uses_wal(store):
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_same_identity_twice_gets_different_salts(store):
+    a = store.issue(tenant_id="t", user_id="u", agent_id="a")
+    b = store.issue(tenant_id="t", user_id="u", agent_id="a")
+    with sqlite3.connect(store.path) as db:
+        salts = {row[0] for row in db.execute("SELECT salt FROM api_keys WHERE key_id IN (?,?)", (a.record.key_id, b.record.key_id))}
+    assert len(salts) == 2 and a.key != b.key
+
+
+async def test_wrong_secret_rejected(store, issued):
+    prefix, key_id, secret = issued.key.split("_", 2)
+    forged = f"{prefix}_{key_id}_{'A' * len(secret)}"
+    with pytest.raises(InvalidCredential, match="unknown API key"):
+        await ApiKeyProvider(store).authenticate(ApiKey(forged))
+
+
+async def test_unknown_key_id_rejected(store, issued):
+    _, _, secret = issued.key.split("_", 2)
+    with pytest.raises(InvalidCredential, match="unknown API key"):
+        await ApiKeyProvider(store).authenticate(ApiKey(f"vbk_{'0' * 16}_{secret}"))
+
+
+@pytest.mark.parametrize("key", ["", "vbk", "vbk_", "sk_0123456789abcdef_x", "vbk_XYZ_secret", "vbk_0123456789abcdef_", "vbk_" + "a" * 300])
+async def test_malformed_keys_rejected(store, key):
+    with pytest.raises(InvalidCredential, match="malformed API key"):
+        await ApiKeyProvider(store).authenticate(ApiKey(key))
+
+
+async def test_revoked_key_rejected(store, issued):
+    provider = ApiKeyProvider(store)
+    await provider.authenticate(ApiKey(issued.key))
+    assert store.revoke(issued.record.key_id) is True
+    assert store.revoke(issued.record.key_id) is False  # already revoked
+    with pytest.raises(InvalidCredential, match=f"API key {issued.record.key_id} has been revoked"):
+        await provider.authenticate(ApiKey(issued.key))
+
+
+async def test_revocation_seen_by_another_store_on_the_same_file(tmp_path):
+    path = tmp_path / "keys.sqlite"
+    admin, server = ApiKeyStore(path), ApiKeyStore(path)
+    issued = admin.issue(tenant_id="t", user_id="u", agent_id="a")
+    provider = ApiKeyProvider(server)
+    await provider.authenticate(ApiKey(issued.key))
+    admin.revoke(issued.record.key_id)
+    with pytest.raises(InvalidCredential, match="revoked"):
+        await provider.authenticate(ApiKey(issued.key))
+    admin.close()
+    server.close()
+
+
+async def test_wrong_credential_kind_rejected(store, issued):
+    with pytest.raises(Unauthenticated, match="expected a ApiKey credential, got BearerToken"):
+        await ApiKeyProvider(store).authenticate(BearerToken(issued.key))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [("user_id", "a/b", "path separator"), ("tenant_id", "", "must not be empty"), ("agent_id", "a b", r"U\+0020 \(SPACE\)")],
+)
+def test_issue_validates_bound_ids(store, field, value, rule):
+    kwargs = {"tenant_id": "t", "user_id": "u", "agent_id": "a", field: value}
+    with pytest.raises(InvalidIdError, match=f"invalid {field} .*{rule}"):
+        store.issue(**kwargs)
+
+
+async def test_row_tampered_into_invalid_identity_fails_closed(store, issued):
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE api_keys SET user_id = '../root' WHERE key_id = ?", (issued.record.key_id,))
+    with pytest.raises(InvalidCredential, match="bound to an invalid identity"):
+        await ApiKeyProvider(store).authenticate(ApiKey(issued.key))
+
+
+# ------------------------------------------------------------------ admin command
+async def test_admin_issue_prints_key_once_then_list_and_revoke(tmp_path, capsys):
+    db = str(tmp_path / "keys.sqlite")
+    code = admin_main(["--db", db, "issue", "--tenant", "acme", "--user", "u1", "--agent", "coder",
+                       "--department", "eng", "--department", "研发部", "--role", "admin"])
+    assert code == 0
+    out = capsys.readouterr()
+    key = out.out.strip()
+    assert key.startswith("vbk_") and "shown once" in out.err
+
+    store = ApiKeyStore(db)
+    identity = await ApiKeyProvider(store).authenticate(ApiKey(key))
+    assert identity.department_ids == frozenset({"eng", "研发部"}) and identity.roles == frozenset({"admin"})
+
+    assert admin_main(["--db", db, "list"]) == 0
+    listing = capsys.readouterr().out
+    assert key.split("_", 2)[2] not in listing and '"user_id": "u1"' in listing
+
+    key_id = key.split("_", 2)[1]
+    assert admin_main(["--db", db, "revoke", key_id]) == 0
+    with pytest.raises(InvalidCredential, match="revoked"):
+        await ApiKeyProvider(store).authenticate(ApiKey(key))
+    store.close()
+
+
+def test_admin_issue_rejects_bad_id(tmp_path, capsys):
+    code = admin_main(["--db", str(tmp_path / "k.sqlite"), "issue", "--tenant", "acme", "--user", "../x", "--agent", "a"])
+    assert code == 2
+    assert "path separator" in capsys.readouterr().err
