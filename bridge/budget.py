@@ -1,0 +1,120 @@
+"""Fill a token budget with the best memories: de-duplicated, per-kind quotas, conflicts kept.
+
+Token estimate: CJK ideographs/kana/hangul count about one token each, other text about four
+characters per token (typical BPE behaviour for both scripts); plug in a real tokenizer with
+any object that has `count(text) -> int`.
+
+Conflicts: memories of the same kind that declare the same `topic` in metadata disagree about
+one thing. The one from the lower (more specific) scope wins — private over workspace over
+department over tenant over global, as seed 003 asks — and the loser is kept as its
+`conflicts_with` source instead of being silently dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from adapters.scopes import Visibility
+from bridge.ranking import RankedHit
+
+_SPECIFICITY = {
+    Visibility.PRIVATE: 0,
+    Visibility.AGENT: 1,
+    Visibility.WORKSPACE: 2,
+    Visibility.DEPARTMENT: 3,
+    Visibility.TENANT: 4,
+    Visibility.GLOBAL: 5,
+}
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class EstimatingTokenCounter:
+    def count(self, text: str) -> int:
+        cjk = len(_CJK.findall(text))
+        rest = len(text) - cjk
+        return cjk + math.ceil(rest / 4)
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    max_tokens: int = 1200
+    per_item_overhead: int = 24  # the provenance label each rendered item carries
+    kind_quotas: dict[str, int] = field(default_factory=dict)  # kind -> max items
+    max_items: int = 50
+
+
+@dataclass
+class BudgetedItem:
+    ranked: RankedHit
+    tokens: int
+    duplicates: list[RankedHit] = field(default_factory=list)
+    conflicts_with: list[RankedHit] = field(default_factory=list)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def min_item_tokens(config: BudgetConfig) -> int:
+    return config.per_item_overhead + 1
+
+
+def assemble(ranked: list[RankedHit], config: BudgetConfig, counter: TokenCounter | None = None) -> tuple[list[BudgetedItem], int]:
+    """Pick items in rank order. Returns (items, tokens used)."""
+    counter = counter or EstimatingTokenCounter()
+    # 1) conflicts: per (kind, topic) the most specific scope wins, ties by rank
+    winners: dict[tuple[str, str], RankedHit] = {}
+    losers: dict[str, list[RankedHit]] = {}
+    for r in ranked:
+        topic = r.hit.memory.metadata.get("topic")
+        if not isinstance(topic, str) or not topic:
+            continue
+        slot = (r.hit.memory.kind, topic)
+        best = winners.get(slot)
+        if best is None or _SPECIFICITY[r.hit.scope.visibility] < _SPECIFICITY[best.hit.scope.visibility]:
+            winners[slot] = r
+    beaten: set[str] = set()
+    for r in ranked:
+        topic = r.hit.memory.metadata.get("topic")
+        if isinstance(topic, str) and topic:
+            winner = winners[(r.hit.memory.kind, topic)]
+            if winner is not r:
+                losers.setdefault(winner.hit.memory.id, []).append(r)
+                beaten.add(r.hit.memory.id)
+    ordered = sorted(
+        (r for r in ranked if r.hit.memory.id not in beaten),
+        key=lambda r: (-r.score, r.hit.memory.id),
+    )
+    # 2) dedup, quotas, budget
+    chosen: list[BudgetedItem] = []
+    by_text: dict[str, BudgetedItem] = {}
+    per_kind: dict[str, int] = {}
+    used = 0
+    for r in ordered:
+        memory = r.hit.memory
+        key = _normalised(memory.content)
+        if key in by_text:
+            by_text[key].duplicates.append(r)
+            continue
+        quota = config.kind_quotas.get(memory.kind)
+        if quota is not None and per_kind.get(memory.kind, 0) >= quota:
+            continue
+        if len(chosen) >= config.max_items:
+            break
+        tokens = counter.count(memory.content) + config.per_item_overhead
+        if used + tokens > config.max_tokens:
+            continue  # a smaller, lower-ranked memory may still fit
+        item = BudgetedItem(r, tokens, conflicts_with=losers.get(memory.id, []))
+        chosen.append(item)
+        by_text[key] = item
+        per_kind[memory.kind] = per_kind.get(memory.kind, 0) + 1
+        used += tokens
+    return chosen, used

@@ -1,0 +1,40 @@
+"""The second wall: every hit must come from the ScopeSet the policy built, or it is dropped.
+
+The backend query is the first wall (authorisation pushed into the search). This guard never
+widens anything; it exists so that an adapter bug, a mis-tagged row or a backend that ignored a
+filter is caught, removed and reported as an alarm instead of reaching a prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.base import Hit
+from adapters.scopes import ScopeSet
+
+
+@dataclass(frozen=True)
+class GuardAlarm:
+    memory_id: str
+    claimed_scope: str
+    stored_scope: str
+    reason: str
+
+
+def guard_hits(hits: tuple[Hit, ...] | list[Hit], scopes: ScopeSet) -> tuple[list[Hit], list[GuardAlarm]]:
+    kept: list[Hit] = []
+    alarms: list[GuardAlarm] = []
+    for hit in hits:
+        memory = hit.memory
+        reason = None
+        if hit.scope != memory.scope:
+            reason = "hit is tagged with a scope other than the one the record is stored in"
+        elif hit.scope not in scopes:
+            reason = "scope is not in the request's ScopeSet"
+        elif not scopes.permits(hit.scope, memory.id):
+            reason = "memory is not in the injection manifest for this scope"
+        if reason is None:
+            kept.append(hit)
+        else:
+            alarms.append(GuardAlarm(memory.id, str(hit.scope), str(memory.scope), reason))
+    return kept, alarms

@@ -1,0 +1,35 @@
+"""Render recalled memories as a context block in which every item says where it came from.
+
+Invariant 5: each line carries the scope, the author, why it was visible (own scope, grant,
+injection), and conflicting sources if any. Memory content is data; it is fenced and escaped so
+that a memory cannot close the block or impersonate a label.
+"""
+
+from __future__ import annotations
+
+from bridge.models import RecalledMemory
+
+
+def _escape(text: str) -> str:
+    return " ".join(text.replace("<", "‹").replace(">", "›").split())
+
+
+def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, partial: bool = False) -> str:
+    head = f'<memory-context for="{identity}" purpose="{purpose}" items="{len(items)}"' + (' partial="true"' if partial else "")
+    if not items:
+        return head + "/>"
+    lines = [head + ">"]
+    for n, item in enumerate(items, 1):
+        label = [f"scope={item.scope}", f"author={item.author}", f"visible: {item.why_visible}"]
+        if item.grant_id and not item.injected_by:
+            label.append(f"grant={item.grant_id}")
+        if item.injected_by:
+            label.append(f"injected_by={item.injected_by} (read-only)")
+        if item.status != "active":
+            label.append(f"status={item.status}")
+        if item.conflicts_with:
+            label.append("overrides " + ", ".join(f"{c.scope}#{c.memory_id[:8]}" for c in item.conflicts_with))
+        lines.append(f"{n}. [{item.kind}] {_escape(item.content)}")
+        lines.append(f"   ({'; '.join(label)}; id={item.memory_id})")
+    lines.append("</memory-context>")
+    return "\n".join(lines)

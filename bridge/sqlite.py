@@ -1,0 +1,46 @@
+"""One way to open the bridge's own SQLite file (audit, grants, manifests): WAL + fsync on commit."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterator
+
+
+class Database:
+    """A serialised connection; `transaction()` is BEGIN IMMEDIATE ... COMMIT/ROLLBACK."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self.lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def executescript(self, script: str) -> None:
+        with self.transaction() as conn:
+            for statement in filter(None, (s.strip() for s in script.split(";\n"))):
+                conn.execute(statement)
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
