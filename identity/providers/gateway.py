@@ -25,6 +25,11 @@ Canonical string (UTF-8), lines joined by `\\n`, absent values as empty lines:
 
 `X-VB-Signature` = lowercase hex HMAC-SHA256(secret, canonical string). Header values holding
 CR or LF are refused before anything else, so the lines cannot be shifted.
+
+Id values are percent-encoded UTF-8 on the wire (HTTP header values are ASCII in practice, and
+ids may be `研发部`): `quote(id, safe="_-.@*+=~")`, so a literal `%` travels as `%25`. The
+signature covers the values exactly as sent; they are decoded only after it verifies, and the
+decoded id must then pass the id grammar.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from urllib.parse import quote, unquote
 
 from identity.errors import ExpiredCredential, IdentityConfigurationError, InvalidCredential, Unauthenticated
 from identity.model import MemoryIdentity
@@ -46,7 +52,7 @@ from identity.providers.base import (
     require_credential,
 )
 
-__all__ = ["GatewayProvider", "NonceCache", "canonical_string", "sign_gateway_headers", "SIGNED_HEADERS"]
+__all__ = ["GatewayProvider", "NonceCache", "SIGNED_HEADERS", "canonical_string", "encode_id", "sign_gateway_headers"]
 
 CANONICAL_VERSION = "vb-gateway-v1"
 H_TENANT, H_USER, H_DEPARTMENTS = "x-vb-tenant", "x-vb-user", "x-vb-departments"
@@ -91,18 +97,32 @@ def sign_gateway_headers(
     key = secret.encode() if isinstance(secret, str) else secret
     values = {
         H_TIMESTAMP: str(int(time.time()) if timestamp is None else timestamp),
-        H_TENANT: tenant_id,
-        H_USER: user_id,
-        H_AGENT: agent_id,
-        H_DEPARTMENTS: ",".join(sorted(department_ids)),
-        H_ROLES: ",".join(sorted(roles)),
+        H_TENANT: encode_id(tenant_id),
+        H_USER: encode_id(user_id),
+        H_AGENT: encode_id(agent_id),
+        H_DEPARTMENTS: ",".join(encode_id(d) for d in sorted(department_ids)),
+        H_ROLES: ",".join(encode_id(r) for r in sorted(roles)),
     }
-    for name, value in ((H_WORKSPACE, workspace_id), (H_SESSION, session_id), (H_VERSION, permission_version), (H_NONCE, nonce)):
+    for name, value in ((H_WORKSPACE, workspace_id), (H_SESSION, session_id), (H_VERSION, permission_version)):
         if value is not None:
-            values[name] = value
+            values[name] = encode_id(value)
+    if nonce is not None:
+        values[H_NONCE] = nonce
     headers = {_display(k): v for k, v in values.items() if v != ""}  # absent == empty when signing
     headers[_display(H_SIGNATURE)] = _sign(key, canonical_string(method, path, values))
     return headers
+
+
+def encode_id(value: str) -> str:
+    """Wire form of an id in an `X-VB-*` header: percent-encoded UTF-8 (`%` itself as `%25`)."""
+    return quote(value, safe="_-.@*+=~")
+
+
+def _decode_id(value: str, header: str) -> str:
+    try:
+        return unquote(value, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidCredential(f"header {_display(header)} is not percent-encoded UTF-8") from None
 
 
 def _display(name: str) -> str:
@@ -233,11 +253,11 @@ class GatewayProvider:
                 if required:
                     raise InvalidCredential(f"gateway header {_display(header)} is missing")
                 return None
-            return credential_id(value, f"header {_display(header)}")
+            return credential_id(_decode_id(value, header), f"header {_display(header)}")
 
         def many(header: str) -> frozenset[str]:
             value = values.get(header, "")
-            items = [] if value == "" else value.split(",")
+            items = [] if value == "" else [_decode_id(item, header) for item in value.split(",")]
             return credential_ids(items, f"header {_display(header)}")
 
         return MemoryIdentity(
