@@ -1,0 +1,132 @@
+"""Viking Memory's error codes, mapped onto the adapter error tree (`adapters.errors`).
+
+    code      meaning                     raised as
+    1000001   authentication failed       VikingPermissionDenied   (PermissionDenied)
+    1000003   invalid parameters          VikingInvalidRequest     (InvalidRequest)
+    1000005   collection does not exist   VikingCollectionMissing  (InvalidRequest: a config error)
+    1000011   data not found              VikingNotFound           (NotFound)
+    1000019   bad filter                  VikingInvalidRequest     (InvalidRequest)
+    1000023   index still initialising    VikingRetryLater         (RetryLater; NOT retried here)
+    1000025   embedding error             VikingUnavailable        (Unavailable; retried, bounded)
+    1000028   internal error              VikingUnavailable        (Unavailable; retried)
+    1000029   rate limited                VikingRateLimited        (RateLimited; retried w/ backoff)
+    HTTP 429                              VikingRateLimited
+    HTTP 5xx / network / timeout          VikingUnavailable
+    other non-zero code / 4xx             VikingInvalidRequest
+
+Every error carries `code`, `http_status` and `request_id` (never request headers or bodies), and
+its message is scrubbed of the client's secrets before it is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.errors import BackendError, InvalidRequest, NotFound, PermissionDenied, RateLimited, RetryLater, Unavailable
+
+__all__ = [
+    "VikingError",
+    "VikingPermissionDenied",
+    "VikingInvalidRequest",
+    "VikingCollectionMissing",
+    "VikingNotFound",
+    "VikingRetryLater",
+    "VikingUnavailable",
+    "VikingRateLimited",
+    "error_for",
+    "CODE_AUTH",
+    "CODE_INVALID",
+    "CODE_NO_COLLECTION",
+    "CODE_NOT_FOUND",
+    "CODE_BAD_FILTER",
+    "CODE_INDEX_INIT",
+    "CODE_EMBEDDING",
+    "CODE_INTERNAL",
+    "CODE_RATE_LIMIT",
+]
+
+CODE_AUTH = 1000001
+CODE_INVALID = 1000003
+CODE_NO_COLLECTION = 1000005
+CODE_NOT_FOUND = 1000011
+CODE_BAD_FILTER = 1000019
+CODE_INDEX_INIT = 1000023
+CODE_EMBEDDING = 1000025
+CODE_INTERNAL = 1000028
+CODE_RATE_LIMIT = 1000029
+
+
+class VikingError(BackendError):
+    """Mixin data for every Viking failure: the service code, HTTP status and request id."""
+
+    code: int | None = None
+    http_status: int | None = None
+    request_id: str | None = None
+
+    def _set(self, code: int | None, http_status: int | None, request_id: str | None) -> None:
+        self.code = code
+        self.http_status = http_status
+        self.request_id = request_id
+
+
+class VikingPermissionDenied(PermissionDenied, VikingError):
+    pass
+
+
+class VikingInvalidRequest(InvalidRequest, VikingError):
+    pass
+
+
+class VikingCollectionMissing(InvalidRequest, VikingError):
+    """The configured collection does not exist: a configuration error, never retried."""
+
+
+class VikingNotFound(NotFound, VikingError):
+    pass
+
+
+class VikingRetryLater(RetryLater, VikingError):
+    pass
+
+
+class VikingUnavailable(Unavailable, VikingError):
+    pass
+
+
+class VikingRateLimited(RateLimited, VikingError):
+    pass
+
+
+def error_for(
+    *,
+    code: int | None,
+    http_status: int | None,
+    message: str,
+    request_id: str | None,
+    retry_after: float | None = None,
+    backend: str = "viking",
+) -> VikingError:
+    """The typed error for a failed answer. `message` must already be scrubbed of secrets."""
+    detail = f"{message} (code={code}, http={http_status}, request_id={request_id})"
+    kw: dict[str, Any] = {"backend": backend}
+    err: VikingError
+    if code == CODE_AUTH:
+        err = VikingPermissionDenied(detail, **kw)
+    elif code == CODE_NO_COLLECTION:
+        err = VikingCollectionMissing(detail, **kw)
+    elif code in (CODE_INVALID, CODE_BAD_FILTER):
+        err = VikingInvalidRequest(detail, **kw)
+    elif code == CODE_NOT_FOUND:
+        err = VikingNotFound(detail, **kw)
+    elif code == CODE_INDEX_INIT:
+        err = VikingRetryLater(detail, **kw)
+    elif code == CODE_RATE_LIMIT or http_status == 429:
+        err = VikingRateLimited(detail, retry_after=retry_after, **kw)
+    elif code in (CODE_EMBEDDING, CODE_INTERNAL) or (http_status is not None and http_status >= 500):
+        err = VikingUnavailable(detail, **kw)
+    elif http_status in (401, 403):
+        err = VikingPermissionDenied(detail, **kw)
+    else:
+        err = VikingInvalidRequest(detail, **kw)
+    err._set(code, http_status, request_id)
+    return err

@@ -1,0 +1,217 @@
+"""ScopeKey <-> Viking principal, session ids, memory ids and the record envelope.
+
+Never decides who may see what: it only names places. Our ids may hold unicode letters and
+`_ - . @ % * + = ~`; Viking ids are (at most, we assume the strictest reading) `[A-Za-z0-9_]`,
+starting with a letter, <= 128 chars. So every name we send is
+
+    <prefix><tag>_<readable>_<h32>
+
+where `tag` says what the name is (u private, a agent-owned, w workspace, d department, t tenant
+shared, g global, r the tenant's registry, ag an agent as assistant), `readable` is an ASCII
+hint for humans in the console (letters/digits of the owner id, <= 20 chars, possibly empty) and
+`h32` is 32 hex chars (128 bits) of SHA-256 over the *full* ScopeKey string, with a domain tag.
+The readable part is decoration; the hash carries identity, so `john_doe` / `john-doe` / `johndoe`
+and `foo` / `foobar` get unrelated principals. The map is not reversible: the adapter maps a
+hit's principal back through the table of the scopes it queried (and cross-checks the scope
+string stored in the record), so a principal outside that table can never be attributed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from adapters.base import NewMemory, Provenance, Status, StoredMemory
+from adapters.scopes import ScopeKey, Visibility
+
+__all__ = [
+    "VIKING_ID",
+    "PrincipalMap",
+    "principal_for",
+    "assistant_principal",
+    "registry_principal",
+    "memory_id_for",
+    "backend_session_id",
+    "encode_record",
+    "decode_record",
+    "RECORD_FIELD",
+]
+
+VIKING_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
+_TAG = {
+    Visibility.PRIVATE: "u",
+    Visibility.AGENT: "a",
+    Visibility.WORKSPACE: "w",
+    Visibility.DEPARTMENT: "d",
+    Visibility.TENANT: "t",
+    Visibility.GLOBAL: "g",
+}
+RECORD_FIELD = "vb_record"  # memory_info key holding our record envelope (a JSON string)
+RECORD_VERSION = 1
+
+
+def _h(domain: str, text: str, n: int = 32) -> str:
+    return hashlib.sha256(f"viking-bridge/{domain}\x00{text}".encode("utf-8")).hexdigest()[:n]
+
+
+def _readable(text: str | None) -> str:
+    return "".join(ch for ch in (text or "") if ch.isascii() and ch.isalnum())[:20]
+
+
+def check_prefix(prefix: str) -> str:
+    if not _PREFIX.match(prefix):
+        raise ValueError(f"principal prefix must match {_PREFIX.pattern}, got {prefix!r}")
+    return prefix
+
+
+def principal_for(scope: ScopeKey, prefix: str = "vb") -> str:
+    """The Viking user_id that holds exactly the memories of `scope` (see module docstring)."""
+    readable = _readable(scope.owner_id if scope.visibility is not Visibility.TENANT else scope.tenant_id)
+    name = f"{check_prefix(prefix)}{_TAG[scope.visibility]}_{readable}_{_h('scope', str(scope))}"
+    assert VIKING_ID.match(name), name
+    return name
+
+
+def assistant_principal(tenant_id: str | None, agent_id: str, prefix: str = "vb") -> str:
+    """The Viking assistant_id for an agent of a tenant (informational: never used to filter)."""
+    digest = _h("agent", (tenant_id or "") + "/" + agent_id)
+    return f"{check_prefix(prefix)}ag_{_readable(agent_id)}_{digest}"
+
+
+def registry_principal(tenant_id: str | None, prefix: str = "vb") -> str:
+    """Where the adapter records which scopes of a tenant exist and who captured which session."""
+    return f"{check_prefix(prefix)}r_{_readable(tenant_id)}_{_h('registry', tenant_id or '')}"
+
+
+def memory_id_for(scope: ScopeKey, idempotency_key: str) -> str:
+    """Deterministic memory id: the same key in the same scope always names the same memory.
+
+    It is also sent as the event's `group_id`, which the service can filter on, so a lookup by
+    id (or by idempotency key) is one exact filter, and a duplicate left by a retried write is
+    recognisable as the same memory."""
+    return "vb" + _h("memory", f"{scope}\x00{idempotency_key}")
+
+
+def scope_marker_id(scope: ScopeKey) -> str:
+    return "vs" + _h("marker", str(scope))
+
+
+def backend_session_id(scope: ScopeKey, session_key: str, prefix: str = "vb") -> str:
+    """`[A-Za-z0-9_]`, starts with a letter, <= 128: `<prefix>s_<64 hex>` of (scope, session_key).
+
+    The bridge's session_key is already bound to the identity fingerprint; hashing it together with
+    the scope means two identities (or one identity capturing into two scopes) never share a
+    backend session, so session/add's overwrite-on-reuse can only ever replace its own session."""
+    digest = hashlib.sha256(f"viking-bridge/session\x00{scope}\x00{session_key}".encode("utf-8")).hexdigest()
+    return f"{check_prefix(prefix)}s_{digest}"
+
+
+class PrincipalMap:
+    """principal -> ScopeKey for the scopes of ONE request; refuses a collision outright."""
+
+    def __init__(self, scopes: "list[ScopeKey] | tuple[ScopeKey, ...]", prefix: str) -> None:
+        self._by_principal: dict[str, ScopeKey] = {}
+        for scope in scopes:
+            p = principal_for(scope, prefix)
+            other = self._by_principal.get(p)
+            if other is not None and other != scope:
+                raise RuntimeError(f"principal collision between {other} and {scope}")
+            self._by_principal[p] = scope
+
+    def scope_of(self, principal: str) -> ScopeKey | None:
+        return self._by_principal.get(principal)
+
+    @property
+    def principals(self) -> list[str]:
+        return list(self._by_principal)
+
+
+# -- record envelope ---------------------------------------------------------------------------
+def _prov_to_json(p: Provenance) -> dict[str, Any]:
+    return {
+        "author_user_id": p.author_user_id,
+        "author_agent_id": p.author_agent_id,
+        "session_id": p.session_id,
+        "source_message_ids": list(p.source_message_ids),
+        "injected_by": p.injected_by,
+        "derived_from": list(p.derived_from),
+        "grant_id": p.grant_id,
+    }
+
+
+def prov_from_json(d: Mapping[str, Any]) -> Provenance:
+    return Provenance(
+        author_user_id=str(d["author_user_id"]),
+        author_agent_id=str(d["author_agent_id"]),
+        session_id=d.get("session_id"),
+        source_message_ids=tuple(d.get("source_message_ids") or ()),
+        injected_by=d.get("injected_by"),
+        derived_from=tuple(d.get("derived_from") or ()),
+        grant_id=d.get("grant_id"),
+    )
+
+
+def encode_record(memory: StoredMemory) -> dict[str, Any]:
+    """memory_info for an event: `summary` (what the service embeds) + our envelope as JSON."""
+    envelope = {
+        "v": RECORD_VERSION,
+        "id": memory.id,
+        "scope": str(memory.scope),
+        "kind": memory.kind,
+        "status": memory.status.value,
+        "confidence": memory.confidence,
+        "subject_user_id": memory.subject_user_id,
+        "metadata": dict(memory.metadata),
+        "provenance": _prov_to_json(memory.provenance),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+    }
+    return {"summary": memory.content, RECORD_FIELD: json.dumps(envelope, ensure_ascii=False, sort_keys=True)}
+
+
+def encode_new(memory_id: str, scope: ScopeKey, new: NewMemory, now: float) -> tuple[StoredMemory, dict[str, Any]]:
+    stored = StoredMemory.from_new(memory_id, scope, new, now=now)
+    return stored, encode_record(stored)
+
+
+@dataclass(frozen=True)
+class DecodedRecord:
+    memory: StoredMemory
+    marker: str | None = None  # "scope" / "capture" for registry rows
+
+
+def decode_record(memory_info: Mapping[str, Any], scope: ScopeKey) -> StoredMemory | None:
+    """Our record from memory_info, or None when it is absent/malformed or names another scope.
+
+    `scope` is where the hit was *read from* (established from its principal); a record whose own
+    scope string disagrees is not attributable and the caller drops it."""
+    raw = memory_info.get(RECORD_FIELD)
+    if not isinstance(raw, str):
+        return None
+    try:
+        env = json.loads(raw)
+        if env.get("v") != RECORD_VERSION or env.get("marker") or env.get("scope") != str(scope):
+            return None
+        content = memory_info.get("summary")
+        if not isinstance(content, str):
+            return None
+        return StoredMemory(
+            id=str(env["id"]),
+            scope=scope,
+            content=content,
+            kind=str(env["kind"]),
+            status=Status(env["status"]),
+            confidence=float(env["confidence"]),
+            provenance=prov_from_json(env["provenance"]),
+            subject_user_id=env.get("subject_user_id"),
+            metadata=MappingProxyType(dict(env.get("metadata") or {})),
+            created_at=float(env["created_at"]),
+            updated_at=float(env["updated_at"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
