@@ -178,9 +178,14 @@ class StaticKeys(KeySource):
 
 def _select(keys: list[VerificationKey], kid: str | None) -> VerificationKey | None:
     if kid is not None:
-        return next((k for k in keys if k.kid == kid), None)
-    # No kid in the token: only unambiguous when exactly one key is known.
-    return keys[0] if len(keys) == 1 else None
+        match = next((k for k in keys if k.kid == kid), None)
+        if match is not None:
+            return match
+    # No kid in the token, or a kid where the one configured key has none (a plain PEM): only
+    # unambiguous when exactly one key is known. The algorithm pin and signature still decide.
+    if len(keys) == 1 and (kid is None or keys[0].kid is None):
+        return keys[0]
+    return None
 
 
 class JwksCache(KeySource):

@@ -60,6 +60,7 @@ class SigningKey:
         payload = {k: v for k, v in payload.items() if v is not DROP}
         hdr = {"kid": self.kid} if self.kid else {}
         hdr.update(headers or {})
+        hdr = {k: v for k, v in hdr.items() if v is not None and v is not DROP}
         return jwt.encode(payload, self.private, algorithm=alg or self.alg, headers=hdr)
 
 

@@ -350,3 +350,11 @@ def test_symmetric_jwk_refused():
 def test_tenant_must_be_mapped_or_defaulted():
     with pytest.raises(IdentityConfigurationError, match="tenant"):
         JwtProvider(keys=None, issuer=ISSUER, audience=AUDIENCE, claims=ClaimMapping(tenant_id=None))  # type: ignore[arg-type]
+
+
+async def test_static_pem_key_still_pins_algorithm_and_signature(rsa_key, rsa_key_2, ec_key):
+    provider = JwtProvider(keys=StaticKeys([VerificationKey.from_pem(rsa_key.public_pem())]), issuer=ISSUER, audience=AUDIENCE)
+    with pytest.raises(InvalidCredential, match="signature does not verify"):
+        await provider.authenticate(BearerToken(rsa_key_2.mint()))
+    with pytest.raises(InvalidCredential, match="'ES256' does not match its key"):
+        await provider.authenticate(BearerToken(ec_key.mint()))
