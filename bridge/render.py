@@ -21,10 +21,10 @@ def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, 
     lines = [head + ">"]
     for n, item in enumerate(items, 1):
         label = [f"scope={item.scope}", f"author={item.author}", f"visible: {item.why_visible}"]
-        if item.grant_id and not item.injected_by:
+        if item.grant_id and not item.injected_by and item.grant_id not in item.why_visible:
             label.append(f"grant={item.grant_id}")
         if item.injected_by:
-            label.append(f"injected_by={item.injected_by} (read-only)")
+            label.append("read-only" if f"injected by {item.injected_by}" in item.why_visible else f"injected_by={item.injected_by} (read-only)")
         if item.status != "active":
             label.append(f"status={item.status}")
         if item.conflicts_with:

@@ -32,7 +32,8 @@ class Partition:
         part.rowids = np.ascontiguousarray(rowids, dtype=np.int64)
         part.status = np.ascontiguousarray(status, dtype=np.int8)
         part.kind = np.ascontiguousarray(kind, dtype=np.int32)
-        part.matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1, dimension)
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1, dimension)
+        part.matrix = matrix if matrix.flags.writeable else matrix.copy()  # frombuffer views are read-only
         part.size = len(part.rowids)
         return part
 

@@ -1,0 +1,126 @@
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, contract.
+
+`remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
+development identity (see docs/identity.md; refused in production mode). Every error is printed
+as one line on stderr with exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Sequence
+
+from pydantic import ValidationError
+
+from adapters.errors import BackendError
+from bridge.errors import BridgeError
+from identity.errors import IdentityError
+from identity.ids import InvalidIdError
+
+EXIT_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="viking-bridge", description="Permission-first memory bridge for multi-tenant, multi-agent AI systems.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+
+    p = sub.add_parser("remember", help="store a memory as the development identity")
+    p.add_argument("content")
+    p.add_argument("--kind", required=True, help="profile, preference, event, fact, decision, procedure, experience, standard, note")
+    p.add_argument("--visibility", help="private, agent, workspace, department, tenant, global (default: by kind)")
+    p.add_argument("--department", help="department id for department visibility")
+    p.add_argument("--idempotency-key")
+
+    p = sub.add_parser("recall", help="recall memories as the development identity")
+    p.add_argument("query")
+    p.add_argument("--purpose", default="chat", help="chat or coding")
+    p.add_argument("--budget", type=int, help="token budget")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    p = sub.add_parser("forget", help="forget one memory (SCOPE MEMORY_ID) or every memory of a subject")
+    p.add_argument("scope", nargs="?")
+    p.add_argument("memory_id", nargs="?")
+    p.add_argument("--subject", help="forget everything about this user id (yourself, or any user as admin)")
+
+    p = sub.add_parser("audit", help="show the audit log (your own rows; a tenant admin sees the tenant)")
+    p.add_argument("--action")
+    p.add_argument("--limit", type=int, default=20)
+
+    sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
+    sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
+    return parser
+
+
+async def _dev_session():
+    from bridge.facade import MemoryBridge
+    from bridge.settings import load_bridge_settings
+    from identity.providers.base import DevEnvironment
+    from identity.providers.dev import DevEnvironmentProvider
+
+    settings = load_bridge_settings()
+    identity = await DevEnvironmentProvider().authenticate(DevEnvironment())
+    bridge = MemoryBridge.open_local(settings.home, limits=settings.limits(), budget=settings.budget())
+    return bridge, identity
+
+
+async def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from bridge.demo import run_demo
+
+        return 0 if await run_demo(sys.stdout) else 1
+    bridge, identity = await _dev_session()
+    try:
+        if args.command == "remember":
+            result = await bridge.remember(identity, args.content, args.kind, visibility=args.visibility, department_id=args.department, idempotency_key=args.idempotency_key)
+            print(f"{result.status} {result.scope} {result.memory_id} ({result.reason}{', deduplicated' if result.deduplicated else ''})")
+        elif args.command == "recall":
+            recalled = await bridge.recall(identity, args.query, purpose=args.purpose, budget_tokens=args.budget)
+            print(recalled.model_dump_json(indent=2) if args.json else recalled.context)
+        elif args.command == "forget":
+            if args.subject:
+                if args.scope or args.memory_id:
+                    raise BridgeError("give either SCOPE MEMORY_ID or --subject, not both")
+                print(f"forgot {await bridge.forget_subject(identity, args.subject)} memories of {args.subject}")
+            else:
+                if not (args.scope and args.memory_id):
+                    raise BridgeError("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
+                found = await bridge.forget(identity, (args.scope, args.memory_id))
+                print("forgotten" if found else "no such memory in that scope")
+        elif args.command == "audit":
+            for e in bridge.audit_events(identity, action=args.action, limit=args.limit):
+                print(json.dumps({"seq": e.seq, "ts": round(e.ts, 3), "actor": e.actor, "action": e.action, "memory_ids": e.memory_ids, "scopes": e.scopes, "grants": e.grant_ids}, ensure_ascii=False))
+    finally:
+        await bridge.aclose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["keys"]:
+        from identity.admin import main as keys_main
+
+        return keys_main(argv[1:])
+    if argv[:1] == ["contract"]:
+        from contract_tests.cli import main as contract_main
+
+        return contract_main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except (BridgeError, BackendError, IdentityError, InvalidIdError) as exc:
+        print(f"viking-bridge: error: {exc}", file=sys.stderr)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"viking-bridge: error: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("viking-bridge: interrupted", file=sys.stderr)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
