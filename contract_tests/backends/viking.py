@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
-from adapters.viking import ApiKeyAuth, SignerV4Auth, VikingBackend, VikingConfig, VikingMemoryClient
+from adapters.viking import ApiKeyAuth, RetryPolicy, SignerV4Auth, VikingBackend, VikingConfig, VikingMemoryClient
 from contract_tests.registry import register_adapter
 from contract_tests.viking_simulator import VikingSimulator
 
@@ -29,16 +30,22 @@ SIM_TENANT_COLLECTION = "bridge_tenants"
 SIM_GLOBAL_COLLECTION = "bridge_global"
 
 
-def make_simulated(sim: VikingSimulator | None = None, **config: object) -> tuple[VikingSimulator, VikingBackend]:
+def make_simulated(
+    sim: VikingSimulator | None = None,
+    *,
+    retry: RetryPolicy | None = None,
+    clock: Callable[[], float] | None = None,
+    **config: object,
+) -> tuple[VikingSimulator, VikingBackend]:
     """A simulator with both collections and a key, and a backend on it (for tests to reuse)."""
     sim = sim or VikingSimulator()
     for name in (SIM_TENANT_COLLECTION, SIM_GLOBAL_COLLECTION):
         if ("default", name) not in sim.collections:
             sim.create_collection(name)
     sim.add_api_key(SIM_API_KEY, collections={SIM_TENANT_COLLECTION, SIM_GLOBAL_COLLECTION})
-    client = VikingMemoryClient("https://viking.simulator.test", ApiKeyAuth(SIM_API_KEY), transport=sim.transport())
+    client = VikingMemoryClient("https://viking.simulator.test", ApiKeyAuth(SIM_API_KEY), transport=sim.transport(), retry=retry)
     cfg = VikingConfig(**{"shared_collection": SIM_TENANT_COLLECTION, "global_collection": SIM_GLOBAL_COLLECTION, **config})  # type: ignore[arg-type]
-    return sim, VikingBackend(client, cfg)
+    return sim, VikingBackend(client, cfg, clock=clock or time.time)
 
 
 @register_adapter("viking", description="hosted Viking Memory adapter on an in-process simulator of the service")
