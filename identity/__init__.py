@@ -1,26 +1,80 @@
-"""Who is asking: `MemoryIdentity`, the id grammar, identity providers and session binding."""
+"""Who is asking: `MemoryIdentity`, the id grammar, identity providers and session binding.
+
+    credential (BearerToken | ApiKey | GatewayRequest | DevEnvironment)
+      -> IdentityProvider.authenticate ...... MemoryIdentity (from the credential only)
+      -> narrow(identity, {"session_id": s})  the one thing a request may choose
+      -> SessionRegistry.continue_session ... the session stays with its first identity
+
+`establish_identity` does the three steps in order; `identity.settings.build_provider` builds
+the configured provider. See docs/identity.md.
+"""
 
 from identity.errors import (
     ExpiredCredential,
     Forbidden,
     IdentityConfigurationError,
     IdentityError,
+    IdentityProviderUnavailable,
     InvalidCredential,
     SessionIdentityMismatch,
     Unauthenticated,
+    UnknownSession,
 )
 from identity.ids import InvalidIdError, validate_id
 from identity.model import MemoryIdentity
+from identity.providers import (
+    ApiKey,
+    ApiKeyProvider,
+    ApiKeyStore,
+    BearerToken,
+    ClaimMapping,
+    Credential,
+    DevEnvironment,
+    DevEnvironmentProvider,
+    GatewayProvider,
+    GatewayRequest,
+    IdentityProvider,
+    JwksCache,
+    JwtProvider,
+    StaticKeys,
+    VerificationKey,
+    narrow,
+)
+from identity.request import establish_identity
+from identity.sessions import InMemorySessionRegistry, SessionBinding, SessionRegistry, SqliteSessionRegistry
 
 __all__ = [
+    "ApiKey",
+    "ApiKeyProvider",
+    "ApiKeyStore",
+    "BearerToken",
+    "ClaimMapping",
+    "Credential",
+    "DevEnvironment",
+    "DevEnvironmentProvider",
     "ExpiredCredential",
     "Forbidden",
+    "GatewayProvider",
+    "GatewayRequest",
     "IdentityConfigurationError",
     "IdentityError",
+    "IdentityProvider",
+    "IdentityProviderUnavailable",
+    "InMemorySessionRegistry",
     "InvalidCredential",
     "InvalidIdError",
+    "JwksCache",
+    "JwtProvider",
     "MemoryIdentity",
+    "SessionBinding",
     "SessionIdentityMismatch",
+    "SessionRegistry",
+    "SqliteSessionRegistry",
+    "StaticKeys",
     "Unauthenticated",
+    "UnknownSession",
+    "VerificationKey",
+    "establish_identity",
+    "narrow",
     "validate_id",
 ]
