@@ -1,0 +1,125 @@
+"""Contract-suite factories for OpenViking: `openviking` (api_key mode) and `openviking-trusted`.
+
+Each test gets a FRESH, EMPTY backend: a new namespace (so every tenant maps to a brand-new
+account on the server) and, on exit, every account of that namespace is deleted. The server is
+shared per process and per auth mode: a local OpenViking 0.5.2 started on first use (see
+`contract_tests/openviking_server/`) and stopped at interpreter exit.
+
+Live mode: with `OPENVIKING_URL` and `OPENVIKING_ROOT_API_KEY` set, that deployment is used
+instead (its `/health` says which auth mode it runs; the other adapter reports itself
+unavailable). Set `VIKING_BRIDGE_OPENVIKING_INSTALL=0` to forbid installing the server venv.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import AsyncIterator
+
+import httpx
+
+from adapters.openviking import OpenVikingBackend
+from contract_tests.openviking_server.server import OpenVikingServer, default_venv_path, venv_status
+from contract_tests.registry import register_adapter
+
+__all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend"]
+
+_servers: dict[str, OpenVikingServer] = {}
+_failures: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def live_settings() -> tuple[str, str] | None:
+    url, key = os.environ.get("OPENVIKING_URL"), os.environ.get("OPENVIKING_ROOT_API_KEY")
+    return (url, key) if url and key else None
+
+
+def _live_auth_mode(url: str) -> str | None:
+    try:
+        return httpx.get(f"{url.rstrip('/')}/health", timeout=5.0, trust_env=False).json().get("auth_mode")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+
+
+def shared_server(auth_mode: str) -> tuple[str, str]:
+    """(url, root key) of the process-wide server for `auth_mode`, starting it on first use."""
+    live = live_settings()
+    if live is not None:
+        return live
+    with _lock:
+        if auth_mode in _failures:
+            raise RuntimeError(_failures[auth_mode])
+        server = _servers.get(auth_mode)
+        if server is None:
+            try:
+                server = OpenVikingServer(auth_mode=auth_mode).start()
+            except Exception as exc:
+                _failures[auth_mode] = f"local OpenViking server ({auth_mode}) failed to start: {exc}"
+                raise
+            _servers[auth_mode] = server
+            atexit.register(server.stop)
+        return server.url, server.root_api_key
+
+
+def server_startup_seconds(auth_mode: str) -> float | None:
+    server = _servers.get(auth_mode)
+    return server.startup_seconds if server else None
+
+
+def _unavailable(auth_mode: str) -> str | None:
+    live = live_settings()
+    if live is not None:
+        mode = _live_auth_mode(live[0])
+        if mode is None:
+            return f"OPENVIKING_URL={live[0]} does not answer /health"
+        if mode != auth_mode:
+            return f"the live OpenViking deployment runs auth_mode={mode!r}, this adapter needs {auth_mode!r}"
+        return None
+    if auth_mode in _failures:
+        return _failures[auth_mode]
+    status = venv_status()
+    if status is not None and os.environ.get("VIKING_BRIDGE_OPENVIKING_INSTALL", "1") == "0":
+        return f"{status}; installing is disabled by VIKING_BRIDGE_OPENVIKING_INSTALL=0"
+    if status is not None and not os.access(default_venv_path().parent if default_venv_path().parent.exists() else Path.home(), os.W_OK):
+        return f"{status}, and {default_venv_path().parent} is not writable"
+    return None
+
+
+@contextlib.asynccontextmanager
+async def fresh_backend(auth_mode: str, **kw: object) -> AsyncIterator[OpenVikingBackend]:
+    url, root = shared_server(auth_mode)
+    namespace = "ct" + uuid.uuid4().hex[:12]
+    with tempfile.TemporaryDirectory(prefix="vb-ov-keys-") as tmp:
+        backend = OpenVikingBackend.connect(
+            url, root, mode=auth_mode,  # type: ignore[arg-type]
+            key_store_path=str(Path(tmp) / "keys.json") if auth_mode == "api_key" else None,
+            namespace=namespace, **kw,  # type: ignore[arg-type]
+        )
+        try:
+            yield backend
+        finally:
+            try:
+                await backend.drop_namespace()
+            finally:
+                await backend.aclose()
+
+
+@register_adapter("openviking", description="OpenViking 0.5.2, api_key mode: one user (and key) per scope principal",
+                  unavailable_reason=lambda: _unavailable("api_key"))
+@contextlib.asynccontextmanager
+async def openviking_backend() -> AsyncIterator[OpenVikingBackend]:
+    async with fresh_backend("api_key") as backend:
+        yield backend
+
+
+@register_adapter("openviking-trusted", description="OpenViking 0.5.2, trusted mode: root key + identity headers",
+                  unavailable_reason=lambda: _unavailable("trusted"))
+@contextlib.asynccontextmanager
+async def openviking_trusted_backend() -> AsyncIterator[OpenVikingBackend]:
+    async with fresh_backend("trusted") as backend:
+        yield backend
