@@ -14,11 +14,13 @@ names the missing variables.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 import uuid
 from typing import AsyncIterator, Callable
 
+from adapters.scopes import ScopeKey
 from adapters.viking import ApiKeyAuth, RetryPolicy, SignerV4Auth, VikingBackend, VikingConfig, VikingMemoryClient
 from contract_tests.registry import register_adapter
 from contract_tests.viking_simulator import VikingSimulator
@@ -48,7 +50,21 @@ def make_simulated(
     return sim, VikingBackend(client, cfg, clock=clock or time.time)
 
 
-@register_adapter("viking", description="hosted Viking Memory adapter on an in-process simulator of the service")
+async def insert_unscoped(backend: VikingBackend, tenant_id: str, content: str) -> None:
+    """A raw row with no record envelope and no capture record, written straight through the
+    client under the principals of the tenant's shared scope: the adapter must never return it."""
+    scope = ScopeKey.tenant(tenant_id)
+    await backend.client.event_add(
+        backend.collection_for(scope), event_type=backend.config.event_type, memory_info={"summary": content}, user_id=backend.principal(scope)
+    )
+
+
+_extra: dict[str, object] = {}
+if "insert_unscoped" in inspect.signature(register_adapter).parameters:  # newer registry
+    _extra["insert_unscoped"] = insert_unscoped
+
+
+@register_adapter("viking", description="hosted Viking Memory adapter on an in-process simulator of the service", **_extra)  # type: ignore[arg-type]
 @contextlib.asynccontextmanager
 async def simulated_viking_backend() -> AsyncIterator[VikingBackend]:
     _, backend = make_simulated()

@@ -88,3 +88,14 @@ async def test_identity_keys_in_metadata_never_move_a_record(backend: VikingBack
     assert (await backend.list(BOB)) == []
     got = await backend.get(ALICE, m.id)
     assert got.metadata["scope"] == str(BOB) and got.scope == ALICE
+
+
+async def test_rows_without_scope_metadata_are_never_returned(sim: VikingSimulator, backend: VikingBackend) -> None:
+    from contract_tests.backends.viking import insert_unscoped
+
+    tenant = ScopeKey.tenant("acme")
+    await insert_unscoped(backend, "acme", "raw tea row without metadata")
+    await backend.put(tenant, mem("tenant tea policy"), idempotency_key="t1")
+    result = await backend.search(SearchQuery(ScopeSet.of(tenant), "tea", limit=10))
+    assert [h.memory.content for h in result.hits] == ["tenant tea policy"]
+    assert [m.content for m in await backend.list(tenant)] == ["tenant tea policy"]
