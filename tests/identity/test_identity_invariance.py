@@ -14,7 +14,6 @@ import dataclasses
 import inspect
 import time
 
-import jwt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -358,3 +358,24 @@ async def test_static_pem_key_still_pins_algorithm_and_signature(rsa_key, rsa_ke
         await provider.authenticate(BearerToken(rsa_key_2.mint()))
     with pytest.raises(InvalidCredential, match="'ES256' does not match its key"):
         await provider.authenticate(BearerToken(ec_key.mint()))
+
+
+async def test_issued_in_the_future_rejected(provider, rsa_key):
+    now = int(time.time())
+    with pytest.raises(ExpiredCredential, match=r"not yet valid \(iat\)"):
+        await provider.authenticate(BearerToken(rsa_key.mint(iat=now + 600, nbf=now - 10, exp=now + 900)))
+
+
+def test_every_provider_satisfies_the_protocol(provider, tmp_path):
+    from identity.providers import (
+        ApiKeyProvider,
+        ApiKeyStore,
+        DevEnvironmentProvider,
+        GatewayProvider,
+        IdentityProvider,
+    )
+
+    store = ApiKeyStore(tmp_path / "k.sqlite")
+    for candidate in (provider, ApiKeyProvider(store), GatewayProvider(b"k" * 32), DevEnvironmentProvider({})):
+        assert isinstance(candidate, IdentityProvider)
+    store.close()
