@@ -1,0 +1,106 @@
+"""Fixtures of the contract suite: every test runs once per selected adapter.
+
+`--adapter NAME` (repeatable) selects adapters; default: every registered one (built-ins from
+`contract_tests.backends`, plus whatever a `-p yourpackage.register` plugin registered). An
+adapter that is unavailable here is skipped with its `unavailable_reason`; an adapter name that
+is not registered at all is an error (a typo must not turn the whole suite into skips).
+
+Fixtures:
+    adapter_factory  the selected `AdapterFactory`
+    backend          a FRESH, EMPTY backend from the factory (cleaned up afterwards)
+    contract         a `ContractEnv`: that backend, a MemoryBridge over it, real identities
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from bridge.facade import MemoryBridge
+from contract_tests.backends import load_builtin_adapters
+from contract_tests.harness import ContractEnv, Identities, settle_timeout_for
+from contract_tests.plugin import DEFAULT_EXAMPLES
+from contract_tests.registry import AdapterFactory, get_adapter, registered_adapters
+
+
+def selected_adapters(config: pytest.Config) -> list[str]:
+    load_builtin_adapters()
+    chosen = list(dict.fromkeys(config.getoption("adapter") or []))
+    return chosen or sorted(registered_adapters())
+
+
+def contract_examples(config: pytest.Config) -> int:
+    value = config.getoption("contract_examples")
+    if value is None:
+        value = int(os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", DEFAULT_EXAMPLES))
+    return max(1, int(value))
+
+
+def contract_seed(config: pytest.Config) -> int | None:
+    value = config.getoption("contract_seed")
+    if value is None and os.environ.get("VIKING_BRIDGE_CONTRACT_SEED"):
+        value = int(os.environ["VIKING_BRIDGE_CONTRACT_SEED"])
+    return value
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "adapter_name" in metafunc.fixturenames:
+        names = selected_adapters(metafunc.config)
+        metafunc.parametrize("adapter_name", names, ids=names)
+
+
+@pytest.fixture
+def adapter_factory(adapter_name: str) -> AdapterFactory:
+    try:
+        factory = get_adapter(adapter_name)
+    except KeyError as exc:
+        pytest.fail(f"{exc.args[0]}; register it with contract_tests.registry.register_adapter and load it with -p yourpackage.register", pytrace=False)
+    reason = factory.why_unavailable()
+    if reason:
+        pytest.skip(f"adapter {adapter_name!r} unavailable: {reason}")
+    return factory
+
+
+@pytest_asyncio.fixture
+async def backend(adapter_factory: AdapterFactory) -> AsyncIterator[object]:
+    async with adapter_factory.create() as fresh:
+        yield fresh
+
+
+@pytest_asyncio.fixture
+async def contract(adapter_name: str, adapter_factory: AdapterFactory, backend: object, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[ContractEnv]:
+    ids = Identities(tmp_path / "identity")
+    bridge = MemoryBridge.with_backend(backend, tmp_path / "bridge")  # type: ignore[arg-type]
+    env = ContractEnv(
+        adapter=adapter_name,
+        backend=backend,  # type: ignore[arg-type]
+        bridge=bridge,
+        home=tmp_path,
+        ids=ids,
+        nodeid=request.node.nodeid,
+        settle_timeout=settle_timeout_for(backend.capabilities),  # type: ignore[attr-defined]
+    )
+    try:
+        yield env
+    finally:
+        # The factory owns the backend's lifecycle; close only the bridges' own state here.
+        for b in (bridge, *env.extra_bridges):
+            close = getattr(b.sessions, "close", None)
+            if close is not None:
+                close()
+            b.state.close()
+        ids.close()
+
+
+@pytest.fixture
+def examples(request: pytest.FixtureRequest) -> int:
+    return contract_examples(request.config)
+
+
+@pytest.fixture
+def replay_seed(request: pytest.FixtureRequest) -> int | None:
+    return contract_seed(request.config)
