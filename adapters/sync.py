@@ -20,12 +20,17 @@ class LoopRunner:
     def __init__(self) -> None:
         self._runner = asyncio.Runner()
 
-    def run(self, awaitable: Awaitable[T]) -> T:
+    @staticmethod
+    def ensure_no_running_loop() -> None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return self._runner.run(awaitable)  # type: ignore[arg-type]
+            return
         raise RuntimeError("the sync facade cannot be used inside a running event loop; await the async API")
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        self.ensure_no_running_loop()
+        return self._runner.run(awaitable)  # type: ignore[arg-type]
 
     def close(self) -> None:
         self._runner.close()
@@ -43,6 +48,7 @@ class SyncFacade:
         if asyncio.iscoroutinefunction(attr):
             @functools.wraps(attr)
             def call(*args: Any, **kwargs: Any) -> Any:
+                self._runner.ensure_no_running_loop()  # before the coroutine exists: no dangling coroutine
                 return self._runner.run(attr(*args, **kwargs))
 
             return call
