@@ -379,3 +379,12 @@ def test_every_provider_satisfies_the_protocol(provider, tmp_path):
     for candidate in (provider, ApiKeyProvider(store), GatewayProvider(b"k" * 32), DevEnvironmentProvider({})):
         assert isinstance(candidate, IdentityProvider)
     store.close()
+
+
+async def test_several_accepted_issuers(jwks_server, clock, rsa_key):
+    provider = JwtProvider(
+        keys=JwksCache(JWKS_URL, jwks_server.client(), clock=clock), issuer=[ISSUER, "https://idp2.example.test/"], audience=AUDIENCE
+    )
+    assert (await provider.authenticate(BearerToken(rsa_key.mint(iss="https://idp2.example.test/")))).user_id == "u17"
+    with pytest.raises(InvalidCredential, match=r"issuer \(iss\) is not accepted"):
+        await provider.authenticate(BearerToken(rsa_key.mint(iss="https://idp3.example.test/")))
