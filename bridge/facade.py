@@ -37,7 +37,7 @@ from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from adapters.sync import LoopRunner, SyncFacade
 from bridge.audit import AuditEvent, AuditLog
 from bridge.budget import BudgetConfig, TokenCounter, assemble, min_item_tokens
-from bridge.errors import InvalidInput, ManifestError, NotPermitted, RecallIncomplete
+from bridge.errors import BridgeError, InvalidInput, ManifestError, NotPermitted, RecallIncomplete
 from bridge.extract import Extractor, RuleExtractor
 from bridge.grants import Grant, GrantStore
 from bridge.guard import guard_hits
@@ -55,6 +55,9 @@ from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSe
 __all__ = ["Limits", "MemoryBridge", "SyncMemoryBridge"]
 
 log = logging.getLogger("viking_bridge")
+
+# How many memories of one shared scope an erasure inspects; a larger scope fails loudly.
+ERASURE_WALK_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -464,20 +467,30 @@ class MemoryBridge:
         removed: list[str] = []
         scopes_touched: list[ScopeKey] = []
         for key in await self.backend.list_scopes(identity.tenant_id):
-            whole = key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id or (key.visibility is Visibility.AGENT and key.user_id == subject_user_id)
-            while True:
-                batch = [
-                    m for m in await self.backend.list(key, limit=1000)
-                    if whole or m.subject_user_id == subject_user_id or m.provenance.author_user_id == subject_user_id
-                ]
-                if not batch:
-                    break
-                for memory in batch:
+            whole = (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id) or (
+                key.visibility is Visibility.AGENT and key.user_id == subject_user_id
+            )
+            listing = await self.backend.list(key, limit=ERASURE_WALK_LIMIT)
+            if len(listing) >= ERASURE_WALK_LIMIT and not whole:
+                # we could not see the whole scope: say so instead of reporting a partial erasure as done
+                raise BridgeError(f"erasure stopped: scope {key} holds more than {ERASURE_WALK_LIMIT} memories to check; nothing past {len(removed)} removals is guaranteed")
+            while listing:
+                doomed = [m for m in listing if whole or m.subject_user_id == subject_user_id or m.provenance.author_user_id == subject_user_id]
+                for memory in doomed:
                     await self.backend.delete(key, memory.id)
                     removed.append(memory.id)
-                scopes_touched.append(key)
+                if doomed:
+                    scopes_touched.append(key)
+                if not whole or len(listing) < ERASURE_WALK_LIMIT:
+                    break
+                listing = await self.backend.list(key, limit=ERASURE_WALK_LIMIT)
         self.manifests.purge_memory_ids(set(removed))
-        self.audit.append(identity, "forget_subject", memory_ids=removed, scopes=scopes_touched, detail={"subject": subject_user_id, "count": len(removed)})
+        manifests = self.manifests.purge_user(identity.tenant_id, subject_user_id)  # task texts are personal data too
+        grants = self.grants.purge_grantee(identity.tenant_id, subject_user_id)
+        self.audit.append(
+            identity, "forget_subject", memory_ids=removed, scopes=scopes_touched,
+            detail={"subject": subject_user_id, "count": len(removed), "manifests": manifests, "grants": grants},
+        )
         return len(removed)
 
     async def approve(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str]) -> WriteResult:

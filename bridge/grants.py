@@ -98,6 +98,11 @@ class GrantStore:
         if not changed:
             raise NotPermitted(f"no active grant {grant_id!r} in tenant {admin.tenant_id}")
 
+    def purge_grantee(self, tenant_id: str, user_id: str) -> int:
+        """Delete every grant held by `user_id` (erasure); revoked or not, they name the person."""
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM grants WHERE tenant_id = ? AND grantee_user_id = ?", (tenant_id, user_id)).rowcount
+
     def _row(self, row: tuple) -> Grant:
         gid, tenant, user, agent, scope, by, reason, issued, expires, revoked = row
         return Grant(gid, tenant, user, agent, ScopeKey.parse(scope), by, reason, issued, expires, revoked)

@@ -137,3 +137,8 @@ class ManifestStore:
                     conn.execute("UPDATE manifests SET entries = ? WHERE manifest_id = ?", (json.dumps(kept), mid))
                     changed += 1
         return changed
+
+    def purge_user(self, tenant_id: str, user_id: str) -> int:
+        """Delete every manifest issued for `user_id` (erasure: their task texts go too)."""
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM manifests WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id)).rowcount

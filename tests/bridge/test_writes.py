@@ -8,7 +8,7 @@ import pytest
 
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
-from bridge import InvalidInput, MemoryBridge, NotPermitted
+from bridge import BridgeError, InvalidInput, ManifestError, MemoryBridge, NotPermitted
 from bridge.sqlite import Database
 
 
@@ -97,8 +97,31 @@ async def test_forget_subject_erases_every_trace_and_leaves_an_audit_row(bridge,
             assert m.provenance.author_user_id != "bob", f"{m.id} by bob survived in {key}"
     assert (await bridge.backend.get(ScopeKey.workspace("acme", "alpha"), keep.memory_id)).content == "alpha uses Kafka"
     reviewer = make_identity("bob", agent="reviewer")
-    assert manifest.memory_ids and not bridge.manifests.load_for(reviewer, manifest.manifest_id).memory_ids
+    with pytest.raises(ManifestError, match="no injection manifest"):  # the task text was personal data too
+        bridge.manifests.load_for(reviewer, manifest.manifest_id)
+    assert manifest.memory_ids
     assert bridge.audit_events(admin, action="forget_subject")[0].detail["count"] == 3
+
+
+async def test_forget_subject_removes_grants_and_keeps_unrelated_manifests(bridge, make_identity):
+    admin = make_identity("dave", roles=("admin",))
+    bridge.grant(admin, "bob", "acme/dept/sales", ttl_seconds=60, reason="audit")
+    alice = make_identity()
+    note = await bridge.remember(alice, "alice's plan", "note", visibility="agent")
+    kept = await bridge.inject(alice, "worker", "plan", memory_refs=[note.ref])
+    await bridge.forget_subject(admin, "bob")
+    assert bridge.grants.for_identity(make_identity("bob")) == []
+    assert bridge.manifests.load_for(make_identity(agent="worker"), kept.manifest_id).memory_ids == (note.memory_id,)
+
+
+async def test_erasure_fails_loudly_when_a_scope_is_too_large_to_walk(bridge, make_identity, monkeypatch):
+    import bridge.facade as facade
+
+    monkeypatch.setattr(facade, "ERASURE_WALK_LIMIT", 3)
+    for n in range(4):
+        await bridge.remember(make_identity("carol"), f"alpha fact {n}", "fact")
+    with pytest.raises(BridgeError, match="erasure stopped"):
+        await bridge.forget_subject(make_identity("dave", roles=("admin",)), "bob")
 
 
 async def test_only_admins_or_the_subject_may_erase(bridge, make_identity):
