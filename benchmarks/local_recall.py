@@ -458,6 +458,19 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     pc = time.perf_counter_ns
     samples: dict[str, list[int]] = {"floor": [], "adapter_vector": [], "adapter_search": [], "pipeline": []}
 
+    parts: dict[str, list[int]] = {"search_vector": [], "load_hits": [], "pipeline_audit_append": [], "pipeline_excl_audit": []}
+    audit_ns = [0]
+    real_append = bridge.audit.append
+
+    def timed_append(*a, **kw):  # instance attribute: measures the fsync'd audit row of each recall
+        t = pc()
+        try:
+            return real_append(*a, **kw)
+        finally:
+            audit_ns[0] += pc() - t
+
+    bridge.audit.append = timed_append
+
     async def one_round(record: bool, order: list[int]) -> None:
         for qi in order:
             bi, text, q = queries[qi]
@@ -466,10 +479,13 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
             t0 = pc()
             floor_top(matrix, q)
             t1 = pc()
-            backend.load_hits(backend.search_vector(scopes, q, limit=k))
+            ranked = backend.search_vector(scopes, q, limit=k)
+            t1b = pc()
+            backend.load_hits(ranked)
             t2 = pc()
             await backend.search(SearchQuery(scopes, text, limit=k))
             t3 = pc()
+            audit_ns[0] = 0
             await bridge.recall(bi.identity, text)
             t4 = pc()
             if record:
@@ -477,6 +493,10 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
                 samples["adapter_vector"].append(t2 - t1)
                 samples["adapter_search"].append(t3 - t2)
                 samples["pipeline"].append(t4 - t3)
+                parts["search_vector"].append(t1b - t1)
+                parts["load_hits"].append(t2 - t1b)
+                parts["pipeline_audit_append"].append(audit_ns[0])
+                parts["pipeline_excl_audit"].append(t4 - t3 - audit_ns[0])
 
     order = list(range(len(queries)))
     for _ in range(args.warmup_rounds):
@@ -497,6 +517,7 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
             "mean": round(float(np.mean(readable_sizes)), 1),
         },
         "latency": lat,
+        "latency_breakdown": {name: summary_us(v) for name, v in parts.items()},
         "ratios": {
             "adapter_vector_p50_over_floor_p50": round(lat["adapter_vector"]["p50_us"] / f50, 2),
             "adapter_search_p50_over_floor_p50": round(lat["adapter_search"]["p50_us"] / f50, 2),
@@ -544,6 +565,9 @@ def table(report: dict[str, object]) -> str:
         f50 = lat["floor"]["p50_us"]
         for key, label in names.items():
             lines.append(f"  {label:<48} {lat[key]['p50_us']:>9.1f} {lat[key]['p95_us']:>9.1f} {lat[key]['p50_us'] / f50:>9.2f}x")
+        br = run["latency_breakdown"]
+        lines.append(f"  {'  of which search_vector / load_hits':<48} {br['search_vector']['p50_us']:>9.1f} {br['load_hits']['p50_us']:>9.1f}   (p50, p50)")
+        lines.append(f"  {'  pipeline: audit append (fsync) / the rest':<48} {br['pipeline_audit_append']['p50_us']:>9.1f} {br['pipeline_excl_audit']['p50_us']:>9.1f}   (p50, p50)")
         ratios = run["ratios"]
         ok_a = "OK" if ratios["adapter_vector_p50_over_floor_p50"] <= 3 else "MISS"
         ok_p = "OK" if ratios["pipeline_p50_over_floor_p50"] <= 10 else "MISS"

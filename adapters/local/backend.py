@@ -20,6 +20,7 @@ same key with different content is a `Conflict`, never a second memory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import sqlite3
@@ -54,6 +55,7 @@ __all__ = ["LocalBackend"]
 SCHEMA_VERSION = "1"
 DB_FILENAME = "memories.sqlite3"
 _STATUS_CODES = {s: i for i, s in enumerate(Status)}
+_STATUS_BY_VALUE = {s.value: s for s in Status}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories (
@@ -101,7 +103,9 @@ def _provenance_json(p: Provenance) -> str:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def _provenance_from_json(text: str) -> Provenance:
+    """Cached: Provenance is immutable, and recalls decode the same few authors over and over."""
     d = json.loads(text)
     return Provenance(
         author_user_id=d["author_user_id"],
@@ -114,18 +118,19 @@ def _provenance_from_json(text: str) -> Provenance:
     )
 
 
-def _row_to_memory(row: sqlite3.Row | tuple) -> StoredMemory:
+def _row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
+    """`scope_key`, when given, must already be verified equal to the row's stored scope."""
     _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
     return StoredMemory(
         id=mid,
-        scope=ScopeKey.parse(scope),
+        scope=scope_key if scope_key is not None else ScopeKey.parse(scope),
         content=content,
         kind=kind,
-        status=Status(status),
+        status=_STATUS_BY_VALUE[status],
         confidence=confidence,
         provenance=_provenance_from_json(prov),
         subject_user_id=subject,
-        metadata=json.loads(meta),
+        metadata={} if meta == "{}" else json.loads(meta),
         created_at=created,
         updated_at=updated,
     )
@@ -344,52 +349,66 @@ class LocalBackend:
         return np.asarray(found, dtype=np.int64)
 
     def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None) -> list[tuple[ScopeKey, int, float]]:
-        """Exact top-`limit` over exactly the partitions of `scopes`: (scope, rowid, score)."""
+        """Exact top-`limit` over exactly the partitions of `scopes`: (scope, rowid, score).
+
+        Filters (status, kind, an entry's memory ids) are applied to each partition's scores
+        before the top-k: excluded rows score -inf and are never returned, so `limit` permitted
+        rows come back whenever that many exist. Small lookup tables replace `np.isin`, and
+        the (scope, rowid) mapping is done under the lock, before any concurrent swap-remove.
+        """
         if not isinstance(scopes, ScopeSet):
             raise InvalidRequest("search needs a non-empty ScopeSet", backend=self.name)
-        status_codes = np.fromiter((_STATUS_CODES[s] for s in statuses), dtype=np.int8)
-        all_statuses = len(statuses) == len(_STATUS_CODES)
-        kind_codes = None
-        if kinds is not None:
-            kind_codes = np.asarray([self._kind_codes[k] for k in kinds if k in self._kind_codes] or [-1], dtype=np.int32)
+        status_lut = np.zeros(len(_STATUS_CODES), dtype=bool)
+        for s in statuses:
+            status_lut[_STATUS_CODES[s]] = True
+        all_statuses = bool(status_lut.all())
         query = np.ascontiguousarray(vector, dtype=np.float32)
-        score_parts: list[np.ndarray] = []
-        owners: list[tuple[ScopeKey, np.ndarray]] = []
         with self._lock:
             self._refresh_if_changed_elsewhere()
-            for entry in scopes:
-                part = self._partition(entry.key)
-                if part.size == 0:
+            parts = [(entry, self._partition(entry.key)) for entry in scopes]
+            kind_lut = None
+            if kinds is not None:  # after loading: a partition load may assign new kind codes
+                kind_lut = np.zeros(len(self._kind_codes) + 1, dtype=bool)
+                for k in kinds:
+                    code = self._kind_codes.get(k)
+                    if code is not None:
+                        kind_lut[code] = True
+            score_parts: list[np.ndarray] = []
+            owners: list[tuple[ScopeKey, np.ndarray]] = []
+            for entry, part in parts:
+                n = part.size
+                if n == 0:
                     continue
-                scores = part.scores(query)
-                rowids = part.rowids[: part.size]
+                scores = part.scores(query)  # a fresh array: safe to overwrite below
                 mask = None
                 if not all_statuses:
-                    mask = np.isin(part.status[: part.size], status_codes)
-                if kind_codes is not None:
-                    kmask = np.isin(part.kind[: part.size], kind_codes)
+                    mask = status_lut[part.status[:n]]
+                if kind_lut is not None:
+                    kmask = kind_lut[part.kind[:n]]
                     mask = kmask if mask is None else mask & kmask
                 if entry.memory_ids is not None:
-                    imask = np.isin(rowids, self._rowids_for(entry.key, entry.memory_ids))
+                    imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
                     mask = imask if mask is None else mask & imask
                 if mask is not None:
-                    scores, rowids = scores[mask], rowids[mask]
-                if len(scores):
-                    score_parts.append(scores)
-                    owners.append((entry.key, rowids))
-        if not score_parts:
-            return []
-        scores = np.concatenate(score_parts) if len(score_parts) > 1 else score_parts[0]
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        bounds = np.cumsum([len(r) for _, r in owners])
-        out: list[tuple[ScopeKey, int, float]] = []
-        for i in top:
-            which = int(np.searchsorted(bounds, i, side="right"))
-            start = 0 if which == 0 else int(bounds[which - 1])
-            key, rowids = owners[which]
-            out.append((key, int(rowids[i - start]), float(scores[i])))
+                    if not mask.any():
+                        continue
+                    scores[~mask] = -np.inf
+                score_parts.append(scores)
+                owners.append((entry.key, part.rowids[:n]))
+            if not score_parts:
+                return []
+            scores = np.concatenate(score_parts) if len(score_parts) > 1 else score_parts[0]
+            k = min(limit, len(scores))
+            top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+            top = top[np.argsort(-scores[top], kind="stable")]
+            top = top[scores[top] > -np.inf]  # never a filtered-out row
+            bounds = np.cumsum([len(r) for _, r in owners])
+            which = np.searchsorted(bounds, top, side="right")
+            out: list[tuple[ScopeKey, int, float]] = []
+            for i, w in zip(top.tolist(), which.tolist()):
+                start = 0 if w == 0 else int(bounds[w - 1])
+                key, rowids = owners[w]
+                out.append((key, int(rowids[i - start]), float(scores[i])))
         return out
 
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
@@ -399,14 +418,18 @@ class LocalBackend:
         with self._lock:
             rows = {r[0]: r for r in self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])}
         hits = []
+        key_text: dict[ScopeKey, str] = {}
         for key, rowid, score in ranked:
             row = rows.get(rowid)
             if row is None:  # deleted between scan and load: never resurrect it
                 continue
-            memory = _row_to_memory(row)
-            if memory.scope != key:  # the row's stored scope is the only truth; mismatch -> drop
+            text = key_text.get(key)
+            if text is None:
+                text = key_text[key] = str(key)
+            if row[2] != text:  # the row's stored scope is the only truth; mismatch -> drop
                 continue
-            hits.append(Hit(memory=memory, scope=key, score=max(0.0, min(1.0, score))))
+            # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
+            hits.append(Hit(memory=_row_to_memory(row, key), scope=key, score=max(0.0, min(1.0, score))))
         return hits
 
     async def search(self, query: SearchQuery) -> SearchResult:

@@ -104,7 +104,7 @@ class RetryPolicy:
     wait: Callable[[Any], float] | None = None  # a tenacity wait strategy; tests inject wait_none()
 
     def strategy(self) -> Callable[[Any], float]:
-        return self.wait or wait_exponential_jitter(initial=self.initial, max=self.max_wait, jitter=self.jitter)
+        return self.wait or wait_exponential_jitter(multiplier=self.initial, max=self.max_wait, jitter=self.jitter)
 
 
 class TaskTimeout(OVServerError):

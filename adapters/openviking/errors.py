@@ -82,8 +82,8 @@ class OVRateLimited(OpenVikingError, RateLimited):
     code = "RESOURCE_EXHAUSTED"
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        OpenVikingError.__init__(self, message, **kw)  # runs RateLimited.__init__ via the MRO
         self.retry_after = retry_after
-        OpenVikingError.__init__(self, message, **kw)
 
 
 class OVNotReady(OpenVikingError, RetryLater):
