@@ -1,0 +1,145 @@
+"""Property-based: random worlds vs an independent oracle (`contract_tests/oracle.py`).
+
+Hypothesis draws world seeds; each world (tenants, departments, workspaces, users, agents,
+roles, grants, writes with requested visibilities, recalls) runs against a FRESH backend from
+the adapter's factory. For every write the oracle says where it lands (or that NotPermitted is
+expected); for every recall:
+
+- any returned memory the oracle forbids is a failure (seed, identity, memory named);
+- a memory the oracle allows whose exact content is the query must be found (big budget);
+- an include_scopes without an active grant must raise NotPermitted.
+
+Examples per adapter: `--contract-examples N` / VIKING_BRIDGE_CONTRACT_EXAMPLES (default 25).
+Replay one world: `--contract-seed SEED`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from bridge.errors import NotPermitted
+from bridge.facade import MemoryBridge
+from contract_tests.harness import Identities, NotYet, eventually, settle_timeout_for
+from contract_tests.oracle import World, build_world, expected_write, include_allowed, may_read
+from contract_tests.registry import AdapterFactory
+
+BIG = 1_000_000
+
+
+class OracleViolation(AssertionError):
+    pass
+
+
+async def run_world(factory: AdapterFactory, adapter: str, seed: int) -> None:
+    world = build_world(seed)
+    reproduce = f"pytest --pyargs contract_tests --adapter {adapter} -k test_random_worlds_never_leak --contract-seed {seed}"
+
+    def fail(guarantee: str, detail: str) -> None:
+        raise OracleViolation(f"GUARANTEE BROKEN: {guarantee}\n{detail}\n  reproduce: {reproduce}\n{world.describe()}")
+
+    home = Path(tempfile.mkdtemp(prefix="vb-contract-world-"))
+    try:
+        async with factory.create() as backend:
+            bridge = MemoryBridge.with_backend(backend, home / "bridge")
+            ids = Identities(home / "identity")
+            try:
+                await _exercise(world, backend, bridge, ids, fail)
+            finally:
+                bridge.sessions.close()  # type: ignore[attr-defined]
+                bridge.state.close()
+                ids.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities, fail) -> None:  # type: ignore[no-untyped-def]
+    people = [
+        await ids.login(p.user, tenant=p.tenant, agent=p.agent, departments=p.departments, workspace=p.workspace, roles=p.roles)
+        for p in world.people
+    ]
+    landed: dict[int, tuple[str, str, str]] = {}  # write index -> (memory id, scope, status)
+    for i, w in enumerate(world.writes):
+        person, ident = world.people[w.writer], people[w.writer]
+        want = expected_write(person, w)
+        try:
+            result = await bridge.remember(ident, w.content, w.kind, visibility=w.visibility, department_id=w.department_id)
+        except NotPermitted as exc:
+            if want is not None:
+                fail("writes the policy must accept land where the oracle says", f"  write {i} by {person} was refused: {exc}; oracle expected {want}")
+            continue
+        if want is None:
+            fail("a write the identity may not make is refused (NotPermitted)", f"  write {i} by {person} landed in {result.scope} ({result.status})")
+        if (result.scope, result.status) != want:
+            fail("a write lands in the scope the identity's policy decides", f"  write {i} by {person} landed in {result.scope} ({result.status}); oracle expected {want}")
+        landed[i] = (result.memory_id, result.scope, result.status)
+    by_id = {mid: (i, scope, status) for i, (mid, scope, status) in landed.items()}
+
+    admins = people
+    for g in world.grants:
+        grant = bridge.grant(admins[g.admin], g.grantee_user, g.scope, ttl_seconds=600, reason="contract world")
+        if g.revoke:
+            bridge.revoke_grant(admins[g.admin], grant.grant_id)
+
+    timeout = settle_timeout_for(backend.capabilities)
+    if timeout:  # lagging backend: wait until every active memory is visible to its author
+        for i, (mid, scope, status) in landed.items():
+            if status == "active":
+                author = people[world.writes[i].writer]
+                await eventually(lambda a=author, q=world.writes[i].content: bridge.recall(a, q, budget_tokens=BIG), lambda r, m=mid: m in {x.memory_id for x in r.items}, timeout=timeout, describe=f"write {i} never became visible to its author")
+
+    for n, r in enumerate(world.recalls):
+        reader, ident = world.people[r.reader], people[r.reader]
+        allowed = all(include_allowed(world, reader, s) for s in r.include)
+        try:
+            result = await bridge.recall(ident, r.query, purpose=r.purpose, kinds=r.kinds, include_scopes=r.include, budget_tokens=BIG)
+        except NotPermitted as exc:
+            if allowed:
+                fail("an include_scopes covered by an active grant is honoured", f"  recall {n} by {reader} include={r.include} refused: {exc}")
+            continue
+        if not allowed:
+            fail("include_scopes without an active grant raises NotPermitted", f"  recall {n} by {reader} include={r.include} was answered")
+        if result.guard_alarms:
+            fail("the backend returns only memories of the ScopeSet it is given", f"  recall {n} by {reader}: the guard dropped {result.guard_alarms} foreign hit(s)")
+        for item in result.items:
+            known = by_id.get(item.memory_id)
+            if known is None:
+                fail("a recall returns only memories of this world", f"  identity {reader} saw unknown memory id={item.memory_id} scope={item.scope} {item.content!r}")
+            i, scope, status = known
+            if not may_read(reader, scope, status, r.include) or item.scope != scope:
+                fail(
+                    "a recall returns only memories the identity may read (oracle)",
+                    f"  identity that saw it: {reader}\n  memory: write {i} id={item.memory_id} scope={scope} (reported {item.scope}) status={status} {item.content!r}\n"
+                    f"  recall {n}: query={r.query!r} purpose={r.purpose} kinds={r.kinds} include={r.include}",
+                )
+        if r.exact_of is not None and r.exact_of in landed:
+            mid, scope, status = landed[r.exact_of]
+            kind_ok = r.kinds is None or world.writes[r.exact_of].kind in r.kinds
+            if kind_ok and may_read(reader, scope, status, r.include) and mid not in {x.memory_id for x in result.items}:
+                fail(
+                    "a permitted memory whose exact content is the query is found",
+                    f"  identity {reader} did not get write {r.exact_of} id={mid} scope={scope}; got {[(x.scope, x.memory_id[:8]) for x in result.items]}\n"
+                    f"  recall {n}: purpose={r.purpose} kinds={r.kinds} include={r.include}",
+                )
+
+
+def test_random_worlds_never_leak(adapter_name: str, adapter_factory: AdapterFactory, examples: int, replay_seed: int | None) -> None:
+    """Guarantee: in any world, a recall returns only memories the (independent) oracle says the
+    identity may read, finds every permitted memory whose exact content is the query, and every
+    write lands where the oracle says (or is refused when the oracle says it must be)."""
+    if replay_seed is not None:
+        asyncio.run(run_world(adapter_factory, adapter_name, replay_seed))
+        return
+
+    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+    def world(seed: int) -> None:
+        asyncio.run(run_world(adapter_factory, adapter_name, seed))
+
+    world()
