@@ -118,6 +118,16 @@ def _provenance_from_json(text: str) -> Provenance:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _metadata_template(text: str) -> dict:
+    return json.loads(text)
+
+
+def _metadata_from_json(text: str) -> dict:
+    """A fresh dict every time (values are scalars, so a shallow copy of the cached parse is safe)."""
+    return {} if text == "{}" else dict(_metadata_template(text))
+
+
 def _row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
     """`scope_key`, when given, must already be verified equal to the row's stored scope."""
     _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
@@ -130,7 +140,7 @@ def _row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) 
         confidence=confidence,
         provenance=_provenance_from_json(prov),
         subject_user_id=subject,
-        metadata={} if meta == "{}" else json.loads(meta),
+        metadata=_metadata_from_json(meta),
         created_at=created,
         updated_at=updated,
     )
@@ -353,15 +363,15 @@ class LocalBackend:
 
         Filters (status, kind, an entry's memory ids) are applied to each partition's scores
         before the top-k: excluded rows score -inf and are never returned, so `limit` permitted
-        rows come back whenever that many exist. Small lookup tables replace `np.isin`, and
-        the (scope, rowid) mapping is done under the lock, before any concurrent swap-remove.
+        rows come back whenever that many exist. Partitions score straight into one buffer (no
+        concatenation); the status filter is a cached 0/-inf bias per partition; the
+        (scope, rowid) mapping happens under the lock, before any concurrent swap-remove.
         """
-        if not isinstance(scopes, ScopeSet):
+        if not isinstance(scopes, ScopeSet) or not scopes.entries:  # also a forged, empty one
             raise InvalidRequest("search needs a non-empty ScopeSet", backend=self.name)
-        status_lut = np.zeros(len(_STATUS_CODES), dtype=bool)
-        for s in statuses:
-            status_lut[_STATUS_CODES[s]] = True
-        all_statuses = bool(status_lut.all())
+        if not isinstance(limit, int) or limit < 1:
+            raise InvalidRequest(f"limit must be a positive integer, got {limit!r}", backend=self.name)
+        allowed = tuple(sorted(_STATUS_CODES[s] for s in statuses))
         query = np.ascontiguousarray(vector, dtype=np.float32)
         with self._lock:
             self._refresh_if_changed_elsewhere()
@@ -373,42 +383,47 @@ class LocalBackend:
                     code = self._kind_codes.get(k)
                     if code is not None:
                         kind_lut[code] = True
-            score_parts: list[np.ndarray] = []
-            owners: list[tuple[ScopeKey, np.ndarray]] = []
+            total = sum(part.size for _, part in parts)
+            if total == 0:
+                return []
+            # one score buffer for the whole ScopeSet; each partition scores straight into its slice
+            scores = np.empty(total, dtype=np.float32)
+            segments: list[tuple[ScopeKey, np.ndarray]] = []
+            ends: list[int] = []
+            offset = 0
             for entry, part in parts:
                 n = part.size
                 if n == 0:
                     continue
-                scores = part.scores(query)  # a fresh array: safe to overwrite below
+                seg = scores[offset : offset + n]
+                part.scores_into(query, seg)
+                bias = part.status_bias(allowed)
+                if bias is not None:
+                    seg += bias
                 mask = None
-                if not all_statuses:
-                    mask = status_lut[part.status[:n]]
                 if kind_lut is not None:
-                    kmask = kind_lut[part.kind[:n]]
-                    mask = kmask if mask is None else mask & kmask
+                    mask = kind_lut[part.kind[:n]]
                 if entry.memory_ids is not None:
                     imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
                     mask = imask if mask is None else mask & imask
                 if mask is not None:
-                    if not mask.any():
-                        continue
-                    scores[~mask] = -np.inf
-                score_parts.append(scores)
-                owners.append((entry.key, part.rowids[:n]))
-            if not score_parts:
-                return []
-            scores = np.concatenate(score_parts) if len(score_parts) > 1 else score_parts[0]
-            k = min(limit, len(scores))
-            top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-            top = top[np.argsort(-scores[top], kind="stable")]
-            top = top[scores[top] > -np.inf]  # never a filtered-out row
-            bounds = np.cumsum([len(r) for _, r in owners])
-            which = np.searchsorted(bounds, top, side="right")
+                    seg[~mask] = -np.inf
+                segments.append((entry.key, part.rowids[:n]))
+                offset += n
+                ends.append(offset)
+            k = min(limit, total)
+            top = np.argpartition(scores, total - k)[total - k :] if k < total else np.arange(total)
+            values = scores[top]
+            order = np.argsort(-values, kind="stable")
+            top, values = top[order], values[order]
+            keep = values > -np.inf  # a filtered-out row is never returned
+            if not keep.all():
+                top, values = top[keep], values[keep]
+            which = np.searchsorted(np.asarray(ends), top, side="right").tolist()
             out: list[tuple[ScopeKey, int, float]] = []
-            for i, w in zip(top.tolist(), which.tolist()):
-                start = 0 if w == 0 else int(bounds[w - 1])
-                key, rowids = owners[w]
-                out.append((key, int(rowids[i - start]), float(scores[i])))
+            for i, w, score in zip(top.tolist(), which, values.tolist()):
+                key, rowids = segments[w]
+                out.append((key, int(rowids[i - (ends[w - 1] if w else 0)]), score))
         return out
 
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:

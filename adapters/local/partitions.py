@@ -25,6 +25,8 @@ class Partition:
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     matrix: np.ndarray | None = None
     size: int = 0
+    # allowed status codes -> float32 0 / -inf per row (None: every row allowed); any mutation clears it
+    _bias: dict[tuple[int, ...], np.ndarray | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_rows(cls, dimension: int, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, matrix: np.ndarray) -> "Partition":
@@ -65,6 +67,7 @@ class Partition:
         self.status[s : s + n] = status
         self.kind[s : s + n] = kind
         self.size = s + n
+        self._bias.clear()
 
     def _position(self, rowid: int) -> int | None:
         hits = np.flatnonzero(self.rowids[: self.size] == rowid)
@@ -84,12 +87,34 @@ class Partition:
             self.kind[pos] = self.kind[last]
         self.matrix[last] = 0.0  # no stale vector lingers in spare capacity
         self.size = last
+        self._bias.clear()
         return True
 
     def set_status(self, rowid: int, status_code: int) -> None:
         pos = self._position(rowid)
         if pos is not None:
             self.status[pos] = status_code
+            self._bias.clear()
+
+    def status_bias(self, allowed: tuple[int, ...]) -> np.ndarray | None:
+        """0 for rows whose status code is in `allowed`, -inf otherwise; None when all are allowed.
+
+        Adding it to the scores excludes the other rows before any top-k. Cached until the
+        partition changes, so the common "active only" search costs one vector add.
+        """
+        if allowed in self._bias:
+            return self._bias[allowed]
+        ok = np.isin(self.status[: self.size], np.asarray(allowed, dtype=np.int8))
+        bias = None if ok.all() else np.where(ok, np.float32(0.0), np.float32(-np.inf)).astype(np.float32)
+        if len(self._bias) >= 4:
+            self._bias.clear()
+        self._bias[allowed] = bias
+        return bias
+
+    def scores_into(self, query: np.ndarray, out: np.ndarray) -> None:
+        """`out[:] = matrix @ query` for the live rows, without an intermediate array."""
+        assert self.matrix is not None and len(out) == self.size
+        np.matmul(self.matrix[: self.size], query, out=out)
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         if self.size == 0 or self.matrix is None:
