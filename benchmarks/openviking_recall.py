@@ -1,0 +1,83 @@
+"""Recall latency through the OpenViking adapter vs a direct `find` on the same server.
+
+One run: starts a local OpenViking 0.5.2 (timed), writes N memories into one private scope,
+then alternates adapter.search(one-scope ScopeSet) and a raw `POST /api/v1/search/find` with
+the same user key, target and limit, and prints the medians and their ratio.
+
+    .venv/bin/python benchmarks/openviking_recall.py [--memories 50] [--reps 200] [--mode api_key]
+
+With OPENVIKING_URL and OPENVIKING_ROOT_API_KEY set it uses that deployment (no start-up time).
+Single process, sequential requests: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+import uuid
+
+from adapters.base import NewMemory, Provenance, SearchQuery
+from adapters.openviking import OpenVikingBackend
+from adapters.scopes import ScopeKey, ScopeSet
+from contract_tests.backends.openviking import live_settings
+from contract_tests.openviking_server.server import OpenVikingServer
+
+WORDS = "tea coffee deploy kubernetes budget roadmap hiking invoice python rust design review lunch travel".split()
+
+
+async def run(url: str, root: str, mode: str, memories: int, reps: int) -> dict[str, float]:
+    backend = OpenVikingBackend.connect(url, root, mode=mode, namespace="bench" + uuid.uuid4().hex[:8])  # type: ignore[arg-type]
+    scope = ScopeKey.private("acme", "alice")
+    try:
+        prov = Provenance("alice", "bench")
+        for i in range(memories):
+            text = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 5, 7)) + f" note {i}"
+            await backend.put(scope, NewMemory(text, "fact", prov), idempotency_key=f"k{i}")
+        p = backend.mapper.principal(scope)
+        auth = await backend._auth(p, create=False)
+        assert auth is not None
+        query = SearchQuery(ScopeSet.of(scope), "tea budget review", limit=10)
+        adapter_ms: list[float] = []
+        direct_ms: list[float] = []
+        for _ in range(5):  # warm-up
+            await backend.search(query)
+            await backend.client.find(auth, query.text, target_uri=p.memory_dir, limit=10, level=2)
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            result = await backend.search(query)
+            adapter_ms.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            raw = await backend.client.find(auth, query.text, target_uri=p.memory_dir, limit=10, level=2)
+            direct_ms.append((time.perf_counter() - t0) * 1000)
+        assert len(result.hits) == 10 and len(raw["memories"]) == 10
+        adapter, direct = statistics.median(adapter_ms), statistics.median(direct_ms)
+        return {"adapter_median_ms": round(adapter, 2), "direct_find_median_ms": round(direct, 2),
+                "ratio": round(adapter / direct, 3), "reps": reps, "memories": memories}
+    finally:
+        await backend.drop_namespace()
+        await backend.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=50)
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--mode", choices=["api_key", "trusted"], default="api_key")
+    args = parser.parse_args()
+    live = live_settings()
+    if live:
+        report = asyncio.run(run(*live, args.mode, args.memories, args.reps))
+        report["server_startup_s"] = None
+    else:
+        with OpenVikingServer(auth_mode=args.mode) as server:
+            report = asyncio.run(run(server.url, server.root_api_key, args.mode, args.memories, args.reps))
+            report["server_startup_s"] = round(server.startup_seconds, 2)
+    report["mode"] = args.mode
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
