@@ -220,8 +220,8 @@ class ContractEnv:
 
         return await eventually(
             probe, seen, timeout=self.settle_timeout,
-            describe=f"{identity.principal} never saw its permitted memories {sorted(wanted)} for query {query!r} "
-            f"(positive control; a backend that returns nothing passes no leakage test)",
+            describe=f"GUARANTEE BROKEN: a recall returns the permitted memories that exist: {identity.principal} never saw its permitted memories {sorted(wanted)} for query {query!r} "
+            f"(positive control; a backend that returns nothing passes no leakage test); reproduce: {self.reproduce}",
         )
 
     def assert_not_seen(self, result: RecallResult, forbidden: Iterable[WriteResult | str], *, guarantee: str, reader: MemoryIdentity) -> None:

@@ -52,7 +52,7 @@ async def search(env: ContractEnv, scopes: ScopeSet, text: str, *, limit: int = 
                 ), pytrace=False)
         return result
 
-    return await eventually(probe, lambda r: must_see <= {h.memory.id for h in r.hits}, timeout=env.settle_timeout, describe=f"search for {text!r} never showed {sorted(must_see)}")
+    return await eventually(probe, lambda r: must_see <= {h.memory.id for h in r.hits}, timeout=env.settle_timeout, describe=f"GUARANTEE BROKEN: a search returns the permitted memories that exist (search for {text!r} over {[str(k) for k in scopes.keys]} never showed {sorted(must_see)}; reproduce: {env.reproduce})")
 
 
 def snapshot(rows: list[StoredMemory]) -> str:
