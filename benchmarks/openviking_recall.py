@@ -42,6 +42,7 @@ async def run(url: str, root: str, mode: str, memories: int, reps: int) -> dict[
         query = SearchQuery(ScopeSet.of(scope), "tea budget review", limit=10)
         adapter_ms: list[float] = []
         direct_ms: list[float] = []
+        direct_rc_ms: list[float] = []  # the same find with read_content=true (what the adapter sends)
         for _ in range(5):  # warm-up
             await backend.search(query)
             await backend.client.find(auth, query.text, target_uri=p.memory_dir, limit=10, level=2)
@@ -52,9 +53,13 @@ async def run(url: str, root: str, mode: str, memories: int, reps: int) -> dict[
             t0 = time.perf_counter()
             raw = await backend.client.find(auth, query.text, target_uri=p.memory_dir, limit=10, level=2)
             direct_ms.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            await backend.client.find(auth, query.text, target_uri=p.memory_dir, limit=10, level=2, read_content=True)
+            direct_rc_ms.append((time.perf_counter() - t0) * 1000)
         assert len(result.hits) == 10 and len(raw["memories"]) == 10
         adapter, direct = statistics.median(adapter_ms), statistics.median(direct_ms)
         return {"adapter_median_ms": round(adapter, 2), "direct_find_median_ms": round(direct, 2),
+                "direct_find_read_content_median_ms": round(statistics.median(direct_rc_ms), 2),
                 "ratio": round(adapter / direct, 3), "reps": reps, "memories": memories}
     finally:
         await backend.drop_namespace()
