@@ -11,7 +11,7 @@ One invocation:
 2. in a fresh child process (so resident memory is measured cleanly) opens the store and, for
    identities that each read 4 non-empty scopes (own private, current workspace, own department,
    tenant-shared; the policy adds the identity's agent scope, which is empty here), measures with
-   the same queries, interleaved, after a warm-up:
+   the same queries (each round: every path over all queries in one shuffled order), after a warm-up:
      floor            bare numpy over exactly the readable active rows, pre-gathered into one
                       contiguous matrix: `rows @ q` + argpartition top-10;
      adapter_vector   `search_vector(scopes, q, limit=10)` + `load_hits` with the precomputed vector;
@@ -471,39 +471,49 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
 
     bridge.audit.append = timed_append
 
-    async def one_round(record: bool, order: list[int]) -> None:
+    async def one_pass(path: str, record: bool, order: list[int]) -> None:
+        """One path over all queries: every path finds its data equally cold (the readable sets of
+        all identities together exceed the CPU caches) and its code equally warm."""
         for qi in order:
             bi, text, q = queries[qi]
             scopes = scope_sets[id(bi)]
-            matrix, _ = floor[id(bi)]
-            t0 = pc()
-            floor_top(matrix, q)
-            t1 = pc()
-            ranked = backend.search_vector(scopes, q, limit=k)
-            t1b = pc()
-            backend.load_hits(ranked)
-            t2 = pc()
-            await backend.search(SearchQuery(scopes, text, limit=k))
-            t3 = pc()
-            audit_ns[0] = 0
-            await bridge.recall(bi.identity, text)
-            t4 = pc()
+            if path == "floor":
+                matrix, _ = floor[id(bi)]
+                t0 = pc()
+                floor_top(matrix, q)
+                t1 = pc()
+            elif path == "adapter_vector":
+                t0 = pc()
+                ranked = backend.search_vector(scopes, q, limit=k)
+                tm = pc()
+                backend.load_hits(ranked)
+                t1 = pc()
+                if record:
+                    parts["search_vector"].append(tm - t0)
+                    parts["load_hits"].append(t1 - tm)
+            elif path == "adapter_search":
+                t0 = pc()
+                await backend.search(SearchQuery(scopes, text, limit=k))
+                t1 = pc()
+            else:
+                audit_ns[0] = 0
+                t0 = pc()
+                await bridge.recall(bi.identity, text)
+                t1 = pc()
+                if record:
+                    parts["pipeline_audit_append"].append(audit_ns[0])
+                    parts["pipeline_excl_audit"].append(t1 - t0 - audit_ns[0])
             if record:
-                samples["floor"].append(t1 - t0)
-                samples["adapter_vector"].append(t2 - t1)
-                samples["adapter_search"].append(t3 - t2)
-                samples["pipeline"].append(t4 - t3)
-                parts["search_vector"].append(t1b - t1)
-                parts["load_hits"].append(t2 - t1b)
-                parts["pipeline_audit_append"].append(audit_ns[0])
-                parts["pipeline_excl_audit"].append(t4 - t3 - audit_ns[0])
+                samples[path].append(t1 - t0)
 
     order = list(range(len(queries)))
     for _ in range(args.warmup_rounds):
-        await one_round(False, order)
+        for path in samples:
+            await one_pass(path, False, order)
     for r in range(args.rounds):
         rng.shuffle(order)
-        await one_round(True, order)
+        for path in samples:
+            await one_pass(path, True, order)
 
     lat = {name: summary_us(v) for name, v in samples.items()}
     f50 = lat["floor"]["p50_us"]
