@@ -33,8 +33,8 @@ EXPECTED = {
     "broken-empty-set-is-all": {"test_empty_scope_set_never_searches_everything"},
     "broken-stale-cache-after-delete": {"test_nothing_recallable_after_forget", "test_nothing_recallable_after_forget_subject"},
 }
-# Known failure of the real local adapter (bug reported: a forged empty ScopeSet returns [] instead of raising).
-LOCAL_KNOWN = {"test_empty_scope_set_or_missing_scope_raises"}
+# Known failures of the real local adapter (none since 440816b made a forged empty ScopeSet raise).
+LOCAL_KNOWN: set[str] = set()
 
 
 @pytest.fixture(scope="module")
