@@ -42,6 +42,7 @@ __all__ = [
     "MemoryBackend",
     "MetadataValue",
     "require_scope",
+    "require_scope_set",
 ]
 
 MetadataValue = str | int | float | bool | None
@@ -225,6 +226,13 @@ def require_scope(scope: object) -> ScopeKey:
     if not isinstance(scope, ScopeKey):
         raise EmptyScopeError(f"a call must name one ScopeKey, got {scope!r}")
     return scope
+
+
+def require_scope_set(scopes: object) -> ScopeSet:
+    """Guard for searches: a ScopeSet with at least one entry — even one forged past its checks."""
+    if not isinstance(scopes, ScopeSet) or not scopes.entries:
+        raise EmptyScopeError(f"a search must name a non-empty ScopeSet, got {scopes!r}")
+    return scopes
 
 
 @runtime_checkable

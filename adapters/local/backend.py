@@ -43,6 +43,7 @@ from adapters.base import (
     Status,
     StoredMemory,
     require_scope,
+    require_scope_set,
 )
 from adapters.embedding import Embedder, HashingEmbedder
 from adapters.errors import Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
@@ -367,8 +368,7 @@ class LocalBackend:
         concatenation); the status filter is a cached 0/-inf bias per partition; the
         (scope, rowid) mapping happens under the lock, before any concurrent swap-remove.
         """
-        if not isinstance(scopes, ScopeSet) or not scopes.entries:  # also a forged, empty one
-            raise InvalidRequest("search needs a non-empty ScopeSet", backend=self.name)
+        require_scope_set(scopes)  # also a forged, empty one
         if not isinstance(limit, int) or limit < 1:
             raise InvalidRequest(f"limit must be a positive integer, got {limit!r}", backend=self.name)
         allowed = tuple(sorted(_STATUS_CODES[s] for s in statuses))

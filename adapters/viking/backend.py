@@ -42,6 +42,7 @@ from adapters.base import (
     Status,
     StoredMemory,
     require_scope,
+    require_scope_set,
 )
 from adapters.errors import BackendError, InvalidRequest, NotFound, RetryLater, Unavailable, UnsupportedFilter
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
@@ -504,7 +505,7 @@ class VikingBackend:
     async def search(self, query: SearchQuery) -> SearchResult:
         if not isinstance(query, SearchQuery):
             raise InvalidRequest("search takes a SearchQuery", backend=self.name)
-        scopes = query.scopes
+        scopes = require_scope_set(query.scopes)
         extra = self._pushdown(query.filters)
         tasks = self._plan(scopes)
         text = query.text.strip() or None
