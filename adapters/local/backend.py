@@ -419,12 +419,9 @@ class LocalBackend:
             keep = values > -np.inf  # a filtered-out row is never returned
             if not keep.all():
                 top, values = top[keep], values[keep]
+            all_rowids = np.concatenate([r for _, r in segments]) if len(segments) > 1 else segments[0][1]
             which = np.searchsorted(np.asarray(ends), top, side="right").tolist()
-            out: list[tuple[ScopeKey, int, float]] = []
-            for i, w, score in zip(top.tolist(), which, values.tolist()):
-                key, rowids = segments[w]
-                out.append((key, int(rowids[i - (ends[w - 1] if w else 0)]), score))
-        return out
+            return [(segments[w][0], rowid, score) for w, rowid, score in zip(which, all_rowids[top].tolist(), values.tolist())]
 
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
         if not ranked:
@@ -433,18 +430,15 @@ class LocalBackend:
         with self._lock:
             rows = {r[0]: r for r in self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])}
         hits = []
-        key_text: dict[ScopeKey, str] = {}
+        key_text = {key: str(key) for key in {r[0] for r in ranked}}
         for key, rowid, score in ranked:
             row = rows.get(rowid)
             if row is None:  # deleted between scan and load: never resurrect it
                 continue
-            text = key_text.get(key)
-            if text is None:
-                text = key_text[key] = str(key)
-            if row[2] != text:  # the row's stored scope is the only truth; mismatch -> drop
+            if row[2] != key_text[key]:  # the row's stored scope is the only truth; mismatch -> drop
                 continue
             # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
-            hits.append(Hit(memory=_row_to_memory(row, key), scope=key, score=max(0.0, min(1.0, score))))
+            hits.append(Hit(_row_to_memory(row, key), key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
         return hits
 
     async def search(self, query: SearchQuery) -> SearchResult:
