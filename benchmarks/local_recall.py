@@ -11,7 +11,8 @@ One invocation:
 2. in a fresh child process (so resident memory is measured cleanly) opens the store and, for
    identities that each read 4 non-empty scopes (own private, current workspace, own department,
    tenant-shared; the policy adds the identity's agent scope, which is empty here), measures with
-   the same queries (each round: every path over all queries in one shuffled order), after a warm-up:
+   the same queries (each round: chunks of one query per identity; every path runs over the whole
+   chunk in turn, in rotating order), after a warm-up:
      floor            bare numpy over exactly the readable active rows, pre-gathered into one
                       contiguous matrix: `rows @ q` + argpartition top-10;
      adapter_vector   `search_vector(scopes, q, limit=10)` + `load_hits` with the precomputed vector;
@@ -509,14 +510,25 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
             if record:
                 samples[path].append(t1 - t0)
 
-    order = list(range(len(queries)))
+    # A round = chunks of one query per identity (every identity once, shuffled); each path runs
+    # over the whole chunk before the next path starts, in a rotating path order. So every path
+    # finds its data last touched one chunk ago (cold: 60 readable sets exceed the CPU caches),
+    # and a burst of load from other processes lands on all paths alike, not on one pass.
+    n_id = len(idents)
+    paths = list(samples)
+
+    async def one_round(record: bool) -> None:
+        for c in range((len(queries) + n_id - 1) // n_id):
+            chunk = [qi for qi in range(c * n_id, min((c + 1) * n_id, len(queries)))]
+            rng.shuffle(chunk)
+            shift = rng.randrange(len(paths))
+            for path in paths[shift:] + paths[:shift]:
+                await one_pass(path, record, chunk)
+
     for _ in range(args.warmup_rounds):
-        for path in samples:
-            await one_pass(path, False, order)
-    for r in range(args.rounds):
-        rng.shuffle(order)
-        for path in samples:
-            await one_pass(path, True, order)
+        await one_round(False)
+    for _ in range(args.rounds):
+        await one_round(True)
 
     lat = {name: summary_us(v) for name, v in samples.items()}
     f50 = lat["floor"]["p50_us"]
