@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 
 from adapters.base import NewMemory, Provenance, SearchQuery, Status  # noqa: E402
 from adapters.local import LocalBackend  # noqa: E402
-from adapters.scopes import ScopeKey, ScopeSet  # noqa: E402
+from adapters.scopes import ScopeKey  # noqa: E402
 
 N_TOPICS = 256
 TOPICS_PER_TENANT = 12
@@ -307,10 +307,6 @@ def vm_rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def pct(samples: Sequence[int] | np.ndarray, q: float) -> float:
-    return float(np.percentile(np.asarray(samples, dtype=np.float64), q))
 
 
 def summary_us(samples: Sequence[int]) -> dict[str, float]:
