@@ -56,11 +56,17 @@ class ScopeKey:
     tenant_id: str | None
     owner_id: str | None = None  # user, workspace or department id; the agent id for AGENT
     user_id: str | None = None  # only for AGENT: whose agent-owned memory this is
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # computed once: keys are hashed several times per hit on the recall path
+        return self._hash
 
     def __post_init__(self) -> None:
         v = self.visibility
         if not isinstance(v, Visibility):
             raise ValueError(f"visibility must be a Visibility, not {v!r}")
+        object.__setattr__(self, "_hash", hash((v.value, self.tenant_id, self.owner_id, self.user_id)))
         if v is Visibility.GLOBAL:
             if self.tenant_id is not None or self.owner_id is not None or self.user_id is not None:
                 raise ValueError("the global scope has no tenant or owner")

@@ -64,7 +64,7 @@ async def _dev_session():
 
     settings = load_bridge_settings()
     identity = await DevEnvironmentProvider().authenticate(DevEnvironment())
-    bridge = MemoryBridge.open_local(settings.home, limits=settings.limits(), budget=settings.budget())
+    bridge = MemoryBridge.open_local(settings.home, limits=settings.limits(), budget=settings.budget(), audit_fsync_reads=settings.audit_fsync_reads)
     return bridge, identity
 
 

@@ -117,6 +117,7 @@ class MemoryBridge:
         budget: BudgetConfig | None = None,
         limits: Limits | None = None,
         server_side_extraction: bool = False,
+        audit_fsync_reads: bool = False,
     ) -> None:
         self.backend = backend
         self.state = state
@@ -126,7 +127,7 @@ class MemoryBridge:
         self.token_counter = token_counter
         self.budget = budget or BudgetConfig()
         self.limits = limits or Limits()
-        self.audit = AuditLog(state)
+        self.audit = AuditLog(state, fsync_reads=audit_fsync_reads)
         self.grants = GrantStore(state)
         self.manifests = ManifestStore(state)
         self.server_side_extraction = server_side_extraction and backend.capabilities.server_side_extraction
@@ -261,7 +262,8 @@ class MemoryBridge:
         injected_by = m.provenance.injected_by
         if manifest is not None and entry.grant_id == manifest.manifest_id:
             injected_by = f"{manifest.user_id}@{manifest.parent_agent_id}"
-        return RecalledMemory(
+        # model_construct: every field is built here from already-validated records (hot path)
+        return RecalledMemory.model_construct(
             memory_id=m.id,
             scope=str(m.scope),
             visibility=m.scope.visibility.value,
@@ -274,8 +276,8 @@ class MemoryBridge:
             injected_by=injected_by,
             derived_from=m.provenance.derived_from,
             status=m.status.value,
-            conflicts_with=tuple(MemoryRef(scope=str(c.hit.scope), memory_id=c.hit.memory.id) for c in item.conflicts_with),
-            duplicates=tuple(MemoryRef(scope=str(d.hit.scope), memory_id=d.hit.memory.id) for d in item.duplicates),
+            conflicts_with=tuple(MemoryRef.model_construct(scope=str(c.hit.scope), memory_id=c.hit.memory.id) for c in item.conflicts_with),
+            duplicates=tuple(MemoryRef.model_construct(scope=str(d.hit.scope), memory_id=d.hit.memory.id) for d in item.duplicates),
         )
 
     # -- writes ---------------------------------------------------------------------------

@@ -89,6 +89,7 @@ class WriteDecision:
 class Policy:
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self.config = config or PolicyConfig()
+        self._kind_weights = {p: {k.value: w for k, w in ws.items()} for p, ws in self.config.kind_weights.items()}
 
     # -- reading ------------------------------------------------------------------------
     def own_scopes(self, identity: MemoryIdentity) -> list[tuple[ScopeKey, str]]:
@@ -111,11 +112,8 @@ class Policy:
         return self.config.scope_weights[purpose][visibility]
 
     def kind_weight(self, purpose: Purpose, kind: str) -> float:
-        weights = self.config.kind_weights[purpose]
-        try:
-            return weights.get(Kind(kind), self.config.other_kind_weight)
-        except ValueError:
-            return self.config.other_kind_weight
+        # keyed by the kind's string value: no enum construction per hit on the recall path
+        return self._kind_weights[purpose].get(kind, self.config.other_kind_weight)
 
     def readable_scopes(
         self,

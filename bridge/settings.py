@@ -5,6 +5,7 @@
                                   directory, e.g. ~/.local/share/viking-bridge on Linux
     VIKING_BRIDGE_MAX_QUERY_CHARS, VIKING_BRIDGE_MAX_CONTENT_CHARS, VIKING_BRIDGE_CANDIDATE_LIMIT
     VIKING_BRIDGE_BUDGET_TOKENS   default token budget of a recall
+    VIKING_BRIDGE_AUDIT_FSYNC_READS  fsync each recall's audit row too (default: writes only)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 A bad value fails at start-up with the setting's name.
@@ -35,6 +36,7 @@ class BridgeSettings(BaseSettings):
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     candidate_limit: int = Field(50, ge=1, le=5000)
     budget_tokens: int = Field(1200, ge=25, le=200_000)
+    audit_fsync_reads: bool = False  # fsync every recall's audit row (see bridge/audit.py)
 
     def limits(self) -> Limits:
         return Limits(max_query_chars=self.max_query_chars, max_content_chars=self.max_content_chars, candidate_limit=self.candidate_limit)

@@ -22,15 +22,23 @@ class Database:
         self.lock = threading.RLock()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, fsync: bool = True) -> Iterator[sqlite3.Connection]:
+        """`fsync=False` commits to the WAL without waiting for the disk (survives a process
+        crash, not a power loss); the next fsynced commit makes it durable too."""
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
+            if not fsync:
+                self.conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
+            finally:
+                if not fsync:
+                    self.conn.execute("PRAGMA synchronous=FULL")
 
     def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self.lock:

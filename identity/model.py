@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
@@ -24,6 +25,29 @@ def _id(value: str) -> str:
 
 
 Id = Annotated[str, AfterValidator(_id)]
+
+
+@lru_cache(maxsize=65536)
+def _fingerprint(
+    tenant_id: str,
+    user_id: str,
+    department_ids: frozenset[str],
+    workspace_id: str | None,
+    agent_id: str,
+    roles: frozenset[str],
+    permission_version: str | None,
+) -> str:
+    canonical = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "department_ids": sorted(department_ids),
+        "workspace_id": workspace_id,
+        "agent_id": agent_id,
+        "roles": sorted(roles),
+        "permission_version": permission_version,
+    }
+    blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 class MemoryIdentity(BaseModel):
@@ -47,25 +71,17 @@ class MemoryIdentity(BaseModel):
             raise ValueError("must be a list of ids, not a single string")
         return value
 
-    def _canonical(self) -> dict[str, object]:
-        return {
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "department_ids": sorted(self.department_ids),
-            "workspace_id": self.workspace_id,
-            "agent_id": self.agent_id,
-            "roles": sorted(self.roles),
-            "permission_version": self.permission_version,
-        }
-
     @property
     def fingerprint(self) -> str:
         """Hex SHA-256 of everything that decides access — i.e. all fields but `session_id`.
 
         Sessions bind to this value: a fork keeps it, a different user or agent changes it.
+        Memoised on the field values themselves (never on the instance, which `model_copy`
+        would carry over to a copy with other roles).
         """
-        blob = json.dumps(self._canonical(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return _fingerprint(
+            self.tenant_id, self.user_id, self.department_ids, self.workspace_id, self.agent_id, self.roles, self.permission_version
+        )
 
     @property
     def principal(self) -> str:

@@ -69,7 +69,15 @@ class SessionRegistry(Protocol):
 
 
 class _RegistryBase:
-    """The rules; subclasses only store and fetch bindings atomically."""
+    """The rules; subclasses only store and fetch bindings atomically.
+
+    A binding never changes once stored, so the fingerprints this process has already seen
+    stored are remembered: continuing a known session costs a dict lookup, not a database
+    round trip (and a mismatch is still refused from the same cache).
+    """
+
+    _CONFIRMED_MAX = 100_000
+    _confirmed: dict[tuple[str, str], str]
 
     def _bind_if_absent(self, binding: SessionBinding) -> SessionBinding:  # pragma: no cover
         """Insert `binding` unless `(tenant, session)` exists; return whichever is now stored."""
@@ -90,8 +98,18 @@ class _RegistryBase:
         )
 
     def continue_session(self, identity: MemoryIdentity) -> MemoryIdentity:
+        confirmed = self.__dict__.setdefault("_confirmed", {})
+        key = (identity.tenant_id, identity.session_id)
+        known = confirmed.get(key)
+        if known is not None:
+            if known != identity.fingerprint:
+                raise _mismatch("continue", identity.tenant_id, identity.session_id)
+            return identity
         stored = self._bind_if_absent(self._new_binding(identity, identity.session_id, None))
         _require_owner(stored, identity, "continue")
+        if len(confirmed) >= self._CONFIRMED_MAX:
+            confirmed.clear()
+        confirmed[key] = stored.fingerprint
         return identity
 
     def start_session(self, identity: MemoryIdentity) -> MemoryIdentity:
@@ -111,13 +129,16 @@ class _RegistryBase:
         return identity.with_session(child_id)
 
 
+def _mismatch(action: str, tenant_id: str, session_id: str) -> SessionIdentityMismatch:
+    # Do not say whose session it is.
+    return SessionIdentityMismatch(
+        f"cannot {action} session {session_id!r} in tenant {tenant_id!r}: it is bound to a different identity"
+    )
+
+
 def _require_owner(stored: SessionBinding, identity: MemoryIdentity, action: str) -> None:
     if stored.fingerprint != identity.fingerprint:
-        # Do not say whose session it is.
-        raise SessionIdentityMismatch(
-            f"cannot {action} session {stored.session_id!r} in tenant {stored.tenant_id!r}: "
-            "it is bound to a different identity"
-        )
+        raise _mismatch(action, stored.tenant_id, stored.session_id)
 
 
 class InMemorySessionRegistry(_RegistryBase):
