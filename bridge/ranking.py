@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeSet
@@ -29,11 +29,17 @@ class FreshnessConfig:
     floor: float = 0.3
 
 
-@dataclass(frozen=True)
+FACTOR_NAMES = ("semantic", "scope", "confidence", "freshness", "status", "kind")
+
+
+@dataclass(frozen=True, slots=True)
 class RankedHit:
     hit: Hit
     score: float
-    factors: dict[str, float] = field(default_factory=dict)
+    factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
+
+    def explain(self) -> dict[str, float]:
+        return dict(zip(FACTOR_NAMES, self.factors))
 
 
 def freshness(created_at: float, kind: str, now: float, config: FreshnessConfig) -> float:
@@ -56,14 +62,14 @@ def rank_hits(
     ranked = []
     for hit in hits:
         m = hit.memory
-        factors = {
-            "semantic": max(0.0, hit.score),
-            "scope": scopes.entry(hit.scope).weight,
-            "confidence": m.confidence,
-            "freshness": freshness(m.created_at, m.kind, now, fconf),
-            "status": _STATUS_WEIGHT[m.status],
-            "kind": policy.kind_weight(purpose, m.kind),
-        }
-        ranked.append(RankedHit(hit, math.prod(factors.values()), factors))
+        factors = (
+            max(0.0, hit.score),
+            scopes.entry(hit.scope).weight,
+            m.confidence,
+            freshness(m.created_at, m.kind, now, fconf),
+            _STATUS_WEIGHT[m.status],
+            policy.kind_weight(purpose, m.kind),
+        )
+        ranked.append(RankedHit(hit, math.prod(factors), factors))
     ranked.sort(key=lambda r: (-r.score, r.hit.memory.id))
     return ranked

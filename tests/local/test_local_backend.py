@@ -224,3 +224,14 @@ async def test_openai_compatible_embedder_and_its_errors():
     bad = OpenAICompatibleEmbedder("http://embed.test/v1", "m", 3, client=httpx.AsyncClient(base_url="http://embed.test/v1", transport=httpx.MockTransport(handler)))
     with pytest.raises(EmbeddingError, match="shape"):
         await bad.embed(["a"])
+
+
+async def test_kind_filter_works_on_the_first_search_after_reopen(tmp_path):
+    """Regression: kind codes used to be looked up before the partition (and its kinds) loaded."""
+    b = LocalBackend(tmp_path / "s")
+    m = await b.put(ALICE, mem("blue-green deploys", kind="procedure"), idempotency_key="k")
+    await b.aclose()
+    reopened = LocalBackend(tmp_path / "s")
+    hits = (await reopened.search(SearchQuery(ScopeSet.of(ALICE), "deploys", kinds=frozenset({"procedure"})))).hits
+    assert [h.memory.id for h in hits] == [m.id]
+    await reopened.aclose()
