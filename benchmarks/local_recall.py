@@ -18,7 +18,7 @@ One invocation:
      adapter_vector   `search_vector(scopes, q, limit=10)` + `load_hits` with the precomputed vector;
      adapter_search   `await search(SearchQuery(scopes, text, limit=10))` (embeds the query text);
      pipeline         `await MemoryBridge.recall(identity, text)`: session check, policy, backend
-                      search (candidate limit 50), guard, rank, budget, render, fsync'd audit row;
+                      search (candidate limit 50), guard, rank, budget, render, audit row;
    recall@10 of the adapter against float64 brute force over the readable active rows; and the
    RSS growth from loading the touched partitions vs the raw vector bytes of those partitions.
 3. `--scale-check` ingests the 200k base corpus, measures, then grows the *same* store to 1M
@@ -462,7 +462,7 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     audit_ns = [0]
     real_append = bridge.audit.append
 
-    def timed_append(*a, **kw):  # instance attribute: measures the fsync'd audit row of each recall
+    def timed_append(*a, **kw):  # instance attribute: measures the audit row of each recall
         t = pc()
         try:
             return real_append(*a, **kw)
@@ -588,7 +588,7 @@ def table(report: dict[str, object]) -> str:
             lines.append(f"  {label:<48} {lat[key]['p50_us']:>9.1f} {lat[key]['p95_us']:>9.1f} {lat[key]['p50_us'] / f50:>9.2f}x")
         br = run["latency_breakdown"]
         lines.append(f"  {'  of which search_vector / load_hits':<48} {br['search_vector']['p50_us']:>9.1f} {br['load_hits']['p50_us']:>9.1f}   (p50, p50)")
-        lines.append(f"  {'  pipeline: audit append (fsync) / the rest':<48} {br['pipeline_audit_append']['p50_us']:>9.1f} {br['pipeline_excl_audit']['p50_us']:>9.1f}   (p50, p50)")
+        lines.append(f"  {'  pipeline: audit append / the rest':<48} {br['pipeline_audit_append']['p50_us']:>9.1f} {br['pipeline_excl_audit']['p50_us']:>9.1f}   (p50, p50)")
         ratios = run["ratios"]
         ok_a = "OK" if ratios["adapter_vector_p50_over_floor_p50"] <= 3 else "MISS"
         ok_p = "OK" if ratios["pipeline_p50_over_floor_p50"] <= 10 else "MISS"
