@@ -27,7 +27,7 @@ from adapters.openviking import OpenVikingBackend
 from contract_tests.openviking_server.server import OpenVikingServer, default_venv_path, venv_status
 from contract_tests.registry import register_adapter
 
-__all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend"]
+__all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend", "insert_unscoped"]
 
 _servers: dict[str, OpenVikingServer] = {}
 _failures: dict[str, str] = {}
@@ -109,8 +109,55 @@ async def fresh_backend(auth_mode: str, **kw: object) -> AsyncIterator[OpenVikin
                 await backend.aclose()
 
 
+async def insert_unscoped(backend: OpenVikingBackend, tenant_id: str, content: str) -> None:
+    """Plant memory-looking files whose scope cannot be established, bypassing `put` (test hook).
+
+    Every file sits inside a directory the contract test searches, named like one of our memory
+    files (`m` + 32 hex), so only the record check stands between it and a hit:
+    - no bridge header at all, in the tenant's `alice` private scope, in her `assistant` agent
+      peer and in the tenant-shared scope (what a raw import or another client would leave);
+    - a well-formed header whose `scope` names another place than the file's location (workspace
+      `alpha` holding a record that claims `acme/user/alice`; department `sales` one that claims
+      `acme/user/bob`) and one whose `id` names another file;
+    - a header-less file in alice's server-extraction directory (`memories/preferences/`) with no
+      capture record behind it.
+    """
+    import hashlib
+    import json
+    import time
+
+    from adapters.openviking.record import HEADER_PREFIX
+    from adapters.scopes import ScopeKey
+
+    def mid(label: str) -> str:
+        return "m" + hashlib.sha256(f"unscoped\x00{label}\x00{content}".encode()).hexdigest()[:32]
+
+    def header(scope: str, memory_id: str) -> str:
+        h = {"v": 1, "id": memory_id, "scope": scope, "kind": "note", "status": "active", "confidence": 1.0, "subject": None,
+             "metadata": {}, "created_at": time.time(), "updated_at": time.time(),
+             "prov": {"author_user_id": "nobody", "author_agent_id": "nobody", "session_id": None, "source_message_ids": [],
+                      "injected_by": None, "derived_from": [], "grant_id": None}}
+        return f"{HEADER_PREFIX}{json.dumps(h, separators=(',', ':'))}-->\n"
+
+    plants: list[tuple[ScopeKey, str, str]] = []  # (scope whose directory holds it, file name, body)
+    for scope in (ScopeKey.private(tenant_id, "alice"), ScopeKey.agent(tenant_id, "assistant", "alice"), ScopeKey.tenant(tenant_id)):
+        plants.append((scope, mid(f"bare {scope}") + ".md", content))
+    ws_id = mid("ws")
+    plants.append((ScopeKey.workspace(tenant_id, "alpha"), ws_id + ".md", header(str(ScopeKey.private(tenant_id, "alice")), ws_id) + content))
+    dept_id = mid("dept")
+    plants.append((ScopeKey.department(tenant_id, "sales"), dept_id + ".md", header(str(ScopeKey.private(tenant_id, "bob")), dept_id) + content))
+    plants.append((ScopeKey.private(tenant_id, "alice"), mid("wrong id") + ".md", header(str(ScopeKey.private(tenant_id, "alice")), mid("other")) + content))
+    for scope, name, body in plants:
+        p = backend.mapper.principal(scope)
+        uri = f"{p.memory_dir}/{name}"
+        await backend._call(p, True, lambda a, u=uri, b=body: backend.client.write(a, u, b, mode="replace", wait=True))
+    alice = backend.mapper.principal(ScopeKey.private(tenant_id, "alice"))
+    extracted = f"{alice.user_root}/memories/preferences/{mid('extracted')}.md"
+    await backend._call(alice, True, lambda a: backend.client.write(a, extracted, content, mode="replace", wait=True))
+
+
 @register_adapter("openviking", description="OpenViking 0.5.2, api_key mode: one user (and key) per scope principal",
-                  unavailable_reason=lambda: _unavailable("api_key"))
+                  unavailable_reason=lambda: _unavailable("api_key"), insert_unscoped=insert_unscoped)
 @contextlib.asynccontextmanager
 async def openviking_backend() -> AsyncIterator[OpenVikingBackend]:
     async with fresh_backend("api_key") as backend:
@@ -118,7 +165,7 @@ async def openviking_backend() -> AsyncIterator[OpenVikingBackend]:
 
 
 @register_adapter("openviking-trusted", description="OpenViking 0.5.2, trusted mode: root key + identity headers",
-                  unavailable_reason=lambda: _unavailable("trusted"))
+                  unavailable_reason=lambda: _unavailable("trusted"), insert_unscoped=insert_unscoped)
 @contextlib.asynccontextmanager
 async def openviking_trusted_backend() -> AsyncIterator[OpenVikingBackend]:
     async with fresh_backend("trusted") as backend:
