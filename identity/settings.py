@@ -227,7 +227,8 @@ def build_provider(
             [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
             max_age=gw.max_age_seconds,
             max_future_skew=gw.max_future_skew_seconds,
-            require_nonce=gw.require_nonce,
+            # production refuses unsigned-nonce requests: without a nonce a captured request replays
+            require_nonce=gw.require_nonce or settings.mode == "production",
         )
     raise IdentityConfigurationError(f"VIKING_BRIDGE_PROVIDER={provider!r} is unknown")  # pragma: no cover
 

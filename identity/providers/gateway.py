@@ -184,11 +184,11 @@ class GatewayProvider:
             raise IdentityConfigurationError(f"gateway: shared secrets must be at least {MIN_SECRET_BYTES} bytes")
         if max_age <= 0 or max_future_skew < 0:
             raise IdentityConfigurationError("gateway: max_age must be > 0 and max_future_skew >= 0")
-        if require_nonce and nonce_cache is None:
+        if nonce_cache is None:  # a presented nonce is always checked, required or not
             nonce_cache = NonceCache(clock)
         self._max_age = max_age
         self._max_future_skew = max_future_skew
-        self._nonces = nonce_cache
+        self._nonces: NonceCache = nonce_cache
         self._require_nonce = require_nonce
         self._clock = clock
 
@@ -240,10 +240,9 @@ class GatewayProvider:
             return
         if not _NONCE.fullmatch(nonce):
             raise InvalidCredential("X-VB-Nonce must be 8-128 characters of A-Z a-z 0-9 _ -")
-        if self._nonces is not None:
-            expires = timestamp + self._max_age + self._max_future_skew
-            if not self._nonces.check_and_remember(nonce, expires):
-                raise InvalidCredential("gateway request replayed (nonce already used)")
+        expires = timestamp + self._max_age + self._max_future_skew
+        if not self._nonces.check_and_remember(nonce, expires):
+            raise InvalidCredential("gateway request replayed (nonce already used)")
 
     @staticmethod
     def _identity(values: Mapping[str, str]) -> MemoryIdentity:

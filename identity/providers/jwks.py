@@ -194,8 +194,9 @@ class JwksCache(KeySource):
     - first use fetches; after `max_age` seconds the next lookup refetches;
     - an unknown kid triggers one refetch, but never more than one per `min_refresh_interval`
       seconds, and concurrent misses wait for the same fetch (no refetch storm);
-    - if a refresh fails while keys are cached, the cached keys keep working (logged); if there
-      are no keys at all, `IdentityProviderUnavailable` is raised — never a pass.
+    - if a refresh fails while keys are cached, the cached keys keep working (logged) for at
+      most `max_stale` seconds after the last successful fetch; past that, or with no keys at
+      all, `IdentityProviderUnavailable` is raised — a revoked key is never trusted forever.
     """
 
     def __init__(
@@ -205,9 +206,11 @@ class JwksCache(KeySource):
         *,
         min_refresh_interval: float = 60.0,
         max_age: float = 3600.0,
+        max_stale: float = 86400.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url
+        self._max_stale = max(max_stale, max_age)
         self._client = client
         self._min_refresh = min_refresh_interval
         self._max_age = max_age
@@ -237,6 +240,10 @@ class JwksCache(KeySource):
     def _require_keys(self) -> None:
         if not self._keys:
             raise IdentityProviderUnavailable(f"no signing keys available from the JWKS at {self.url}")
+        if self._fetched_at is not None and self._clock() - self._fetched_at > self._max_stale:
+            raise IdentityProviderUnavailable(
+                f"the JWKS at {self.url} could not be refreshed for over {int(self._max_stale)} s; refusing stale keys"
+            )
 
     async def _refresh(self, *, reason: str) -> None:
         seen_attempt = self._attempted_at

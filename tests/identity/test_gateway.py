@@ -251,3 +251,20 @@ async def test_encoded_path_separator_still_rejected():
     headers["X-VB-Signature"] = _sign(SECRET, canonical_string("POST", "/v1/recall?purpose=chat", values))
     with pytest.raises(InvalidCredential, match="X-VB-User is not a valid id: contains a path separator"):
         await _provider().authenticate(_req(headers))
+
+
+async def test_a_presented_nonce_is_never_replayable_even_when_not_required():
+    """Review finding: without an explicit cache a nonce used to be checked for format only."""
+    provider = _provider()  # default: require_nonce=False, no cache passed
+    headers = _headers(nonce="n0nce-xyz-789")
+    await provider.authenticate(_req(headers))
+    with pytest.raises(InvalidCredential, match="replayed"):
+        await provider.authenticate(_req(headers))
+
+
+def test_production_settings_require_a_nonce(monkeypatch):
+    from identity.settings import build_provider, load_settings
+
+    settings = load_settings(mode="production", provider="gateway", session_db_path="/tmp/x.sqlite3", gateway={"secret": "k" * 40})
+    provider = build_provider(settings)
+    assert provider._require_nonce is True

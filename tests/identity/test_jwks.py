@@ -95,3 +95,15 @@ async def test_symmetric_and_mislabelled_jwks_entries_are_skipped(jwks_server, c
     provider, cache = _provider(jwks_server, clock)
     assert (await provider.authenticate(BearerToken(rsa_key.mint()))).user_id == "u17"
     assert [k.kid for k in await cache.candidates()] == ["rsa-1"]
+
+
+async def test_cached_keys_are_refused_once_refresh_has_failed_for_too_long(jwks_server, clock, rsa_key):
+    """Review finding: a JWKS endpoint that stays down must not make old keys valid forever."""
+    provider, _ = _provider(jwks_server, clock, min_refresh_interval=60, max_age=600, max_stale=3600)
+    await provider.authenticate(BearerToken(rsa_key.mint()))
+    jwks_server.status = 503
+    clock.advance(601)  # refresh fails, cached keys still serve within max_stale
+    assert (await provider.authenticate(BearerToken(rsa_key.mint()))).user_id == "u17"
+    clock.advance(3600)
+    with pytest.raises(IdentityProviderUnavailable, match="refusing stale keys"):
+        await provider.authenticate(BearerToken(rsa_key.mint()))
