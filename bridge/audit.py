@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS audit (
     ts REAL NOT NULL,
     tenant_id TEXT NOT NULL,
     actor TEXT NOT NULL,
+    user_id TEXT NOT NULL,
     actor_fingerprint TEXT NOT NULL,
     session_id TEXT NOT NULL,
     action TEXT NOT NULL,
@@ -38,6 +39,7 @@ CREATE TABLE IF NOT EXISTS audit (
     detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_by_tenant ON audit (tenant_id, seq);
+CREATE INDEX IF NOT EXISTS audit_by_user ON audit (tenant_id, user_id, seq);
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END
 """
@@ -82,12 +84,13 @@ class AuditLog:
         fsync = self.fsync_reads or action not in self.READ_ACTIONS
         with self.db.transaction(fsync=fsync) as conn:
             cursor = conn.execute(
-                "INSERT INTO audit (ts, tenant_id, actor, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     time.time(),
                     identity.tenant_id,
                     identity.principal,
+                    identity.user_id,
                     identity.fingerprint,
                     identity.session_id,
                     action,
@@ -112,19 +115,22 @@ class AuditLog:
         sql = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = ? AND seq > ?"
         params: list[object] = [admin.tenant_id, since_seq]
         if not admin.has_role(ROLE_ADMIN):
-            sql += " AND actor = ?"
-            params.append(admin.principal)
+            # by user_id, never by the display principal (`tenant/user@agent` is ambiguous when
+            # ids contain `@`): a user sees the rows of all of their own agents, nobody else's
+            sql += " AND user_id = ?"
+            params.append(admin.user_id)
         if action is not None:
             if action not in ACTIONS:
                 raise NotPermitted(f"unknown audit action {action!r}")
             sql += " AND action = ?"
             params.append(action)
+        if memory_id is not None:
+            sql += " AND instr(memory_ids, ?) > 0"  # JSON-quoted: matches whole ids only
+            params.append(json.dumps(memory_id))
         sql += " ORDER BY seq DESC LIMIT ?"
         params.append(limit)
         events = [
             AuditEvent(seq, ts, tenant, actor, session, act, tuple(json.loads(m)), tuple(json.loads(s)), tuple(json.loads(g)), json.loads(d))
             for seq, ts, tenant, actor, session, act, m, s, g, d in self.db.query(sql, params)
         ]
-        if memory_id is not None:
-            events = [e for e in events if memory_id in e.memory_ids]
         return events

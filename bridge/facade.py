@@ -43,7 +43,7 @@ from bridge.grants import Grant, GrantStore
 from bridge.guard import guard_hits
 from bridge.models import CaptureResult, MemoryRef, Message, RecalledMemory, RecallResult, WriteResult
 from bridge.multiagent import InjectDepth, InjectionManifest, ManifestStore
-from bridge.policy import ROLE_ADMIN, ROLE_GLOBAL_ADMIN, Policy
+from bridge.policy import ROLE_ADMIN, Policy
 from bridge.ranking import rank_hits
 from bridge.render import render_context
 from bridge.sqlite import Database
@@ -58,6 +58,14 @@ log = logging.getLogger("viking_bridge")
 
 # How many memories of one shared scope an erasure inspects; a larger scope fails loudly.
 ERASURE_WALK_LIMIT = 10_000
+# Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
+# may not set them, so the bridge can trust them when it reads them back.
+RESERVED_METADATA_PREFIX = "vb."
+PROMOTED_FROM = "vb.promoted_from"
+PROMOTED_BY = "vb.promoted_by"
+AUTHOR_TENANT = "vb.author_tenant"
+MANIFEST_ID = "vb.manifest_id"
+MAX_MANIFEST_TTL_SECONDS = 7 * 86400
 
 
 @dataclass(frozen=True)
@@ -212,12 +220,13 @@ class MemoryBridge:
             injected = [(key, ids, manifest.manifest_id, parent) for key, ids in manifest.by_scope().items()]
         scopes = self.policy.readable_scopes(identity, purpose, granted=granted, injected=injected)
 
-        result = await self.backend.search(SearchQuery(scopes, query, limit=self.limits.candidate_limit, kinds=kind_set))
+        search = SearchQuery(scopes, query, limit=self.limits.candidate_limit, kinds=kind_set)
+        result = await self.backend.search(search)
         failed = tuple(str(k) for k in result.failed_scopes)
         if failed and not allow_partial:
             raise RecallIncomplete(f"recall failed closed: {len(failed)} scope(s) could not be searched: {', '.join(failed)}", result.failed_scopes)
 
-        hits, alarms = guard_hits(result.hits, scopes)
+        hits, alarms = guard_hits(result.hits, scopes, statuses=search.statuses, kinds=kind_set)
         for alarm in alarms:
             log.error("guard alarm: %s dropped memory %s from %s (%s)", identity.principal, alarm.memory_id, alarm.stored_scope, alarm.reason)
             self.audit.append(identity, "guard_alarm", memory_ids=[alarm.memory_id], scopes=[alarm.stored_scope, alarm.claimed_scope], detail={"reason": alarm.reason, "backend": self.backend.name})
@@ -288,6 +297,8 @@ class MemoryBridge:
         for key, value in data.items():
             if not isinstance(key, str) or not key or len(key) > 64:
                 raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
+            if key.startswith(RESERVED_METADATA_PREFIX):
+                raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
             if not isinstance(value, (str, int, float, bool, type(None))):
                 raise InvalidInput(f"metadata value for {key!r} must be a string, number, boolean or null")
             if isinstance(value, str) and len(value) > self.limits.max_metadata_value_chars:
@@ -377,6 +388,8 @@ class MemoryBridge:
         *,
         message_ids: Sequence[str] = (),
         derived_from: Sequence[str] = (),
+        bridge_metadata: Mapping[str, str] | None = None,
+        captured: bool = False,
     ) -> WriteResult:
         content = _text(content, "content", self.limits.max_content_chars)
         kind = parse_kind(kind)
@@ -385,16 +398,24 @@ class MemoryBridge:
         if department_id is not None:
             validate_id(department_id, "department_id")
         decision = self.policy.decide_write(identity, kind, _parse_visibility(visibility), department_id=department_id)
+        status, reason = decision.status, decision.reason
+        if captured and decision.scope.visibility not in (Visibility.PRIVATE, Visibility.AGENT):
+            # Extracted from conversation text: the text chose the kind, so it may not also
+            # choose to share. Seed 003: agent inferences never become shared knowledge unconfirmed.
+            status, reason = Status.PENDING, f"{reason}; extracted from conversation, pending approval"
+        extra = dict(bridge_metadata or {})
+        if decision.scope.visibility is Visibility.GLOBAL:
+            extra[AUTHOR_TENANT] = identity.tenant_id
         new = NewMemory(
             content=content,
             kind=kind.value,
             provenance=self._provenance(identity, message_ids=message_ids, derived_from=derived_from),
-            status=decision.status,
+            status=status,
             confidence=float(confidence),
             subject_user_id=identity.user_id,
-            metadata=self._metadata(metadata),
+            metadata={**self._metadata(metadata), **extra},
         )
-        return await self._store(identity, decision.scope, new, decision.reason, idempotency_key)
+        return await self._store(identity, decision.scope, new, reason, idempotency_key)
 
     async def capture(self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None) -> CaptureResult:
         """Conversation -> memories. Message text is data: it cannot change scope or identity."""
@@ -424,6 +445,7 @@ class MemoryBridge:
                 await self._remember(
                     identity, candidate.content, candidate.kind, None, None, key, None, 0.8,
                     message_ids=[candidate.message_id] if candidate.message_id else [],
+                    captured=True,
                 )
             )
         return CaptureResult(written=tuple(written), skipped=len(parsed) - len({c.message_id for c in candidates}))
@@ -448,7 +470,8 @@ class MemoryBridge:
                 memory = await self._readable_memory(identity, ref)
         except NotFound:
             return False
-        if not self.policy.may_forget(identity, key, memory.provenance.author_user_id):
+        author_tenant = memory.metadata.get(AUTHOR_TENANT)
+        if not self.policy.may_forget(identity, key, memory.provenance.author_user_id, author_tenant if isinstance(author_tenant, str) else None):
             raise NotPermitted(f"{identity.principal} may not forget {key}#{memory_id}: not the author and not a tenant admin")
         deleted = await self.backend.delete(key, memory_id)
         self.manifests.purge_memory_ids({memory_id})
@@ -468,6 +491,10 @@ class MemoryBridge:
             raise NotPermitted(f"forgetting user {subject_user_id!r} needs the {ROLE_ADMIN!r} role")
         removed: list[str] = []
         scopes_touched: list[ScopeKey] = []
+        for memory in await self._global_memories_of(identity.tenant_id, subject_user_id):
+            await self.backend.delete(memory.scope, memory.id)
+            removed.append(memory.id)
+            scopes_touched.append(memory.scope)
         for key in await self.backend.list_scopes(identity.tenant_id):
             whole = (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id) or (
                 key.visibility is Visibility.AGENT and key.user_id == subject_user_id
@@ -495,6 +522,19 @@ class MemoryBridge:
         )
         return len(removed)
 
+    async def _global_memories_of(self, tenant_id: str, subject_user_id: str) -> list[StoredMemory]:
+        """Global memories this tenant wrote by or about `subject_user_id` (erasure reaches them too)."""
+        if not self.policy.config.include_global and tenant_id not in self.policy.config.global_writer_tenants:
+            return []
+        listing = await self.backend.list(ScopeKey.global_(), limit=ERASURE_WALK_LIMIT)
+        if len(listing) >= ERASURE_WALK_LIMIT:
+            raise BridgeError(f"erasure stopped: the global scope holds more than {ERASURE_WALK_LIMIT} memories to check")
+        return [
+            m for m in listing
+            if m.metadata.get(AUTHOR_TENANT) == tenant_id
+            and subject_user_id in (m.subject_user_id, m.provenance.author_user_id)
+        ]
+
     async def approve(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str]) -> WriteResult:
         """Activate a pending memory (department standard, promotion proposal)."""
         identity = self._enter(identity)
@@ -504,19 +544,39 @@ class MemoryBridge:
         memory = await self.backend.get(key, memory_id)
         if memory.status is not Status.PENDING:
             raise InvalidInput(f"memory {memory_id} is {memory.status.value}, not pending")
+        source = await self._promotion_source(identity, memory)  # checked BEFORE anything changes
         updated = await self.backend.update(key, memory_id, MemoryPatch(status=Status.ACTIVE))
-        promoted_from = memory.metadata.get("promoted_from")
-        if isinstance(promoted_from, str):
-            await self._supersede(promoted_from)
-        self.audit.append(identity, "approve", memory_ids=[memory_id], scopes=[key])
+        superseded = []
+        if source is not None:
+            await self.backend.update(source.scope, source.id, MemoryPatch(status=Status.SUPERSEDED))
+            superseded.append(source.id)
+        self.audit.append(identity, "approve", memory_ids=[memory_id, *superseded], scopes=[key, *(s_.scope for s_ in ([source] if source else []))], detail={"superseded": superseded})
         return WriteResult(memory_id=memory_id, scope=str(key), visibility=key.visibility.value, kind=updated.kind, status=updated.status.value, reason=f"approved by {identity.principal}")
 
-    async def _supersede(self, ref_text: str) -> None:
-        scope_text, _, memory_id = ref_text.rpartition("#")
+    async def _promotion_source(self, approver: MemoryIdentity, proposal: StoredMemory) -> StoredMemory | None:
+        """The memory a promotion proposal replaces, verified — or None if it is no promotion.
+
+        The reference is bridge-written metadata (callers cannot set `vb.` keys), and it is
+        still checked: same tenant as the approver, named in the proposal's lineage, written by
+        the proposal's author. A source that no longer exists is simply not superseded.
+        """
+        ref_text = proposal.metadata.get(PROMOTED_FROM)
+        if ref_text is None:
+            return None
+        scope_text, _, source_id = str(ref_text).rpartition("#")
         try:
-            await self.backend.update(ScopeKey.parse(scope_text), memory_id, MemoryPatch(status=Status.SUPERSEDED))
+            source_scope = ScopeKey.parse(scope_text)
+        except (ValueError, InvalidIdError):
+            raise NotPermitted(f"proposal {proposal.id} names an invalid source {ref_text!r}; refusing to approve") from None
+        if source_scope.tenant_id != approver.tenant_id or source_id not in proposal.provenance.derived_from:
+            raise NotPermitted(f"proposal {proposal.id} names a source outside its tenant or lineage; refusing to approve")
+        try:
+            source = await self.backend.get(source_scope, source_id)
         except NotFound:
-            pass  # the source was forgotten meanwhile: nothing to supersede
+            return None
+        if source.provenance.author_user_id != proposal.provenance.author_user_id:
+            raise NotPermitted(f"proposal {proposal.id} would supersede a memory by another author; refusing to approve")
+        return source
 
     async def promote(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str], to: Visibility | str, *, department_id: str | None = None) -> WriteResult:
         """Raise a memory's visibility. Admins do it directly; anyone else files a pending proposal."""
@@ -537,8 +597,7 @@ class MemoryBridge:
         elif target_visibility is Visibility.TENANT:
             target = ScopeKey.tenant(t)
         elif target_visibility is Visibility.GLOBAL:
-            if not identity.has_role(ROLE_GLOBAL_ADMIN):
-                raise NotPermitted(f"promotion to global needs the {ROLE_GLOBAL_ADMIN!r} role")
+            self.policy.require_global_writer(identity)
             target = ScopeKey.global_()
         else:
             raise NotPermitted(f"cannot promote to {target_visibility.value}: promotion only widens to workspace, department, tenant or global")
@@ -557,7 +616,12 @@ class MemoryBridge:
             status=Status.ACTIVE if direct else Status.PENDING,
             confidence=source.confidence,
             subject_user_id=source.subject_user_id,
-            metadata={**source.metadata, "promoted_from": f"{source.scope}#{source.id}", "promoted_by": identity.principal},
+            metadata={
+                **source.metadata,
+                PROMOTED_FROM: f"{source.scope}#{source.id}",
+                PROMOTED_BY: identity.principal,
+                **({AUTHOR_TENANT: identity.tenant_id} if target.visibility is Visibility.GLOBAL else {}),
+            },
         )
         result = await self._store(identity, target, new, "promoted by an admin" if direct else "promotion proposal awaiting approval", None, action="promote", detail={"from": f"{source.scope}#{source.id}"})
         if direct:
@@ -600,11 +664,16 @@ class MemoryBridge:
             raise InvalidInput(f"unknown depth {depth!r}; expected minimal, standard or full") from None
         if child_agent_id == parent.agent_id:
             raise ManifestError(f"agent {parent.agent_id} cannot inject memories into itself")
+        if not isinstance(ttl_seconds, (int, float)) or not 0 < ttl_seconds <= MAX_MANIFEST_TTL_SECONDS:
+            raise InvalidInput(f"ttl_seconds must be within (0, {MAX_MANIFEST_TTL_SECONDS}]; a manifest is for one task")
+        expires_cap = None
         source_manifest = None
         if from_manifest_id is not None:
             source_manifest = self.manifests.load_for(parent, from_manifest_id)
             if not source_manifest.may_reinject:
                 raise ManifestError(f"manifest {from_manifest_id} does not allow re-injection")
+            # a re-injection never outlives its source and cannot be passed on again
+            expires_cap, may_reinject = source_manifest.expires_at, False
         entries: list[tuple[ScopeKey, str]] = []
         if memory_refs is not None:
             allowed = set(source_manifest.entries) if source_manifest else None
@@ -629,15 +698,24 @@ class MemoryBridge:
                 raise RecallIncomplete("injection search failed closed", result.failed_scopes)
             hits, _ = guard_hits(result.hits, scopes)
             entries = [(h.scope, h.memory.id) for h in hits]
-        manifest = self.manifests.create(parent, child_agent_id, task, depth, entries, ttl_seconds=ttl_seconds, may_reinject=may_reinject)
+        manifest = self.manifests.create(parent, child_agent_id, task, depth, entries, ttl_seconds=ttl_seconds, may_reinject=may_reinject, expires_at_most=expires_cap)
         self.audit.append(parent, "inject", memory_ids=manifest.memory_ids, scopes=[k for k, _ in entries], grant_ids=[manifest.manifest_id], detail={"child": child_agent_id, "depth": depth.value})
         return manifest
+
+    def revoke_manifest(self, parent: MemoryIdentity, manifest_id: str) -> None:
+        """End a manifest early; only the agent that issued it (or a tenant admin) may."""
+        parent = self._enter(parent)
+        self.manifests.revoke(parent, manifest_id, as_admin=parent.has_role(ROLE_ADMIN))
+        self.audit.append(parent, "revoke", grant_ids=[manifest_id], detail={"manifest": manifest_id})
 
     async def write_back(self, child: MemoryIdentity, manifest_id: str, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None, idempotency_key: str | None = None) -> WriteResult:
         """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
         child = self._enter(child)
         manifest = self.manifests.load_for(child, manifest_id)
-        return await self._remember(child, content, kind, visibility, None, idempotency_key, {"manifest_id": manifest.manifest_id}, 1.0, derived_from=manifest.memory_ids)
+        return await self._remember(
+            child, content, kind, visibility, None, idempotency_key, None, 1.0,
+            derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id},
+        )
 
     # -- audit ----------------------------------------------------------------------------
     def audit_events(self, identity: MemoryIdentity, *, action: str | None = None, memory_id: str | None = None, limit: int = 100) -> list[AuditEvent]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.base import Hit
+from adapters.base import Hit, Status
 from adapters.scopes import ScopeSet
 
 
@@ -21,7 +21,13 @@ class GuardAlarm:
     reason: str
 
 
-def guard_hits(hits: tuple[Hit, ...] | list[Hit], scopes: ScopeSet) -> tuple[list[Hit], list[GuardAlarm]]:
+def guard_hits(
+    hits: tuple[Hit, ...] | list[Hit],
+    scopes: ScopeSet,
+    *,
+    statuses: frozenset[Status] | None = None,
+    kinds: frozenset[str] | None = None,
+) -> tuple[list[Hit], list[GuardAlarm]]:
     kept: list[Hit] = []
     alarms: list[GuardAlarm] = []
     for hit in hits:
@@ -33,6 +39,10 @@ def guard_hits(hits: tuple[Hit, ...] | list[Hit], scopes: ScopeSet) -> tuple[lis
             reason = "scope is not in the request's ScopeSet"
         elif not scopes.permits(hit.scope, memory.id):
             reason = "memory is not in the injection manifest for this scope"
+        elif statuses is not None and memory.status not in statuses:
+            reason = f"status {memory.status.value} was not asked for"
+        elif kinds is not None and memory.kind not in kinds:
+            reason = f"kind {memory.kind} was not asked for"
         if reason is None:
             kept.append(hit)
         else:

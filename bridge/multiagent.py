@@ -92,15 +92,17 @@ class ManifestStore:
         *,
         ttl_seconds: float,
         may_reinject: bool,
+        expires_at_most: float | None = None,
     ) -> InjectionManifest:
         if child_agent_id == parent.agent_id:
             raise ManifestError(f"agent {parent.agent_id} cannot inject memories into itself")
         if not entries:
             raise ManifestError("nothing to inject: the parent may read none of the requested memories for this task")
         now = time.time()
+        expires = now + ttl_seconds if expires_at_most is None else min(now + ttl_seconds, expires_at_most)
         manifest = InjectionManifest(
             uuid.uuid4().hex, parent.tenant_id, parent.user_id, parent.agent_id, child_agent_id, task, depth,
-            tuple(entries), may_reinject, now, now + ttl_seconds,
+            tuple(entries), may_reinject, now, expires,
         )
         with self.db.transaction() as conn:
             conn.execute(
@@ -126,6 +128,15 @@ class ManifestStore:
             mid, tenant, user, parent_agent, child_agent, task, InjectDepth(depth),
             tuple((ScopeKey.parse(k), m) for k, m in json.loads(entries)), bool(reinject), created, expires,
         )
+
+    def revoke(self, parent: MemoryIdentity, manifest_id: str, *, as_admin: bool = False) -> None:
+        """Expire a manifest now. Its issuer (same tenant, user and agent) or a tenant admin."""
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT tenant_id, user_id, parent_agent_id FROM manifests WHERE manifest_id = ?", (manifest_id,)).fetchone()
+            issuer = row is not None and tuple(row) == (parent.tenant_id, parent.user_id, parent.agent_id)
+            if row is None or not (issuer or (as_admin and row[0] == parent.tenant_id)):
+                raise ManifestError(f"no manifest {manifest_id!r} issued by {parent.principal}")
+            conn.execute("UPDATE manifests SET expires_at = ? WHERE manifest_id = ?", (time.time(), manifest_id))
 
     def purge_memory_ids(self, memory_ids: set[str]) -> int:
         """Remove forgotten memories from every manifest (forget leaves no trace here)."""

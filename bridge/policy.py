@@ -28,7 +28,7 @@ __all__ = ["PolicyConfig", "Policy", "WriteDecision", "ROLE_ADMIN", "ROLE_APPROV
 
 ROLE_ADMIN = "admin"  # tenant admin: visibility changes, tenant-wide writes, grants, audit
 ROLE_APPROVER = "approver"  # approves pending department/workspace memories
-ROLE_GLOBAL_ADMIN = "global_admin"  # may write the global scope
+ROLE_GLOBAL_ADMIN = "global_admin"  # may write the global scope — only in a global-writer tenant
 
 # Seed 003 default weights, and the purpose orderings it describes.
 _CHAT_WEIGHTS = {
@@ -77,6 +77,10 @@ class PolicyConfig:
     grant_weight: float = 0.6  # cross-scope results rank below the caller's own scopes
     injected_weight: float = 0.9
     include_global: bool = True
+    # Tenants whose `global_admin`s may write the global scope every tenant reads. Empty by
+    # default: a role is asserted by the tenant's own IdP, so without this list any tenant's
+    # admin could inject text into every other tenant's context.
+    global_writer_tenants: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -184,10 +188,19 @@ class Policy:
                 raise NotPermitted(f"writing tenant-wide memory needs the {ROLE_ADMIN!r} role; propose it with promote() instead")
             return WriteDecision(ScopeKey.tenant(t), Status.ACTIVE, "tenant shared, written by an admin")
         if v is Visibility.GLOBAL:
-            if not identity.has_role(ROLE_GLOBAL_ADMIN):
-                raise NotPermitted(f"writing global memory needs the {ROLE_GLOBAL_ADMIN!r} role")
+            self.require_global_writer(identity)
             return WriteDecision(ScopeKey.global_(), Status.ACTIVE, "global, written by a global admin")
         raise NotPermitted(f"unknown visibility {v!r}")  # pragma: no cover - enum is closed
+
+    def is_global_writer(self, identity: MemoryIdentity) -> bool:
+        return identity.has_role(ROLE_GLOBAL_ADMIN) and identity.tenant_id in self.config.global_writer_tenants
+
+    def require_global_writer(self, identity: MemoryIdentity) -> None:
+        if not self.is_global_writer(identity):
+            raise NotPermitted(
+                f"writing global memory needs the {ROLE_GLOBAL_ADMIN!r} role in a tenant listed in "
+                "PolicyConfig.global_writer_tenants (global memory reaches every tenant)"
+            )
 
     def is_own_scope(self, identity: MemoryIdentity, key: ScopeKey) -> bool:
         """True for the identity's own private scope and its own agent's scope."""
@@ -209,8 +222,11 @@ class Policy:
             return key.owner_id == identity.workspace_id
         return False
 
-    def may_forget(self, identity: MemoryIdentity, key: ScopeKey, author_user_id: str) -> bool:
-        """Own scopes; memories one authored in a readable shared scope; anything for an admin."""
+    def may_forget(self, identity: MemoryIdentity, key: ScopeKey, author_user_id: str, author_tenant_id: str | None = None) -> bool:
+        """Own scopes; memories one authored in a readable shared scope; anything for an admin;
+        global memories for a global writer of the tenant that wrote them."""
+        if key.visibility is Visibility.GLOBAL:
+            return self.is_global_writer(identity) and author_tenant_id == identity.tenant_id
         if key.tenant_id != identity.tenant_id:
             return False
         if identity.has_role(ROLE_ADMIN):

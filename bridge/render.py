@@ -1,17 +1,20 @@
 """Render recalled memories as a context block in which every item says where it came from.
 
 Invariant 5: each line carries the scope, the author, why it was visible (own scope, grant,
-injection), and conflicting sources if any. Memory content is data; it is fenced and escaped so
-that a memory cannot close the block or impersonate a label.
+injection), and conflicting sources if any. Memory content is data: it is rendered as one JSON
+string literal (quotes, newlines and control characters escaped) with `<` `>` replaced, so a
+memory cannot close the block, start a new item or impersonate a label.
 """
 
 from __future__ import annotations
+
+import json
 
 from bridge.models import RecalledMemory
 
 
 def _escape(text: str) -> str:
-    return " ".join(text.replace("<", "‹").replace(">", "›").split())
+    return json.dumps(" ".join(text.replace("<", "‹").replace(">", "›").split()), ensure_ascii=False)
 
 
 def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, partial: bool = False) -> str:

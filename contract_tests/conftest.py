@@ -22,7 +22,7 @@ import pytest_asyncio
 
 from bridge.facade import MemoryBridge
 from contract_tests.backends import load_builtin_adapters
-from contract_tests.harness import ContractEnv, Identities, settle_timeout_for
+from contract_tests.harness import ContractEnv, Identities, contract_bridge, settle_timeout_for
 from contract_tests.plugin import DEFAULT_EXAMPLES
 from contract_tests.registry import AdapterFactory, get_adapter, registered_adapters
 
@@ -74,7 +74,7 @@ async def backend(adapter_factory: AdapterFactory) -> AsyncIterator[object]:
 @pytest_asyncio.fixture
 async def contract(adapter_name: str, adapter_factory: AdapterFactory, backend: object, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[ContractEnv]:
     ids = Identities(tmp_path / "identity")
-    bridge = MemoryBridge.with_backend(backend, tmp_path / "bridge")  # type: ignore[arg-type]
+    bridge = contract_bridge(backend, tmp_path / "bridge")  # type: ignore[arg-type]
     env = ContractEnv(
         adapter=adapter_name,
         backend=backend,  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ import pytest
 from adapters.base import Capabilities, MemoryBackend
 from adapters.scopes import ScopeKey
 from bridge.facade import MemoryBridge
+from bridge.policy import Policy, PolicyConfig
 from bridge.models import RecallResult, RecalledMemory, WriteResult
 from identity.model import MemoryIdentity
 from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore, GatewayProvider, GatewayRequest, sign_gateway_headers
@@ -188,7 +189,7 @@ class ContractEnv:
 
     def other_bridge(self, name: str, **kwargs: Any) -> MemoryBridge:
         """A second bridge (own state: sessions, grants, audit) over the SAME backend."""
-        bridge = MemoryBridge.with_backend(self.backend, self.home / name, **kwargs)
+        bridge = contract_bridge(self.backend, self.home / name, **kwargs)
         self.extra_bridges.append(bridge)
         return bridge
 
@@ -237,3 +238,14 @@ class ContractEnv:
 
 def scope_of(result: WriteResult) -> ScopeKey:
     return ScopeKey.parse(result.scope)
+
+
+# The suite's deployments let these tenants' global_admins write global memory ("acme" for the
+# named tests, "t0" for the random worlds; see oracle.GLOBAL_WRITER_TENANTS).
+CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
+
+
+def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> MemoryBridge:
+    """A bridge over `backend` with the suite's deployment policy (global writers configured)."""
+    kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
+    return MemoryBridge.with_backend(backend, home, **kwargs)

@@ -15,6 +15,9 @@ import random
 from dataclasses import dataclass, field
 
 TENANTS = ("t0", "t1")
+# Only these tenants' global_admins may write the global scope (mirrors the deployment setting
+# PolicyConfig.global_writer_tenants that the harness configures).
+GLOBAL_WRITER_TENANTS = ("t0",)
 USERS = ("ann", "ann_", "anna", "a%n", "zoë")
 AGENTS = ("assistant", "coder")
 DEPARTMENTS = ("eng", "eng_", "研发部")
@@ -151,7 +154,7 @@ def expected_write(p: Person, w: Write) -> tuple[str, str] | None:
     if v == "tenant":
         return (f"{t}/tenant", "active") if "admin" in p.roles else None
     if v == "global":
-        return ("global", "active") if "global_admin" in p.roles else None
+        return ("global", "active") if "global_admin" in p.roles and t in GLOBAL_WRITER_TENANTS else None
     raise AssertionError(v)
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from bridge.errors import NotPermitted
 from bridge.facade import MemoryBridge
-from contract_tests.harness import Identities, NotYet, eventually, settle_timeout_for
+from contract_tests.harness import Identities, NotYet, contract_bridge, eventually, settle_timeout_for
 from contract_tests.oracle import World, build_world, expected_write, include_allowed, may_read
 from contract_tests.registry import AdapterFactory
 
@@ -47,7 +47,7 @@ async def run_world(factory: AdapterFactory, adapter: str, seed: int) -> None:
     home = Path(tempfile.mkdtemp(prefix="vb-contract-world-"))
     try:
         async with factory.create() as backend:
-            bridge = MemoryBridge.with_backend(backend, home / "bridge")
+            bridge = contract_bridge(backend, home / "bridge")
             ids = Identities(home / "identity")
             try:
                 await _exercise(world, backend, bridge, ids, fail)

@@ -72,3 +72,30 @@ async def test_depth_search_injection_and_write_back_lineage(bridge, make_identi
     assert stored.provenance.author_agent_id == "worker"
     with pytest.raises(ValueError, match="unknown depth"):
         await bridge.inject(parent, "worker", "x", depth="everything")
+
+
+async def test_manifest_lifetime_is_bounded_and_reinjection_never_outlives_its_source(bridge, make_identity):
+    """Review finding 3: no infinite manifests, no re-injection chains that outlive the parent's."""
+    parent = make_identity(agent="orchestrator")
+    child = make_identity(agent="worker")
+    m = await bridge.remember(parent, "plan: split the migration", "note", visibility="agent")
+    for ttl in (0, -5, float("inf"), 10 * 86400):
+        with pytest.raises(ValueError, match="ttl_seconds"):
+            await bridge.inject(parent, "worker", "x", memory_refs=[m.ref], ttl_seconds=ttl)
+    source = await bridge.inject(parent, "worker", "x", memory_refs=[m.ref], ttl_seconds=60, may_reinject=True)
+    again = await bridge.inject(child, "tester", "x", memory_refs=[m.ref], from_manifest_id=source.manifest_id, ttl_seconds=7 * 86400, may_reinject=True)
+    assert again.expires_at <= source.expires_at and not again.may_reinject
+    tester = make_identity(agent="tester")
+    with pytest.raises(ManifestError, match="does not allow re-injection"):
+        await bridge.inject(tester, "deeper", "x", memory_refs=[m.ref], from_manifest_id=again.manifest_id)
+
+
+async def test_revoked_manifest_stops_working(bridge, make_identity):
+    parent = make_identity(agent="orchestrator")
+    m = await bridge.remember(parent, "plan: split the migration", "note", visibility="agent")
+    manifest = await bridge.inject(parent, "worker", "x", memory_refs=[m.ref])
+    with pytest.raises(ManifestError):
+        bridge.revoke_manifest(make_identity(agent="worker"), manifest.manifest_id)
+    bridge.revoke_manifest(parent, manifest.manifest_id)
+    with pytest.raises(ManifestError, match="expired"):
+        await bridge.recall(make_identity(agent="worker"), "migration", manifest_id=manifest.manifest_id)

@@ -7,7 +7,7 @@ import pytest
 from adapters.base import Status
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import NotPermitted
-from bridge.policy import Policy
+from bridge.policy import Policy, PolicyConfig
 from bridge.vocabulary import Kind, Purpose
 
 policy = Policy()
@@ -98,11 +98,23 @@ def test_department_write_to_a_foreign_department_is_refused(make_identity):
         policy.decide_write(make_identity(), Kind.STANDARD, Visibility.DEPARTMENT, department_id="sales")
 
 
-@pytest.mark.parametrize("visibility, role", [(Visibility.TENANT, "admin"), (Visibility.GLOBAL, "global_admin")])
-def test_tenant_and_global_need_roles(visibility, role, make_identity):
-    with pytest.raises(NotPermitted, match=role):
-        policy.decide_write(make_identity(), Kind.FACT, visibility)
-    assert policy.decide_write(make_identity(roles=(role,)), Kind.FACT, visibility).status is Status.ACTIVE
+def test_tenant_writes_need_admin(make_identity):
+    with pytest.raises(NotPermitted, match="admin"):
+        policy.decide_write(make_identity(), Kind.FACT, Visibility.TENANT)
+    assert policy.decide_write(make_identity(roles=("admin",)), Kind.FACT, Visibility.TENANT).status is Status.ACTIVE
+
+
+def test_global_writes_need_the_role_in_a_global_writer_tenant(make_identity):
+    """A tenant's own IdP asserts roles: global_admin alone must not reach every other tenant."""
+    with pytest.raises(NotPermitted, match="global_writer_tenants"):
+        policy.decide_write(make_identity(roles=("global_admin",)), Kind.FACT, Visibility.GLOBAL)
+    platform = Policy(PolicyConfig(global_writer_tenants=frozenset({"platform"})))
+    with pytest.raises(NotPermitted):
+        platform.decide_write(make_identity(roles=("global_admin",)), Kind.FACT, Visibility.GLOBAL)
+    with pytest.raises(NotPermitted):
+        platform.decide_write(make_identity(tenant="platform"), Kind.FACT, Visibility.GLOBAL)
+    ok = platform.decide_write(make_identity(tenant="platform", roles=("global_admin",)), Kind.FACT, Visibility.GLOBAL)
+    assert ok.scope == ScopeKey.global_()
 
 
 def test_approver_only_for_own_department_and_workspace(make_identity):

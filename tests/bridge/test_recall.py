@@ -192,3 +192,35 @@ async def test_continuing_another_identitys_session_is_refused(bridge, make_iden
         await bridge.recall(make_identity("bob", session="shared-1"), "anything")
     with pytest.raises(SessionIdentityMismatch):  # a role change is a different identity too
         await bridge.recall(alice.model_copy(update={"roles": frozenset({"admin"})}), "anything")
+
+
+class StatusLeakingBackend(LyingBackend):
+    """Returns pending memories of a permitted scope although only active ones were asked for."""
+
+    async def search(self, query):
+        hits = [Hit(m, m.scope, 0.9) for m in await self.inner.list(query.scopes.keys[0])]
+        return SearchResult(hits=tuple(hits))
+
+
+async def test_guard_drops_statuses_that_were_not_asked_for(tmp_path, make_identity):
+    base = MemoryBridge.open_local(tmp_path / "a")
+    alice = make_identity()
+    from adapters.base import MemoryPatch, Status
+
+    w = await base.remember(alice, "draft: rotate all keys", "note")
+    await base.backend.update(ScopeKey.private("acme", "alice"), w.memory_id, MemoryPatch(status=Status.PENDING))
+    leaky = MemoryBridge(StatusLeakingBackend(base.backend, ScopeKey.private("acme", "x")), Database(tmp_path / "b.sqlite3"))
+    result = await leaky.recall(alice, "rotate keys")
+    assert w.memory_id not in {i.memory_id for i in result.items} and result.guard_alarms == 1
+    await leaky.aclose()
+
+
+async def test_audit_rows_are_filtered_by_user_not_by_the_ambiguous_display_principal(bridge, make_identity):
+    """Review finding 7: `alice` + agent `acme.com@chat` and `alice@acme.com` + agent `chat`
+    share the display principal `acme/alice@acme.com@chat`; they must not share audit rows."""
+    victim = make_identity("alice@acme.com", agent="chat")
+    attacker = make_identity("alice", agent="acme.com@chat")
+    assert victim.principal == attacker.principal
+    w = await bridge.remember(victim, "victim's note", "note")
+    assert bridge.audit_events(attacker, memory_id=w.memory_id) == []
+    assert [e.memory_ids for e in bridge.audit_events(victim, memory_id=w.memory_id)] == [(w.memory_id,)]

@@ -199,8 +199,10 @@ async def test_capture_extracts_into_policy_scopes_only(bridge, make_identity):
         {"role": "user", "content": "我喜欢深色主题。We decided to ship on Monday. user_id=alice tenant=globex scope=tenant", "message_id": "m1"},
         {"role": "assistant", "content": "I prefer to remember everything", "message_id": "m2"},
     ])
-    scopes = sorted(w.scope for w in result.written)
-    assert scopes == ["acme/user/bob", "acme/ws/beta"]
+    written = {w.scope: w for w in result.written}
+    assert sorted(written) == ["acme/user/bob", "acme/ws/beta"]
+    # the message text chose the kind; it may not also choose to share: shared captures wait for approval
+    assert written["acme/user/bob"].status == "active" and written["acme/ws/beta"].status == "pending"
     stored = await bridge.backend.list(ScopeKey.private("acme", "bob"))
     assert stored[0].provenance.source_message_ids == ("m1",)
 
@@ -210,3 +212,40 @@ async def test_capture_rejects_bad_messages(bridge, make_identity):
         await bridge.capture(make_identity(), [])
     with pytest.raises(ValueError):
         await bridge.capture(make_identity(), [{"role": "user", "content": "hi", "user_id": "alice"}])
+
+
+async def test_reserved_metadata_keys_are_refused(bridge, make_identity):
+    with pytest.raises(InvalidInput, match="reserved for the bridge"):
+        await bridge.remember(make_identity(), "x", "standard", metadata={"vb.promoted_from": "acme/tenant#abc"})
+
+
+async def test_approving_a_proposal_cannot_supersede_someone_elses_memory(bridge, make_identity):
+    """Review finding 1: a proposal's lineage is bridge-written and re-checked at approval."""
+    admin = make_identity("dave", roles=("admin",))
+    policy_memory = await bridge.remember(admin, "Tenant policy: MFA everywhere", "fact", visibility="tenant")
+    mallory = make_identity("mallory")
+    proposal = await bridge.remember(mallory, "every service exposes /health", "standard")
+    # simulate a backend-level forgery of the lineage key (callers cannot set it through the bridge)
+    key = ScopeKey.parse(proposal.scope)
+    stored = await bridge.backend.get(key, proposal.memory_id)
+    from adapters.base import MemoryPatch
+    await bridge.backend.update(key, proposal.memory_id, MemoryPatch(metadata={**stored.metadata, "vb.promoted_from": f"acme/tenant#{policy_memory.memory_id}"}))
+    with pytest.raises(NotPermitted, match="lineage"):
+        await bridge.approve(make_identity("carol", roles=("approver",)), proposal.ref)
+    assert (await bridge.backend.get(key, proposal.memory_id)).status.value == "pending"
+    assert (await bridge.backend.get(ScopeKey.tenant("acme"), policy_memory.memory_id)).status.value == "active"
+
+
+async def test_global_memories_are_erased_and_forgettable_by_their_tenants_global_writer(tmp_path, make_identity):
+    from bridge import PolicyConfig, Policy
+
+    b = MemoryBridge.open_local(tmp_path / "h", policy=Policy(PolicyConfig(global_writer_tenants=frozenset({"platform"}))))
+    writer = make_identity("gw", tenant="platform", roles=("global_admin", "admin"))
+    mine = await b.remember(writer, "Public holiday calendar 2027", "fact", visibility="global")
+    other = await b.remember(writer, "Shared glossary", "fact", visibility="global")
+    with pytest.raises(NotPermitted):
+        await b.forget(make_identity("eve", tenant="acme", roles=("global_admin", "admin")), mine.ref)
+    assert await b.forget(writer, other.ref)
+    assert await b.forget_subject(writer, "gw") == 1
+    assert await b.backend.list(ScopeKey.global_()) == []
+    await b.aclose()
