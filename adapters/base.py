@@ -43,6 +43,7 @@ __all__ = [
     "MetadataValue",
     "require_scope",
     "require_scope_set",
+    "SubjectEraser",
 ]
 
 MetadataValue = str | int | float | bool | None
@@ -298,4 +299,15 @@ class ConversationBackend(Protocol):
         session_key: str,
         provenance: Provenance,
     ) -> CaptureReceipt:
+        ...
+
+
+@runtime_checkable
+class SubjectEraser(Protocol):
+    """Optional: a backend that keeps bookkeeping of its own (capture records, scope registries)
+    implements this so a forget-by-subject removes those traces too. The bridge deletes the
+    memories themselves through the ordinary protocol first, then calls this."""
+
+    async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
+        """Delete every adapter-internal record naming `subject_user_id` in `tenant_id`; return how many."""
         ...

@@ -31,6 +31,7 @@ from adapters.base import (
     SearchQuery,
     Status,
     StoredMemory,
+    SubjectEraser,
 )
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
@@ -513,12 +514,15 @@ class MemoryBridge:
                 if not whole or len(listing) < ERASURE_WALK_LIMIT:
                     break
                 listing = await self.backend.list(key, limit=ERASURE_WALK_LIMIT)
+        traces = 0
+        if isinstance(self.backend, SubjectEraser):  # adapter bookkeeping (capture records, registries)
+            traces = await self.backend.erase_subject_traces(identity.tenant_id, subject_user_id)
         self.manifests.purge_memory_ids(set(removed))
         manifests = self.manifests.purge_user(identity.tenant_id, subject_user_id)  # task texts are personal data too
         grants = self.grants.purge_grantee(identity.tenant_id, subject_user_id)
         self.audit.append(
             identity, "forget_subject", memory_ids=removed, scopes=scopes_touched,
-            detail={"subject": subject_user_id, "count": len(removed), "manifests": manifests, "grants": grants},
+            detail={"subject": subject_user_id, "count": len(removed), "manifests": manifests, "grants": grants, "backend_traces": traces},
         )
         return len(removed)
 

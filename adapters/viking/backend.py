@@ -588,6 +588,43 @@ class VikingBackend:
                 remaining = [k for k in remaining if k not in seen]
         return sorted(present, key=str)
 
+    async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
+        """Erasure: drop the registry rows naming the subject — capture records it authored (they
+        hold its session id) and the scope markers of its private and agent scopes. The raw
+        conversations the service keeps for session/add cannot be deleted through the API."""
+        validate_id(tenant_id, "tenant_id")
+        validate_id(subject_user_id, "subject_user_id")
+        tenant_scope = ScopeKey.tenant(tenant_id)
+        collection = self.collection_for(tenant_scope)
+        registry = self._registry_of(tenant_scope)
+        rows = await self.client.search(
+            collection, filter={"user_id": [registry], "memory_type": self.config.search_types}, query=None, limit=SERVICE_MAX_LIMIT, kind="event"
+        )
+        erased = 0
+        for r in rows:
+            env = _marker(r)
+            if not env or r.get("user_id") not in ([registry], registry) or not isinstance(r.get("id"), str):
+                continue
+            try:
+                key = ScopeKey.parse(str(env.get("scope", "")))
+            except ValueError:
+                continue
+            owned = key.tenant_id == tenant_id and (
+                (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id)
+                or (key.visibility is Visibility.AGENT and key.user_id == subject_user_id)
+            )
+            authored = env.get("marker") == "capture" and (env.get("provenance") or {}).get("author_user_id") == subject_user_id
+            if owned or authored:
+                try:
+                    await self.client.event_delete(collection, r["id"])
+                except NotFound:
+                    pass
+                erased += 1
+                self._registered.discard(key)
+                if env.get("marker") == "capture":
+                    self._captures.pop(str(r.get("group_id")), None)
+        return erased
+
     # -- lifecycle ------------------------------------------------------------------------
     async def drop_namespace(self) -> None:
         """Delete every row this backend instance wrote (live contract runs use a unique prefix)."""
