@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
+import re
+import time
+from datetime import datetime
 from typing import Any, Literal, Sequence
 
 import httpx
@@ -41,6 +45,16 @@ from adapters.base import (
 from adapters.errors import BackendError, EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
 from adapters.openviking.client import Auth, OpenVikingClient, RetryPolicy, SecretKey
 from adapters.openviking.errors import OVConflict, OVNotFound, OVUnauthenticated
+from adapters.openviking.extraction import (
+    CAPTURE_DIR,
+    EXTRACTED_KINDS,
+    CaptureRecord,
+    ExtractionIndex,
+    decode_capture,
+    encode_capture,
+    extracted_id,
+    stored_from_extracted,
+)
 from adapters.openviking.keystore import FileKeyStore, KeyStore, MemoryKeyStore
 from adapters.openviking.mapping import (
     ADMIN_USER,
@@ -55,6 +69,22 @@ from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet, Visibility
 __all__ = ["OpenVikingBackend", "Mode"]
 
 Mode = Literal["api_key", "trusted"]
+_SESSION_ID = re.compile(r"^vb-[0-9a-f]{40}$")
+_ARCHIVE = re.compile(r"^archive_[0-9]{1,9}$")
+
+
+def status_tag(status: Status) -> str:
+    """The server-side search tag of a record's status (OpenViking tags are lowercased k=v)."""
+    return f"vbs={status.value}"
+
+
+def kind_tag(kind: str) -> str:
+    """Kinds are free strings; the tag holds a hash so case and '=' can never collide."""
+    return "vbk=" + hashlib.sha256(kind.encode()).hexdigest()[:24]
+
+
+def record_tags(memory: StoredMemory) -> list[str]:
+    return [status_tag(memory.status), kind_tag(memory.kind)]
 
 
 class OpenVikingBackend:
@@ -73,6 +103,9 @@ class OpenVikingBackend:
         name: str | None = None,
         read_concurrency: int = 8,
         capture_deadline: float = 120.0,
+        tag_filtering: bool = True,
+        max_tag_calls: int = 8,
+        extraction_refresh: float = 2.0,
     ) -> None:
         if mode not in ("api_key", "trusted"):
             raise InvalidRequest(f"mode must be 'api_key' or 'trusted', not {mode!r}")
@@ -89,9 +122,14 @@ class OpenVikingBackend:
         self._accounts: set[str] = set()
         self._users: set[tuple[str, str]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._tag_filtering = tag_filtering
+        self._max_tag_calls = max(1, max_tag_calls)
+        self._extraction_refresh = extraction_refresh
+        self._extracted: dict[str, ExtractionIndex] = {}
+        self._extracted_checked: dict[str, float] = {}
         self.capabilities = Capabilities(
             native_multi_scope_query=False,  # one call per scope principal (per-user keys)
-            server_side_extraction=False,  # capture() works, but extracted files are not yet surfaced as records
+            server_side_extraction=True,  # capture() -> session commit; extracted files surface as private-scope hits
             time_decay=False,
             delete_by_subject=False,
             memory_id_restriction=True,  # pushed into find as a list of exact target URIs
@@ -224,7 +262,8 @@ class OpenVikingBackend:
     async def _write_record(self, p: Principal, memory: StoredMemory) -> None:
         uri = p.memory_uri(memory.id)
         body = encode_record(memory)
-        await self._call(p, True, lambda auth: self._client.write(auth, uri, body, mode="replace", wait=True))
+        tags = record_tags(memory)
+        await self._call(p, True, lambda auth: self._client.write(auth, uri, body, mode="replace", wait=True, tags=tags))
 
     # -- MemoryBackend --------------------------------------------------------------------------
     async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
@@ -249,12 +288,24 @@ class OpenVikingBackend:
             check_memory_id(memory_id)
         except InvalidRequest:
             raise NotFound(f"no memory {str(memory_id)[:40]!r}", backend=self.name, scope=scope) from None
-        return await self._read_record(p, memory_id)
+        try:
+            return await self._read_record(p, memory_id)
+        except NotFound:
+            extracted = await self._extracted_memory(p, memory_id)
+            if extracted is None:
+                raise
+            return extracted
 
     async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
         scope = require_scope(scope)
         p = self.mapper.principal(scope)
         current = await self.get(scope, memory_id)
+        if current.metadata.get("source") == "openviking_extraction":
+            try:
+                await self._read_record(p, current.id)
+            except NotFound:
+                raise InvalidRequest("memories extracted by the server are read-only here (delete them instead)",
+                                     backend=self.name, scope=scope) from None
         async with self._lock("mem:" + p.memory_uri(current.id)):
             current = await self._read_record(p, current.id)
             updated = patch.apply(current)
@@ -267,8 +318,23 @@ class OpenVikingBackend:
         try:
             check_memory_id(memory_id)
             await self._read_record(p, memory_id)
-        except (NotFound, InvalidRequest):
+        except InvalidRequest:
             return False
+        except NotFound:
+            extracted = await self._extracted_memory(p, memory_id)
+            if extracted is None:
+                return False
+            index = await self._extraction_index(p)
+            f = index.by_id(memory_id)
+            if f is None:
+                return False
+            async with self._lock("mem:" + f.uri):
+                try:
+                    await self._call(p, False, lambda auth: self._client.delete(auth, f.uri, wait=True))
+                except OVNotFound:
+                    return False
+                index.files.pop(f.uri, None)
+            return True
         uri = p.memory_uri(memory_id)
         async with self._lock("mem:" + uri):
             await self._call(p, False, lambda auth: self._client.delete(auth, uri, wait=True))
@@ -280,9 +346,13 @@ class OpenVikingBackend:
         try:
             entries = await self._call(p, False, lambda auth: self._client.ls(auth, p.memory_dir))
         except OVNotFound:
-            return []
+            entries = []
         ids = [mid for e in entries if not e.get("isDir") and (mid := p.memory_id_of(e.get("uri")))]
-        records = await asyncio.gather(*(self._read_quietly(p, mid) for mid in ids))
+        records: list[StoredMemory | None] = list(await asyncio.gather(*(self._read_quietly(p, mid) for mid in ids)))
+        if scope.visibility is Visibility.PRIVATE and (statuses is None or Status.ACTIVE in statuses):
+            index = await self._extraction_index(p, force=True)
+            found = await asyncio.gather(*(self._extracted_memory(p, extracted_id(scope, f.uri)) for f in list(index.files.values())))
+            records.extend(found)
         out = [r for r in records if r is not None and (statuses is None or r.status in statuses)]
         out.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         return out[:limit]
@@ -382,6 +452,29 @@ class OpenVikingBackend:
         auth = await self._auth(p, create=False)
         if auth is None:
             return []  # nothing was ever stored for this principal
+        records, extracted = await asyncio.gather(self._search_records(entry, p, query), self._search_extracted(entry, p, query))
+        hits = records + extracted
+        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        return hits[: query.limit]
+
+    def _tag_plans(self, query: SearchQuery) -> list[list[str] | None]:
+        """The server-side tag filters that together cover exactly (statuses x kinds).
+
+        OpenViking 0.5.2 ANDs tags and keeps ONE value per key, so each (status, kind) pair is one
+        `find`; the pairs are disjoint, so the union of each call's top-`limit` holds the top-`limit`.
+        [None] = no tags (every status and kind wanted, or too many pairs: filter client-side)."""
+        statuses = sorted(query.statuses, key=lambda st: st.value)
+        kinds: list[str | None] = sorted(query.kinds) if query.kinds is not None else [None]
+        if not self._tag_filtering or (len(statuses) == len(Status) and query.kinds is None):
+            return [None]
+        if len(statuses) * len(kinds) > self._max_tag_calls:
+            return [None]
+        plans: list[list[str] | None] = []
+        for status, kind in itertools.product(statuses, kinds):
+            plans.append([status_tag(status)] + ([kind_tag(kind)] if kind is not None else []))
+        return plans
+
+    async def _search_records(self, entry: ScopeEntry, p: Principal, query: SearchQuery) -> list[Hit]:
         if entry.memory_ids is not None:
             ids = sorted(m for m in entry.memory_ids if isinstance(m, str) and p.memory_id_of(f"{p.memory_dir}/{m}.md"))
             if not ids:
@@ -389,13 +482,20 @@ class OpenVikingBackend:
             target: str | list[str] = [p.memory_uri(m) for m in ids]
         else:
             target = p.memory_dir
-        filtering = query.kinds is not None or query.statuses != frozenset(Status) or entry.memory_ids is not None
-        fetch = min(self._max_fetch, query.limit * self._overfetch if filtering else query.limit)
-        fetch = max(fetch, query.limit)
+        plans = self._tag_plans(query)
+        outcomes = await asyncio.gather(*(self._find_records(entry, p, query, target, tags) for tags in plans))
+        return [h for hits in outcomes for h in hits]
+
+    async def _find_records(self, entry: ScopeEntry, p: Principal, query: SearchQuery, target: str | list[str],
+                            tags: list[str] | None) -> list[Hit]:
+        # With tags the server filters before ranking: the first `limit` are what we want unless a
+        # file fails its record check (tampered). Without tags, filter here and over-fetch.
+        filtering = tags is None and (query.kinds is not None or query.statuses != frozenset(Status))
+        fetch = max(query.limit, min(self._max_fetch, query.limit * self._overfetch if filtering else query.limit))
         while True:
             try:
                 result = await self._call(p, False, lambda a: self._client.find(
-                    a, query.text, target_uri=target, limit=fetch, level=2, read_content=True))
+                    a, query.text, target_uri=target, limit=fetch, level=2, read_content=True, tags=tags))
             except OVNotFound:
                 return []
             raw = [r for r in (result or {}).get("memories", []) if isinstance(r, dict)]
@@ -403,6 +503,149 @@ class OpenVikingBackend:
             if len(kept) >= query.limit or len(raw) < fetch or fetch >= self._max_fetch:
                 return kept[: query.limit]
             fetch = min(self._max_fetch, fetch * 4)
+
+    # -- extracted memories (server-side extraction) ------------------------------------------------
+    def _capture_dir(self, p: Principal) -> str:
+        return f"{p.user_root}/memories/{CAPTURE_DIR}"
+
+    async def _extraction_index(self, p: Principal, *, force: bool = False) -> ExtractionIndex:
+        """The scope's index of extracted files, refreshed at most every `extraction_refresh` s."""
+        key = str(p.scope)
+        index = self._extracted.setdefault(key, ExtractionIndex(p.scope))
+        now = time.monotonic()
+        if not force and now - self._extracted_checked.get(key, -1e9) < self._extraction_refresh:
+            return index
+        async with self._lock("extraction:" + key):
+            if not force and now - self._extracted_checked.get(key, -1e9) < self._extraction_refresh:
+                return index
+            await self._refresh_index(p, index)
+            self._extracted_checked[key] = time.monotonic()
+        return index
+
+    async def _refresh_index(self, p: Principal, index: ExtractionIndex) -> None:
+        try:
+            entries = await self._call(p, False, lambda a: self._client.ls(a, self._capture_dir(p)))
+        except OVNotFound:
+            return
+        for e in entries:
+            name = str(e.get("uri", "")).rsplit("/", 1)[-1]
+            sid = name[:-3] if name.endswith(".md") else ""
+            if e.get("isDir") or not _SESSION_ID.match(sid) or sid in index.captures:
+                continue
+            try:
+                text = await self._call(p, False, lambda a, s=sid: self._client.read(a, f"{self._capture_dir(p)}/{s}.md"))
+            except OVNotFound:
+                continue
+            record = decode_capture(text, expected_session=sid)
+            if record is not None and record.scope == str(p.scope):  # a record naming another scope is ignored
+                index.captures[sid] = record
+        diffs: list[tuple[float, str, str, dict[str, Any]]] = []
+        for sid in list(index.captures):
+            history = f"{p.user_root}/sessions/{sid}/history"
+            try:
+                archives = await self._call(p, False, lambda a, h=history: self._client.ls(a, h))
+            except OVNotFound:
+                continue
+            for arch in archives:
+                uri = str(arch.get("uri", ""))
+                if not arch.get("isDir") or not _ARCHIVE.match(uri.rsplit("/", 1)[-1]) or uri in index.seen_archives:
+                    continue
+                if uri != f"{history}/{uri.rsplit('/', 1)[-1]}":
+                    continue
+                try:
+                    raw = await self._call(p, False, lambda a, u=uri: self._client.read(a, f"{u}/memory_diff.json"))
+                    diff = json.loads(raw)
+                except OVNotFound:
+                    continue  # this commit is still extracting
+                except ValueError:
+                    index.seen_archives.add(uri)
+                    continue
+                try:
+                    at = datetime.fromisoformat(str(diff.get("extracted_at"))).timestamp()
+                except (TypeError, ValueError):
+                    at = 0.0
+                diffs.append((at, uri, sid, diff))
+        for at, uri, sid, diff in sorted(diffs, key=lambda d: (d[0], d[1])):
+            index.apply_diff(sid, diff, p.user_root, at)
+            index.seen_archives.add(uri)
+
+    async def _search_extracted(self, entry: ScopeEntry, p: Principal, query: SearchQuery) -> list[Hit]:
+        if p.scope.visibility is not Visibility.PRIVATE or p.peer is not None or Status.ACTIVE not in query.statuses:
+            return []
+        types = [t for t, k in EXTRACTED_KINDS.items() if query.kinds is None or k in query.kinds]
+        if not types:
+            return []
+        index = await self._extraction_index(p)
+        if not index.captures:
+            return []
+        if entry.memory_ids is not None:
+            target: str | list[str] = sorted(f.uri for f in index.files.values()
+                                             if f.memory_type in types and extracted_id(p.scope, f.uri) in entry.memory_ids)
+            if not target:
+                return []
+        else:
+            target = [f"{p.user_root}/memories/{t}" for t in types]
+        fetch, refreshed = query.limit, False
+        while True:
+            try:
+                result = await self._call(p, False, lambda a: self._client.find(
+                    a, query.text, target_uri=target, limit=fetch, level=2, read_content=True))
+            except OVNotFound:
+                return []
+            raw = [r for r in (result or {}).get("memories", []) if isinstance(r, dict)]
+            if not refreshed and any(isinstance(r.get("uri"), str) and r["uri"] not in index.files for r in raw):
+                index = await self._extraction_index(p, force=True)  # a capture finished since the last look
+                refreshed = True
+            kept: list[Hit] = []
+            for item in raw:
+                hit = await self._extracted_hit(item, index, p, entry, types)
+                if hit is not None:
+                    kept.append(hit)
+            if len(kept) >= query.limit or len(raw) < fetch or fetch >= self._max_fetch:
+                return kept[: query.limit]
+            fetch = min(self._max_fetch, fetch * 4)
+
+    async def _extracted_hit(self, item: dict[str, Any], index: ExtractionIndex, p: Principal, entry: ScopeEntry,
+                             types: list[str]) -> Hit | None:
+        uri = item.get("uri")
+        if item.get("level") not in (2, None) or not isinstance(uri, str):
+            return None
+        f = index.files.get(uri)
+        if f is None or f.memory_type not in types or f"memory_type={f.memory_type}" not in (item.get("tags") or []):
+            return None  # not produced by one of this scope's captures, or not tagged by the extractor
+        capture = index.captures.get(f.session_id)
+        if capture is None or capture.scope != str(p.scope):
+            return None
+        memory_id = extracted_id(p.scope, uri)
+        if entry.memory_ids is not None and memory_id not in entry.memory_ids:
+            return None
+        content = item.get("content")
+        if not isinstance(content, str):
+            try:
+                content = await self._call(p, False, lambda a: self._client.read(a, uri))
+            except OVNotFound:
+                return None
+        score = item.get("score")
+        score = min(1.0, max(0.0, float(score))) if isinstance(score, (int, float)) else 0.0
+        return Hit(memory=stored_from_extracted(p.scope, f, capture, content), scope=p.scope, score=score)
+
+    async def _extracted_memory(self, p: Principal, memory_id: str) -> StoredMemory | None:
+        """An extracted memory of a private scope by id (for get/delete/list), or None."""
+        if p.scope.visibility is not Visibility.PRIVATE or p.peer is not None:
+            return None
+        index = await self._extraction_index(p)
+        f = index.by_id(memory_id)
+        if f is None:
+            index = await self._extraction_index(p, force=True)
+            f = index.by_id(memory_id)
+        capture = index.captures.get(f.session_id) if f is not None else None
+        if f is None or capture is None or capture.scope != str(p.scope):
+            return None
+        try:
+            content = await self._call(p, False, lambda a: self._client.read(a, f.uri))
+        except OVNotFound:
+            return None
+        return stored_from_extracted(p.scope, f, capture, content)
 
     async def _hits_from(self, raw: list[dict[str, Any]], entry: ScopeEntry, p: Principal, query: SearchQuery) -> list[Hit]:
         out: list[Hit] = []
@@ -433,21 +676,37 @@ class OpenVikingBackend:
     # -- conversation capture (server-side extraction) -------------------------------------------
     async def capture(self, scope: ScopeKey, messages: Sequence[ConversationMessage], *, session_key: str,
                       provenance: Provenance) -> CaptureReceipt:
-        """Post messages to a per-principal session and commit it; extraction runs on the server."""
+        """Post messages to the scope's own session, record the capture, commit; extraction runs on the server.
+
+        Only PRIVATE scopes: 0.5.2 writes what it extracts into the committing user's own
+        `memories/<type>/` directories, and only a private scope owns those (an agent scope is a peer
+        inside the user, whose extraction targets the server cannot be told apart from the user's).
+        The capture record (`memories/vbcap/<session>.md`, in the same user's space) holds the
+        ScopeKey and provenance; `search` surfaces an extracted file only through it."""
         scope = require_scope(scope)
-        if scope.visibility not in (Visibility.PRIVATE, Visibility.AGENT):
-            raise InvalidRequest("conversation capture is only for private or agent-owned scopes", backend=self.name, scope=scope)
+        if scope.visibility is not Visibility.PRIVATE:
+            raise InvalidRequest("conversation capture is only for private scopes", backend=self.name, scope=scope)
         if not isinstance(session_key, str) or not session_key:
             raise InvalidRequest("session_key must be a non-empty string")
+        if not isinstance(provenance, Provenance):
+            raise InvalidRequest("capture needs a Provenance")
+        if not messages:
+            raise InvalidRequest("capture needs at least one message", backend=self.name, scope=scope)
         p = self.mapper.principal(scope)
         session_id = "vb-" + hashlib.sha256(f"{scope}\x00{session_key}".encode()).hexdigest()[:40]
         for message in messages:
             if message.role not in ("user", "assistant", "system"):
                 raise InvalidRequest(f"unknown message role {message.role!r}")
+        record = encode_capture(CaptureRecord(session_id, str(scope), provenance, time.time()))
+        record_uri = f"{self._capture_dir(p)}/{session_id}.md"
+        await self._call(p, True, lambda a: self._client.write(a, record_uri, record, mode="replace", wait=True))
         for message in messages:
-            await self._call(p, True, lambda a, m=message: self._client.add_message(
-                a, session_id, m.role, m.content, peer_id=p.peer))
+            await self._call(p, True, lambda a, m=message: self._client.add_message(a, session_id, m.role, m.content))
         result = await self._call(p, True, lambda a: self._client.commit(a, session_id))
+        index = self._extracted.get(str(scope))
+        if index is not None:
+            index.captures.pop(session_id, None)  # re-read: the provenance may have changed
+        self._extracted_checked.pop(str(scope), None)
         return CaptureReceipt(backend_session_id=session_id, accepted_messages=len(messages), task_id=result.get("task_id"))
 
     async def wait_for_capture(self, scope: ScopeKey, receipt: CaptureReceipt, *, deadline: float | None = None) -> dict[str, Any]:

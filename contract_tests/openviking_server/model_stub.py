@@ -4,9 +4,12 @@ It serves exactly two endpoints, deterministically:
 
 - `POST /v1/embeddings`: vectors from `adapters.embedding.HashingEmbedder` (the same vectors the
   local store uses), so the server's ranking is reproducible and needs no model download;
-- `POST /v1/chat/completions`: a fixed, deterministic reply for session-commit extraction. The
-  reply names one memory per user message that starts with "remember:" (what a real model would
-  extract), and otherwise an empty result. Every other prompt gets a short neutral summary.
+- `POST /v1/chat/completions`: a deterministic reply. To OpenViking 0.5.2's session-commit
+  extraction prompt it answers in the format that server parses — a "restricted Python memory
+  SDK" program — with one `sdk.create_preferences(...)` per user message that states a
+  preference ("prefer", "like", "love") or asks to be remembered ("remember: X" -> X), then
+  `sdk.commit()` (just `sdk.commit()` when there is nothing). Every other prompt gets a short
+  neutral summary.
 
 It never talks to the network and never stores what it is sent. Runs on a daemon thread.
 """
@@ -25,20 +28,58 @@ from adapters.embedding import HashingEmbedder
 __all__ = ["ModelStub"]
 
 _REMEMBER = re.compile(r"remember:\s*(.+)", re.IGNORECASE)
+# OpenViking 0.5.2 session commit (openviking/session/memory/extract_loop.py) asks for a program
+# in its "restricted Python memory SDK" (parsed by extraction_output_protocol/python_protocol.py:
+# only assignments and `sdk.<method>(keyword=...)` calls, ending with an optional sdk.commit()).
+# The conversation is rendered as `[<index>][<role>][<name>]: <text>` lines under this heading.
+_SDK_PROMPT = "restricted Python memory SDK"
+_CONVERSATION = "## Conversation History"
+_MESSAGE = re.compile(r"^\[(\d+)\]\[(user|assistant|system)\]\[[^\]\n]*\]: ?(.*)$", re.MULTILINE)
+_PREFERENCE = re.compile(r"\b(prefer|prefers|preferred|like|likes|love|remember)\b", re.IGNORECASE)
+
+
+def _triple(text: str) -> str:
+    """A triple-quoted literal the server's restricted parser accepts (backslash and quotes escaped)."""
+    return '"""' + text.replace("\\", "\\\\").replace('"', '\\"') + '"""'
+
+
+def _topic(text: str) -> str:
+    """Lowercase, underscores, at most three words (the schema's rule for `topic`)."""
+    words = [w for w in re.findall(r"[a-z]+", text.lower()) if w not in {"remember", "i", "the", "a", "an", "to", "that", "my", "me"}]
+    return "_".join(words[:3]) or "general"
+
+
+def user_facts(prompt: str) -> list[tuple[int, str]]:
+    """(message index, text) of the user messages that state a preference or ask to be remembered.
+
+    Only the conversation section of the prompt is read, so words in the instructions never
+    become memories. A `remember: X` message yields X; any other preference message yields itself.
+    """
+    _, _, conversation = prompt.partition(_CONVERSATION)
+    out: list[tuple[int, str]] = []
+    for match in _MESSAGE.finditer(conversation):
+        index, role, text = int(match.group(1)), match.group(2), match.group(3).strip()
+        if role != "user" or not text or not _PREFERENCE.search(text):
+            continue
+        asked = _REMEMBER.search(text)
+        out.append((index, (asked.group(1) if asked else text).strip()[:300]))
+    return out
+
+
+def sdk_program(prompt: str) -> str:
+    """The deterministic extraction reply: one `create_preferences` per preference message."""
+    lines = []
+    for n, (_index, fact) in enumerate(user_facts(prompt)):
+        lines.append(f"pref_{n} = sdk.create_preferences(user={_triple('user')}, topic={_triple(_topic(fact))}, "
+                     f"content={_triple('- ' + fact)})")
+    lines.append("sdk.commit()")
+    return "\n".join(lines)
 
 
 def _extraction_reply(prompt: str) -> str:
-    """A deterministic stand-in for the LLM: facts the user asked to remember, else a summary."""
-    facts = [m.group(1).strip().splitlines()[0][:300] for m in _REMEMBER.finditer(prompt)]
-    facts = list(dict.fromkeys(f.rstrip('"}],\\n ') for f in facts if f))
-    lowered = prompt.lower()
-    if facts and ("memor" in lowered or "extract" in lowered):
-        items = [
-            {"category": "preferences", "memory_type": "preferences", "abstract": f, "overview": f, "content": f,
-             "name": f"fact_{i}", "title": f"fact {i}", "reason": "the user asked to remember it"}
-            for i, f in enumerate(facts)
-        ]
-        return json.dumps({"memories": items, "preferences": items, "operations": [], "reasoning": "deterministic stub"})
+    """A deterministic stand-in for the LLM: an SDK program for the extraction prompt, else a summary."""
+    if _SDK_PROMPT in prompt and _CONVERSATION in prompt:
+        return sdk_program(prompt)
     words = re.findall(r"\w+", prompt)[:40]
     return " ".join(words) or "summary"
 
