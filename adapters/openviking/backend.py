@@ -6,7 +6,9 @@ sent with that scope principal's OWN user key, so the server's per-user isolatio
 query; then every hit is mapped back to a ScopeKey from its URI and checked against the ScopeSet
 (and the entry's memory_ids) before it leaves. Anything whose scope cannot be established is
 dropped. A scope whose call fails lands in `SearchResult.failed_scopes`; it is never silently
-missing.
+missing. Status and kind travel as search tags (`vbs=`, `vbk=`), so the server filters before it
+ranks. Memories the server extracted from a `capture` surface only in the captured private scope,
+through the capture record and the session's memory diff (see `adapters.openviking.extraction`).
 
 Two modes (see docs/openviking.md):
 - `api_key` (recommended): the root key only provisions accounts/users; each principal's user
