@@ -38,6 +38,8 @@ class TokenCounter(Protocol):
 
 class EstimatingTokenCounter:
     def count(self, text: str) -> int:
+        if text.isascii():  # fast path: no CJK possible
+            return math.ceil(len(text) / 4)
         cjk = len(_CJK.findall(text))
         rest = len(text) - cjk
         return cjk + math.ceil(rest / 4)
@@ -60,7 +62,9 @@ class BudgetedItem:
 
 
 def _normalised(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.casefold().split())
 
 
 def min_item_tokens(config: BudgetConfig) -> int:

@@ -97,7 +97,7 @@ def _ref(ref: MemoryRef | tuple[str, str] | Mapping[str, str]) -> tuple[ScopeKey
     elif isinstance(ref, Mapping):
         ref = MemoryRef(**ref)
     try:
-        return ScopeKey.parse(ref.scope), ref.memory_id
+        return ScopeKey.parse(ref.scope), validate_id(ref.memory_id, "memory_id")
     except (ValueError, InvalidIdError) as exc:
         raise InvalidInput(f"not a memory reference: {exc}") from None
 
@@ -244,7 +244,8 @@ class MemoryBridge:
             grant_ids=[i.grant_id for i in items],
             detail={"purpose": purpose.value, "searched": [str(k) for k in scopes.keys], "failed": list(failed)},
         )
-        return RecallResult(
+        # model_construct: every field is built above from validated records (recall hot path)
+        return RecallResult.model_construct(
             identity=identity.principal,
             purpose=purpose.value,
             query=query,
@@ -272,8 +273,7 @@ class MemoryBridge:
         injected_by = m.provenance.injected_by
         if manifest is not None and entry.grant_id == manifest.manifest_id:
             injected_by = f"{manifest.user_id}@{manifest.parent_agent_id}"
-        # model_construct: every field is built here from already-validated records (hot path)
-        return RecalledMemory.model_construct(
+        return RecalledMemory(
             memory_id=m.id,
             scope=str(m.scope),
             visibility=m.scope.visibility.value,
@@ -286,8 +286,8 @@ class MemoryBridge:
             injected_by=injected_by,
             derived_from=m.provenance.derived_from,
             status=m.status.value,
-            conflicts_with=tuple(MemoryRef.model_construct(scope=str(c.hit.scope), memory_id=c.hit.memory.id) for c in item.conflicts_with),
-            duplicates=tuple(MemoryRef.model_construct(scope=str(d.hit.scope), memory_id=d.hit.memory.id) for d in item.duplicates),
+            conflicts_with=tuple(MemoryRef(scope=str(c.hit.scope), memory_id=c.hit.memory.id) for c in item.conflicts_with),
+            duplicates=tuple(MemoryRef(scope=str(d.hit.scope), memory_id=d.hit.memory.id) for d in item.duplicates),
         )
 
     # -- writes ---------------------------------------------------------------------------

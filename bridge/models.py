@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class MemoryRef(BaseModel):
+@dataclass(frozen=True, slots=True)
+class MemoryRef:
     """Where a memory is: its scope (string form, e.g. `acme/ws/alpha`) and its id there."""
-
-    model_config = ConfigDict(frozen=True)
 
     scope: str
     memory_id: str
 
 
-class RecalledMemory(BaseModel):
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class RecalledMemory:
+    """One recalled memory with its provenance. A plain dataclass because a recall builds dozens
+    of them on the hot path; pydantic still serialises them inside `RecallResult`."""
 
     memory_id: str
     scope: str
@@ -24,11 +27,11 @@ class RecalledMemory(BaseModel):
     content: str
     score: float
     why_visible: str  # the reason the policy (or a grant, or a manifest) made this readable
-    grant_id: str | None = None
     author: str  # user@agent that wrote it
+    status: str
+    grant_id: str | None = None
     injected_by: str | None = None
     derived_from: tuple[str, ...] = ()
-    status: str
     conflicts_with: tuple[MemoryRef, ...] = ()
     duplicates: tuple[MemoryRef, ...] = ()
 

@@ -94,6 +94,9 @@ class Policy:
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self.config = config or PolicyConfig()
         self._kind_weights = {p: {k.value: w for k, w in ws.items()} for p, ws in self.config.kind_weights.items()}
+        # Default ScopeSets by (fingerprint, purpose): the fingerprint covers every field they
+        # depend on, and a ScopeSet is immutable, so a hit is exactly what a rebuild would give.
+        self._default_sets: dict[tuple[str, Purpose], ScopeSet] = {}
 
     # -- reading ------------------------------------------------------------------------
     def own_scopes(self, identity: MemoryIdentity) -> list[tuple[ScopeKey, str]]:
@@ -133,6 +136,23 @@ class Policy:
         identity. `injected`: (scope, memory_ids, manifest_id, parent principal) from a verified
         injection manifest. A scope already readable in full is not narrowed by an injection.
         """
+        if not granted and not injected:
+            cache_key = (identity.fingerprint, purpose)
+            cached = self._default_sets.get(cache_key)
+            if cached is None:
+                if len(self._default_sets) >= 65536:
+                    self._default_sets.clear()
+                cached = self._default_sets[cache_key] = self._build_scopes(identity, purpose, None, None)
+            return cached
+        return self._build_scopes(identity, purpose, granted, injected)
+
+    def _build_scopes(
+        self,
+        identity: MemoryIdentity,
+        purpose: Purpose,
+        granted: list[tuple[ScopeKey, str]] | None,
+        injected: list[tuple[ScopeKey, frozenset[str], str, str]] | None,
+    ) -> ScopeSet:
         entries: dict[ScopeKey, ScopeEntry] = {}
         for key, reason in self.own_scopes(identity):
             entries[key] = ScopeEntry(key, self.scope_weight(purpose, key.visibility), reason)
