@@ -49,8 +49,11 @@ def test_lookalike_ids_get_distinct_principals():
 def _forged(**fields) -> ScopeKey:
     """A ScopeKey that skipped validation (what a buggy caller or a pickle could hand us)."""
     key = object.__new__(ScopeKey)
-    for name, value in {"visibility": Visibility.PRIVATE, "tenant_id": "acme", "owner_id": "alice", "user_id": None, **fields}.items():
+    values = {"visibility": Visibility.PRIVATE, "tenant_id": "acme", "owner_id": "alice", "user_id": None, **fields}
+    for name, value in values.items():
         object.__setattr__(key, name, value)
+    if "_hash" in getattr(ScopeKey, "__slots__", ()):  # ScopeKey memoises its hash (set in __post_init__, skipped here)
+        object.__setattr__(key, "_hash", hash((values["visibility"].value, values["tenant_id"], values["owner_id"], values["user_id"])))
     return key
 
 
