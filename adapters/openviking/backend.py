@@ -719,6 +719,26 @@ class OpenVikingBackend:
         return await self._call(p, False, lambda a: self._client.wait_task(
             a, receipt.task_id, deadline=deadline or self._capture_deadline))
 
+    async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
+        """Erasure: delete the subject's whole OpenViking user tree — private memories, what the
+        server extracted from its captures, capture records, sessions and its agents' peer
+        directories — including files the bridge never listed (`list_scopes` only sees bridge
+        records). Returns 1 if a tree was deleted, 0 if the subject had none."""
+        p = self.mapper.principal(ScopeKey.private(tenant_id, subject_user_id))
+        try:
+            # the namespace root itself may only be deleted by ROOT: delete each subtree instead
+            children = await self._call(p, False, lambda auth: self._client.ls(auth, p.user_root))
+            for child in children:
+                uri, is_dir = child.get("uri"), bool(child.get("isDir"))
+                if isinstance(uri, str) and uri.startswith(p.user_root + "/"):
+                    await self._call(p, False, lambda auth, uri=uri, is_dir=is_dir: self._client.delete(auth, uri, recursive=is_dir, wait=True))
+        except OVNotFound:
+            return 0
+        finally:
+            self._extracted.pop(str(p.scope), None)
+            self._extracted_checked.pop(str(p.scope), None)
+        return 1
+
     # -- administration -----------------------------------------------------------------------------
     async def drop_tenant(self, tenant_id: str) -> None:
         """Delete the tenant's whole account (every scope in it) and forget its keys."""

@@ -111,3 +111,21 @@ async def test_capture_is_refused_outside_private_scopes(api_backend):
             await api_backend.capture(scope, [ConversationMessage("user", "x")], session_key="k", provenance=Provenance("alice", "coder"))
     with pytest.raises(InvalidRequest):
         await api_backend.capture(ALICE, [], session_key="k", provenance=Provenance("alice", "coder"))
+
+
+async def test_erasure_removes_extracted_memories_that_list_scopes_cannot_see(backend, tmp_path):
+    """forget_subject must reach what the server extracted (those files carry no bridge record)."""
+    from bridge.facade import MemoryBridge
+    from identity.model import MemoryIdentity
+
+    await _capture(backend, BOB, "remember: I prefer aisle seats near the wing", "fp-2:client-session-9", "bob")
+    await _capture(backend, ALICE, "remember: I prefer window seats on long flights", "fp-3:client-session-9", "alice")
+    assert [h for h in await _hits(backend, [BOB], "aisle seats wing") if "aisle" in h.memory.content]
+    bridge = MemoryBridge.with_backend(backend, tmp_path / "bridge")
+    admin = MemoryIdentity(tenant_id="acme", user_id="dave", agent_id="assistant", roles=frozenset({"admin"}), session_id="erase-1")
+    await bridge.forget_subject(admin, "bob")
+    assert [h for h in await _hits(backend, [BOB], "aisle seats wing") if "aisle" in h.memory.content] == []
+    assert await backend.list(BOB) == []
+    assert [h for h in await _hits(backend, [ALICE], "window seats flights") if "window seats" in h.memory.content], "erasure touched alice"
+    events = bridge.audit_events(admin, action="forget_subject")
+    assert events[0].detail["backend_traces"] == 1
