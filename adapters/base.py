@@ -78,6 +78,31 @@ class Provenance:
     derived_from: tuple[str, ...] = ()  # memory ids a write-back was derived from
     grant_id: str | None = None  # the grant under which a cross-scope write/approval happened
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; every adapter stores provenance through this one pair of functions."""
+        return {
+            "author_user_id": self.author_user_id,
+            "author_agent_id": self.author_agent_id,
+            "session_id": self.session_id,
+            "source_message_ids": list(self.source_message_ids),
+            "injected_by": self.injected_by,
+            "derived_from": list(self.derived_from),
+            "grant_id": self.grant_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Provenance":
+        """Inverse of `to_dict`; KeyError/TypeError on a record that lacks the author."""
+        return cls(
+            author_user_id=str(d["author_user_id"]),
+            author_agent_id=str(d["author_agent_id"]),
+            session_id=d.get("session_id"),
+            source_message_ids=tuple(d.get("source_message_ids") or ()),
+            injected_by=d.get("injected_by"),
+            derived_from=tuple(d.get("derived_from") or ()),
+            grant_id=d.get("grant_id"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class NewMemory:

@@ -90,33 +90,13 @@ def _content_hash(memory: NewMemory) -> str:
 
 
 def _provenance_json(p: Provenance) -> str:
-    return json.dumps(
-        {
-            "author_user_id": p.author_user_id,
-            "author_agent_id": p.author_agent_id,
-            "session_id": p.session_id,
-            "source_message_ids": list(p.source_message_ids),
-            "injected_by": p.injected_by,
-            "derived_from": list(p.derived_from),
-            "grant_id": p.grant_id,
-        },
-        ensure_ascii=False,
-    )
+    return json.dumps(p.to_dict(), ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=4096)
 def _provenance_from_json(text: str) -> Provenance:
     """Cached: Provenance is immutable, and recalls decode the same few authors over and over."""
-    d = json.loads(text)
-    return Provenance(
-        author_user_id=d["author_user_id"],
-        author_agent_id=d["author_agent_id"],
-        session_id=d.get("session_id"),
-        source_message_ids=tuple(d.get("source_message_ids", ())),
-        injected_by=d.get("injected_by"),
-        derived_from=tuple(d.get("derived_from", ())),
-        grant_id=d.get("grant_id"),
-    )
+    return Provenance.from_dict(json.loads(text))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -55,9 +55,7 @@ class CaptureRecord:
 def encode_capture(record: CaptureRecord) -> str:
     prov = record.provenance
     body = {"v": 1, "session_id": record.session_id, "scope": record.scope, "captured_at": record.captured_at,
-            "prov": {"author_user_id": prov.author_user_id, "author_agent_id": prov.author_agent_id,
-                     "session_id": prov.session_id, "source_message_ids": list(prov.source_message_ids),
-                     "injected_by": prov.injected_by, "derived_from": list(prov.derived_from), "grant_id": prov.grant_id}}
+            "prov": prov.to_dict()}
     line = json.dumps(body, ensure_ascii=True, separators=(",", ":"), allow_nan=False).replace(_SUFFIX, "--\\u003e")
     return f"{_CAPTURE_PREFIX}{line}{_SUFFIX}\n"
 
@@ -75,11 +73,7 @@ def decode_capture(text: object, *, expected_session: str) -> CaptureRecord | No
         p = h["prov"]
         return CaptureRecord(
             session_id=expected_session, scope=h["scope"], captured_at=float(h["captured_at"]),
-            provenance=Provenance(
-                author_user_id=str(p["author_user_id"]), author_agent_id=str(p["author_agent_id"]),
-                session_id=p.get("session_id"), source_message_ids=tuple(p.get("source_message_ids") or ()),
-                injected_by=p.get("injected_by"), derived_from=tuple(p.get("derived_from") or ()), grant_id=p.get("grant_id"),
-            ),
+            provenance=Provenance.from_dict(p),
         )
     except (KeyError, TypeError, ValueError):
         return None

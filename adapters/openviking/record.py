@@ -41,15 +41,7 @@ def encode_record(memory: StoredMemory) -> str:
         "metadata": dict(memory.metadata),
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
-        "prov": {
-            "author_user_id": prov.author_user_id,
-            "author_agent_id": prov.author_agent_id,
-            "session_id": prov.session_id,
-            "source_message_ids": list(prov.source_message_ids),
-            "injected_by": prov.injected_by,
-            "derived_from": list(prov.derived_from),
-            "grant_id": prov.grant_id,
-        },
+        "prov": prov.to_dict(),
     }
     line = json.dumps(header, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     if _HEADER_SUFFIX in line:  # cannot happen with ensure_ascii JSON of our fields, but never emit it
@@ -81,15 +73,7 @@ def decode_record(text: str, *, expected_scope: ScopeKey, expected_id: str) -> S
             kind=str(h["kind"]),
             status=Status(h["status"]),
             confidence=float(h["confidence"]),
-            provenance=Provenance(
-                author_user_id=str(p["author_user_id"]),
-                author_agent_id=str(p["author_agent_id"]),
-                session_id=p.get("session_id"),
-                source_message_ids=tuple(p.get("source_message_ids") or ()),
-                injected_by=p.get("injected_by"),
-                derived_from=tuple(p.get("derived_from") or ()),
-                grant_id=p.get("grant_id"),
-            ),
+            provenance=Provenance.from_dict(p),
             subject_user_id=h.get("subject"),
             metadata=metadata,
             created_at=float(h["created_at"]),

@@ -444,16 +444,7 @@ class VikingBackend:
         collection = self.collection_for(scope)
         sid = backend_session_id(scope, session_key, self._prefix)
         await self._ensure_registered(scope, collection)
-        prov = {
-            "author_user_id": provenance.author_user_id,
-            "author_agent_id": provenance.author_agent_id,
-            "session_id": provenance.session_id,
-            "source_message_ids": list(provenance.source_message_ids),
-            "injected_by": provenance.injected_by,
-            "derived_from": list(provenance.derived_from),
-            "grant_id": provenance.grant_id,
-        }
-        await self._register(scope, collection, marker="capture", group_id=sid, extra={"provenance": prov})
+        await self._register(scope, collection, marker="capture", group_id=sid, extra={"provenance": provenance.to_dict()})
         self._captures[sid] = (str(scope), provenance)
         now_ms = int(self._clock() * 1000)
         payload = []

@@ -133,27 +133,11 @@ class PrincipalMap:
 
 # -- record envelope ---------------------------------------------------------------------------
 def _prov_to_json(p: Provenance) -> dict[str, Any]:
-    return {
-        "author_user_id": p.author_user_id,
-        "author_agent_id": p.author_agent_id,
-        "session_id": p.session_id,
-        "source_message_ids": list(p.source_message_ids),
-        "injected_by": p.injected_by,
-        "derived_from": list(p.derived_from),
-        "grant_id": p.grant_id,
-    }
+    return p.to_dict()
 
 
 def prov_from_json(d: Mapping[str, Any]) -> Provenance:
-    return Provenance(
-        author_user_id=str(d["author_user_id"]),
-        author_agent_id=str(d["author_agent_id"]),
-        session_id=d.get("session_id"),
-        source_message_ids=tuple(d.get("source_message_ids") or ()),
-        injected_by=d.get("injected_by"),
-        derived_from=tuple(d.get("derived_from") or ()),
-        grant_id=d.get("grant_id"),
-    )
+    return Provenance.from_dict(d)
 
 
 def encode_record(memory: StoredMemory) -> dict[str, Any]:
