@@ -8,17 +8,15 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
+from identity.storage import connect_durable
+
 
 class Database:
     """A serialised connection; `transaction()` is BEGIN IMMEDIATE ... COMMIT/ROLLBACK."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=FULL")
-        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self.conn = connect_durable(self.path, busy_timeout_s=busy_timeout_s)
         self.lock = threading.RLock()
 
     @contextlib.contextmanager

@@ -29,6 +29,7 @@ from identity.errors import IdentityConfigurationError, SessionIdentityMismatch,
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import new_session_id
+from identity.storage import connect_durable
 
 __all__ = [
     "InMemorySessionRegistry",
@@ -181,11 +182,7 @@ class SqliteSessionRegistry(_RegistryBase):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db = connect_durable(self.path, busy_timeout_s=5.0)
             self._db.execute(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise IdentityConfigurationError(f"session registry at {self.path} cannot be opened: {exc}") from None

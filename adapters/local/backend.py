@@ -50,6 +50,7 @@ from adapters.errors import Conflict, EmbedderMismatch, InvalidRequest, NotFound
 from adapters.local.partitions import Partition
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.ids import validate_id
+from identity.storage import connect_durable
 
 __all__ = ["LocalBackend"]
 
@@ -144,10 +145,7 @@ class LocalBackend:
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder: Embedder = embedder or HashingEmbedder()
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path / DB_FILENAME, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self._db = connect_durable(self.path / DB_FILENAME, busy_timeout_s=busy_timeout_s)
         with self._transaction():
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 self._db.execute(statement)
