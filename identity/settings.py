@@ -146,6 +146,7 @@ class GatewaySettings(_Section):
     max_age_seconds: float = Field(300.0, gt=0, le=3600)
     max_future_skew_seconds: float = Field(30.0, ge=0, le=300)
     require_nonce: bool = False
+    require_body_hash: bool = False
 
     @field_validator("secret")
     @classmethod
@@ -229,6 +230,8 @@ def build_provider(
             max_future_skew=gw.max_future_skew_seconds,
             # production refuses unsigned-nonce requests: without a nonce a captured request replays
             require_nonce=gw.require_nonce or settings.mode == "production",
+            # and without a signed body digest a captured request replays with any other body
+            require_body_hash=gw.require_body_hash or settings.mode == "production",
         )
     raise IdentityConfigurationError(f"VIKING_BRIDGE_PROVIDER={provider!r} is unknown")  # pragma: no cover
 

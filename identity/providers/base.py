@@ -57,13 +57,15 @@ class GatewayRequest:
     """What a trusted gateway's signature covers: method, path (+ query) and the headers.
 
     `headers` may be a mapping, an `httpx.Headers`, or a sequence of `(name, value)` pairs; names
-    are matched case-insensitively. Deliberately no body: the signature does not cover one and
-    the identity must not depend on one.
+    are matched case-insensitively. `content_sha256` is the hex SHA-256 of the request body as
+    received, computed by the HTTP layer, to check a signed `X-VB-Content-SHA256`. The credential
+    holds only that digest, never the body: identity cannot depend on body content.
     """
 
     method: str
     path: str
     headers: object
+    content_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ Canonical string (UTF-8), lines joined by `\\n`, absent values as empty lines:
     <X-VB-Roles: comma-separated ids>
     <X-VB-Session>
     <X-VB-Permission-Version>
+    <X-VB-Content-SHA256: lowercase hex SHA-256 of the request body, or empty>
 
 `X-VB-Signature` = lowercase hex HMAC-SHA256(secret, canonical string). Header values holding
 CR or LF are refused before anything else, so the lines cannot be shifted.
@@ -30,6 +31,11 @@ Id values are percent-encoded UTF-8 on the wire (HTTP header values are ASCII in
 ids may be `研发部`): `quote(id, safe="_-.@*+=~")`, so a literal `%` travels as `%25`. The
 signature covers the values exactly as sent; they are decoded only after it verifies, and the
 decoded id must then pass the id grammar.
+
+The body digest binds the signature to the request body, so a captured signed request cannot be
+replayed with another body inside the window: when `X-VB-Content-SHA256` is signed, the body given
+(its digest, `GatewayRequest.content_sha256`) must match it; `require_body_hash` (forced in production) refuses
+requests without one. The credential carries only the digest — identity never comes from the body.
 """
 
 from __future__ import annotations
@@ -59,8 +65,9 @@ H_TENANT, H_USER, H_DEPARTMENTS = "x-vb-tenant", "x-vb-user", "x-vb-departments"
 H_WORKSPACE, H_AGENT, H_ROLES = "x-vb-workspace", "x-vb-agent", "x-vb-roles"
 H_SESSION, H_VERSION = "x-vb-session", "x-vb-permission-version"
 H_TIMESTAMP, H_NONCE, H_SIGNATURE = "x-vb-timestamp", "x-vb-nonce", "x-vb-signature"
+H_CONTENT = "x-vb-content-sha256"
 IDENTITY_HEADERS = (H_TENANT, H_USER, H_DEPARTMENTS, H_WORKSPACE, H_AGENT, H_ROLES, H_SESSION, H_VERSION)
-SIGNED_HEADERS = (H_TIMESTAMP, H_NONCE, *IDENTITY_HEADERS)
+SIGNED_HEADERS = (H_TIMESTAMP, H_NONCE, *IDENTITY_HEADERS, H_CONTENT)
 _ALL_VB = frozenset((*SIGNED_HEADERS, H_SIGNATURE))
 _NONCE = re.compile(r"[A-Za-z0-9_\-]{8,128}")
 _HEX_SIG = re.compile(r"[0-9a-f]{64}")
@@ -92,6 +99,7 @@ def sign_gateway_headers(
     permission_version: str | None = None,
     timestamp: int | None = None,
     nonce: str | None = None,
+    body: bytes | None = None,
 ) -> dict[str, str]:
     """Reference signer: the headers a gateway must send. Used by tests and Python gateways."""
     key = secret.encode() if isinstance(secret, str) else secret
@@ -108,6 +116,8 @@ def sign_gateway_headers(
             values[name] = encode_id(value)
     if nonce is not None:
         values[H_NONCE] = nonce
+    if body is not None:
+        values[H_CONTENT] = hashlib.sha256(body).hexdigest()
     headers = {_display(k): v for k, v in values.items() if v != ""}  # absent == empty when signing
     headers[_display(H_SIGNATURE)] = _sign(key, canonical_string(method, path, values))
     return headers
@@ -174,6 +184,7 @@ class GatewayProvider:
         max_future_skew: float = 30.0,
         nonce_cache: NonceCache | None = None,
         require_nonce: bool = False,
+        require_body_hash: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         items = [secrets] if isinstance(secrets, (bytes, str)) else list(secrets)
@@ -190,6 +201,7 @@ class GatewayProvider:
         self._max_future_skew = max_future_skew
         self._nonces: NonceCache = nonce_cache
         self._require_nonce = require_nonce
+        self._require_body_hash = require_body_hash
         self._clock = clock
 
     async def authenticate(self, credential: GatewayRequest) -> MemoryIdentity:
@@ -215,8 +227,19 @@ class GatewayProvider:
             raise ExpiredCredential(f"gateway request is stale ({int(age)} s old, window {int(self._max_age)} s)")
         if -age > self._max_future_skew:
             raise ExpiredCredential(f"gateway request is dated {int(-age)} s in the future")
+        self._check_body(values.get(H_CONTENT), credential.content_sha256)
         self._check_nonce(values.get(H_NONCE), int(timestamp))
         return self._identity(values)
+
+    def _check_body(self, signed_digest: str | None, body_digest: str | None) -> None:
+        if not signed_digest:
+            if self._require_body_hash:
+                raise InvalidCredential("gateway request has no X-VB-Content-SHA256 (required)")
+            return
+        if body_digest is None:
+            raise InvalidCredential("X-VB-Content-SHA256 is signed but no body digest was given to check it against")
+        if not hmac.compare_digest(body_digest.strip().lower(), signed_digest.strip().lower()):
+            raise InvalidCredential("request body does not match the signed X-VB-Content-SHA256")
 
     def _vb_headers(self, headers: object) -> dict[str, str]:
         values: dict[str, str] = {}

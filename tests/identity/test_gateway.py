@@ -81,7 +81,7 @@ async def test_small_clock_skew_accepted():
 
 def test_canonical_string_layout():
     text = canonical_string("post", "/p?q=1", {"x-vb-tenant": "acme", "x-vb-timestamp": "5"})
-    assert text.split("\n") == ["vb-gateway-v1", "POST", "/p?q=1", "5", "", "acme", "", "", "", "", "", "", ""]
+    assert text.split("\n") == ["vb-gateway-v1", "POST", "/p?q=1", "5", "", "acme", "", "", "", "", "", "", "", ""]
 
 
 # ------------------------------------------------------------------ rejected
@@ -268,3 +268,32 @@ def test_production_settings_require_a_nonce(monkeypatch):
     settings = load_settings(mode="production", provider="gateway", session_db_path="/tmp/x.sqlite3", gateway={"secret": "k" * 40})
     provider = build_provider(settings)
     assert provider._require_nonce is True
+
+
+async def test_signed_body_digest_binds_the_body():
+    """Review finding: a captured request must not be replayable with another body."""
+    import hashlib
+
+    body = b'{"query": "quarterly numbers"}'
+    digest = hashlib.sha256(body).hexdigest()
+    headers = _headers(body=body)
+    provider = _provider()
+    assert (await provider.authenticate(GatewayRequest("POST", "/v1/recall?purpose=chat", headers, digest))).user_id == "u17"
+    other = hashlib.sha256(b'{"forget": "everything"}').hexdigest()
+    with pytest.raises(InvalidCredential, match="does not match the signed"):
+        await provider.authenticate(GatewayRequest("POST", "/v1/recall?purpose=chat", headers, other))
+    with pytest.raises(InvalidCredential, match="no body digest was given"):
+        await provider.authenticate(GatewayRequest("POST", "/v1/recall?purpose=chat", headers))
+    stripped = {k: v for k, v in headers.items() if k.lower() != "x-vb-content-sha256"}
+    assert len(stripped) == len(headers) - 1
+    with pytest.raises(InvalidCredential, match="signature does not verify"):  # removing the digest breaks the signature
+        await provider.authenticate(GatewayRequest("POST", "/v1/recall?purpose=chat", stripped, other))
+
+
+async def test_body_digest_required_when_configured_and_in_production():
+    from identity.settings import build_provider, load_settings
+
+    with pytest.raises(InvalidCredential, match="Content-SHA256 \\(required\\)"):
+        await _provider(require_body_hash=True).authenticate(_req(_headers()))
+    settings = load_settings(mode="production", provider="gateway", session_db_path="/tmp/x.sqlite3", gateway={"secret": "k" * 40})
+    assert build_provider(settings)._require_body_hash is True

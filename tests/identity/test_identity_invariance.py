@@ -76,7 +76,7 @@ def test_authenticate_takes_exactly_one_credential(provider_cls):
 
 @pytest.mark.parametrize(
     ("credential_cls", "fields"),
-    [(BearerToken, {"token"}), (ApiKey, {"key"}), (GatewayRequest, {"method", "path", "headers"}), (DevEnvironment, set())],
+    [(BearerToken, {"token"}), (ApiKey, {"key"}), (GatewayRequest, {"method", "path", "headers", "content_sha256"}), (DevEnvironment, set())],
 )
 def test_credentials_have_no_body_or_metadata_slot(credential_cls, fields):
     assert {f.name for f in dataclasses.fields(credential_cls)} == fields
