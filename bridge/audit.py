@@ -44,7 +44,7 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit BEGIN SELECT
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END
 """
 
-ACTIONS = frozenset({"write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject", "guard_alarm", "capture"})
+ACTIONS = frozenset({"write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject", "guard_alarm", "capture", "denied"})
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ acknowledged, and a write whose audit row cannot be stored is rolled back.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from adapters.base import (
     ConversationBackend,
@@ -49,6 +51,7 @@ from bridge.ranking import rank_hits
 from bridge.render import render_context
 from bridge.sqlite import Database
 from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
+from identity.errors import SessionIdentityMismatch
 from identity.ids import InvalidIdError, validate_id
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
@@ -109,6 +112,40 @@ def _parse_visibility(value: Visibility | str | None) -> Visibility | None:
         return Visibility(value)
     except ValueError:
         raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
+
+
+def _audits_refusals(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Record every refused attempt (not permitted, manifest misuse, recall failed closed,
+    session hijack) as a `denied` audit row before re-raising: who tried what is security data."""
+    refusals = (NotPermitted, RecallIncomplete, SessionIdentityMismatch)
+
+    def record(self: "MemoryBridge", identity: object, exc: BaseException) -> None:
+        if isinstance(identity, MemoryIdentity):
+            try:
+                self.audit.append(identity, "denied", detail={"operation": method.__name__, "error": type(exc).__name__, "message": str(exc)[:300]})
+            except Exception:  # never mask the refusal itself
+                log.exception("could not audit a refused %s", method.__name__)
+
+    if inspect.iscoroutinefunction(method):
+        @functools.wraps(method)
+        async def async_wrapper(self: "MemoryBridge", identity: object, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(self, identity, *args, **kwargs)
+            except refusals as exc:
+                record(self, identity, exc)
+                raise
+
+        return async_wrapper
+
+    @functools.wraps(method)
+    def wrapper(self: "MemoryBridge", identity: object, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, identity, *args, **kwargs)
+        except refusals as exc:
+            record(self, identity, exc)
+            raise
+
+    return wrapper
 
 
 class MemoryBridge:
@@ -179,6 +216,7 @@ class MemoryBridge:
         return self.sessions.fork(identity, parent_session_id or identity.session_id)
 
     # -- recall ---------------------------------------------------------------------------
+    @_audits_refusals
     async def recall(
         self,
         identity: MemoryIdentity,
@@ -360,6 +398,7 @@ class MemoryBridge:
             derived_from=tuple(derived_from),
         )
 
+    @_audits_refusals
     async def remember(
         self,
         identity: MemoryIdentity,
@@ -418,6 +457,7 @@ class MemoryBridge:
         )
         return await self._store(identity, decision.scope, new, reason, idempotency_key)
 
+    @_audits_refusals
     async def capture(self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None) -> CaptureResult:
         """Conversation -> memories. Message text is data: it cannot change scope or identity."""
         identity = self._enter(identity)
@@ -460,6 +500,7 @@ class MemoryBridge:
             raise NotPermitted(f"{identity.principal} cannot act on memories in {key}")
         return await self.backend.get(key, memory_id)
 
+    @_audits_refusals
     async def forget(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str]) -> bool:
         """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
         identity = self._enter(identity)
@@ -479,6 +520,7 @@ class MemoryBridge:
         self.audit.append(identity, "forget", memory_ids=[memory_id], scopes=[key])
         return deleted
 
+    @_audits_refusals
     async def forget_subject(self, identity: MemoryIdentity, subject_user_id: str) -> int:
         """Remove every memory about or by `subject_user_id` in the tenant (GDPR erasure).
 
@@ -539,6 +581,7 @@ class MemoryBridge:
             and subject_user_id in (m.subject_user_id, m.provenance.author_user_id)
         ]
 
+    @_audits_refusals
     async def approve(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str]) -> WriteResult:
         """Activate a pending memory (department standard, promotion proposal)."""
         identity = self._enter(identity)
@@ -582,6 +625,7 @@ class MemoryBridge:
             raise NotPermitted(f"proposal {proposal.id} would supersede a memory by another author; refusing to approve")
         return source
 
+    @_audits_refusals
     async def promote(self, identity: MemoryIdentity, ref: MemoryRef | tuple[str, str], to: Visibility | str, *, department_id: str | None = None) -> WriteResult:
         """Raise a memory's visibility. Admins do it directly; anyone else files a pending proposal."""
         identity = self._enter(identity)
@@ -633,6 +677,7 @@ class MemoryBridge:
         return result
 
     # -- grants ---------------------------------------------------------------------------
+    @_audits_refusals
     def grant(self, admin: MemoryIdentity, grantee_user_id: str, scope: ScopeKey | str, *, ttl_seconds: float, reason: str, grantee_agent_id: str | None = None) -> Grant:
         admin = self._enter(admin)
         key = scope if isinstance(scope, ScopeKey) else self._parse_scope(scope)
@@ -640,12 +685,14 @@ class MemoryBridge:
         self.audit.append(admin, "grant", scopes=[key], grant_ids=[grant.grant_id], detail={"grantee": grantee_user_id, "expires_at": grant.expires_at})
         return grant
 
+    @_audits_refusals
     def revoke_grant(self, admin: MemoryIdentity, grant_id: str) -> None:
         admin = self._enter(admin)
         self.grants.revoke(admin, grant_id)
         self.audit.append(admin, "revoke", grant_ids=[grant_id])
 
     # -- multi-agent ----------------------------------------------------------------------
+    @_audits_refusals
     async def inject(
         self,
         parent: MemoryIdentity,
@@ -706,12 +753,14 @@ class MemoryBridge:
         self.audit.append(parent, "inject", memory_ids=manifest.memory_ids, scopes=[k for k, _ in entries], grant_ids=[manifest.manifest_id], detail={"child": child_agent_id, "depth": depth.value})
         return manifest
 
+    @_audits_refusals
     def revoke_manifest(self, parent: MemoryIdentity, manifest_id: str) -> None:
         """End a manifest early; only the agent that issued it (or a tenant admin) may."""
         parent = self._enter(parent)
         self.manifests.revoke(parent, manifest_id, as_admin=parent.has_role(ROLE_ADMIN))
         self.audit.append(parent, "revoke", grant_ids=[manifest_id], detail={"manifest": manifest_id})
 
+    @_audits_refusals
     async def write_back(self, child: MemoryIdentity, manifest_id: str, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None, idempotency_key: str | None = None) -> WriteResult:
         """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
         child = self._enter(child)

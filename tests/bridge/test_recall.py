@@ -224,3 +224,19 @@ async def test_audit_rows_are_filtered_by_user_not_by_the_ambiguous_display_prin
     w = await bridge.remember(victim, "victim's note", "note")
     assert bridge.audit_events(attacker, memory_id=w.memory_id) == []
     assert [e.memory_ids for e in bridge.audit_events(victim, memory_id=w.memory_id)] == [(w.memory_id,)]
+
+
+async def test_refused_attempts_are_audited(bridge, make_identity):
+    from identity.errors import SessionIdentityMismatch
+
+    bob = make_identity("bob", departments=("sales",), workspace="beta")
+    with pytest.raises(NotPermitted):
+        await bridge.recall(bob, "reviewers", include_scopes=["acme/dept/eng"])
+    await bridge.recall(make_identity(session="s-shared"), "x")
+    with pytest.raises(SessionIdentityMismatch):
+        await bridge.recall(make_identity("bob", session="s-shared"), "x")
+    denied = bridge.audit_events(make_identity("dave", roles=("admin",)), action="denied")
+    assert [(e.actor, e.detail["operation"], e.detail["error"]) for e in reversed(denied)] == [
+        ("acme/bob@assistant", "recall", "NotPermitted"),
+        ("acme/bob@assistant", "recall", "SessionIdentityMismatch"),
+    ]
