@@ -448,6 +448,13 @@ class LocalBackend:
             rows = self._db.execute("SELECT DISTINCT scope FROM memories WHERE tenant_id = ? ORDER BY scope", (tenant_id,)).fetchall()
         return [ScopeKey.parse(r[0]) for r in rows]
 
+    async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
+        """Erasure: the rows are already deleted through `delete`; what is left are decode caches
+        that may still hold the subject's provenance or metadata in this process — drop them."""
+        _provenance_from_json.cache_clear()
+        _metadata_template.cache_clear()
+        return 0
+
     # -- lifecycle ----------------------------------------------------------------------
     @property
     def resident_vector_bytes(self) -> int:

@@ -235,3 +235,16 @@ async def test_kind_filter_works_on_the_first_search_after_reopen(tmp_path):
     hits = (await reopened.search(SearchQuery(ScopeSet.of(ALICE), "deploys", kinds=frozenset({"procedure"})))).hits
     assert [h.memory.id for h in hits] == [m.id]
     await reopened.aclose()
+
+
+async def test_erasure_drops_decode_caches(store):
+    from adapters.base import SubjectEraser
+    from adapters.local import backend as local_backend
+
+    await store.put(BOB, NewMemory("bob's note", "note", Provenance("bob", "assistant"), metadata={"topic": "bob-private"}), idempotency_key="k")
+    await store.list(BOB)
+    assert local_backend._provenance_from_json.cache_info().currsize > 0
+    assert isinstance(store, SubjectEraser)
+    await store.erase_subject_traces("acme", "bob")
+    assert local_backend._provenance_from_json.cache_info().currsize == 0
+    assert local_backend._metadata_template.cache_info().currsize == 0
