@@ -82,6 +82,8 @@ class Limits:
     max_metadata_value_chars: int = 1000
     max_messages: int = 1000
     candidate_limit: int = 50
+    max_extra_scopes: int = 32  # include_scopes of one recall (each costs a grant lookup)
+    max_memory_refs: int = 200  # memory_refs of one injection (each costs a backend read)
 
 
 def _text(value: object, what: str, limit: int) -> str:
@@ -246,6 +248,9 @@ class MemoryBridge:
         if kind_set is not None and not kind_set:
             raise InvalidInput("kinds, when given, must name at least one kind")
 
+        include_scopes = list(include_scopes)
+        if len(include_scopes) > self.limits.max_extra_scopes:
+            raise InvalidInput(f"include_scopes names {len(include_scopes)} scopes; the limit is {self.limits.max_extra_scopes}")
         granted = []
         for raw in include_scopes:
             key = raw if isinstance(raw, ScopeKey) else self._parse_scope(raw)
@@ -726,6 +731,8 @@ class MemoryBridge:
             # a re-injection never outlives its source and cannot be passed on again
             expires_cap, may_reinject = source_manifest.expires_at, False
         entries: list[tuple[ScopeKey, str]] = []
+        if memory_refs is not None and len(memory_refs) > self.limits.max_memory_refs:
+            raise InvalidInput(f"memory_refs names {len(memory_refs)} memories; the limit is {self.limits.max_memory_refs}")
         if memory_refs is not None:
             allowed = set(source_manifest.entries) if source_manifest else None
             own = {k for k, _ in self.policy.own_scopes(parent)}

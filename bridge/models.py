@@ -79,7 +79,7 @@ class Message(BaseModel):
 
     role: str = Field(pattern=r"^(user|assistant|system)$")
     content: str
-    message_id: str | None = None
+    message_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class CaptureResult(BaseModel):

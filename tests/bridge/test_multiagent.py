@@ -99,3 +99,15 @@ async def test_revoked_manifest_stops_working(bridge, make_identity):
     bridge.revoke_manifest(parent, manifest.manifest_id)
     with pytest.raises(ManifestError, match="expired"):
         await bridge.recall(make_identity(agent="worker"), "migration", manifest_id=manifest.manifest_id)
+
+
+async def test_oversized_requests_are_refused_before_any_backend_call(bridge, make_identity):
+    from bridge import InvalidInput
+
+    parent = make_identity(agent="orchestrator")
+    with pytest.raises(InvalidInput, match="limit is 200"):
+        await bridge.inject(parent, "worker", "x", memory_refs=[("acme/user/alice", f"m{i}") for i in range(201)])
+    with pytest.raises(InvalidInput, match="limit is 32"):
+        await bridge.recall(parent, "x", include_scopes=[f"acme/dept/d{i}" for i in range(33)])
+    with pytest.raises(ValueError):
+        await bridge.capture(parent, [{"role": "user", "content": "I prefer tea", "message_id": "m" * 129}])
