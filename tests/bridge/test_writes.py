@@ -249,3 +249,13 @@ async def test_global_memories_are_erased_and_forgettable_by_their_tenants_globa
     assert await b.forget_subject(writer, "gw") == 1
     assert await b.backend.list(ScopeKey.global_()) == []
     await b.aclose()
+
+
+def test_sync_bridge_offers_the_same_methods_without_await(tmp_path, make_identity):
+    from bridge import SyncMemoryBridge
+
+    with SyncMemoryBridge.open_local(tmp_path / "sync") as b:
+        alice = make_identity()
+        w = b.remember(alice, "sync path works", "note")
+        assert w.memory_id in {i.memory_id for i in b.recall(alice, "sync path").items}
+        assert b.audit_events(alice, action="write")[0].memory_ids == (w.memory_id,)
