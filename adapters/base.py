@@ -239,7 +239,6 @@ class Capabilities:
     native_multi_scope_query: bool = False  # one backend call can cover several scopes
     server_side_extraction: bool = False  # `capture` extracts memories on the server
     time_decay: bool = False
-    delete_by_subject: bool = False  # native forget-by-subject (else the bridge walks scopes)
     memory_id_restriction: bool = True  # honours ScopeEntry.memory_ids inside search
     list_scopes: bool = True  # can enumerate a tenant's scopes (needed for forget-by-subject)
     search_after_write_lag: bool = False  # writes become searchable asynchronously

@@ -133,7 +133,6 @@ class OpenVikingBackend:
             native_multi_scope_query=False,  # one call per scope principal (per-user keys)
             server_side_extraction=True,  # capture() -> session commit; extracted files surface as private-scope hits
             time_decay=False,
-            delete_by_subject=False,
             memory_id_restriction=True,  # pushed into find as a list of exact target URIs
             list_scopes=True,
             search_after_write_lag=False,  # writes use wait=true: searchable when put returns

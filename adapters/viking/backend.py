@@ -131,7 +131,6 @@ class VikingBackend:
         native_multi_scope_query=True,
         server_side_extraction=True,
         time_decay=False,
-        delete_by_subject=False,
         memory_id_restriction=True,
         list_scopes=True,
         search_after_write_lag=True,
