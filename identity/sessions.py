@@ -18,18 +18,17 @@ with a different session id.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from identity.errors import IdentityConfigurationError, SessionIdentityMismatch, UnknownSession
+from identity.errors import SessionIdentityMismatch, UnknownSession
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import new_session_id
-from identity.storage import connect_durable
+from identity.storage import open_identity_store
 
 __all__ = [
     "InMemorySessionRegistry",
@@ -181,11 +180,7 @@ class SqliteSessionRegistry(_RegistryBase):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self._db = connect_durable(self.path, busy_timeout_s=5.0)
-            self._db.execute(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise IdentityConfigurationError(f"session registry at {self.path} cannot be opened: {exc}") from None
+        self._db = open_identity_store(self.path, _SCHEMA, "session registry")
         self._lock = threading.Lock()
 
     def close(self) -> None:

@@ -21,3 +21,16 @@ def connect_durable(path: str | Path, *, busy_timeout_s: float = 10.0) -> sqlite
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
     return conn
+
+
+def open_identity_store(path: str | Path, schema: str, what: str) -> sqlite3.Connection:
+    """`connect_durable` + schema for the identity stores; any failure is a start-up error
+    naming the store (`IdentityConfigurationError`), never a traceback from deep inside."""
+    from identity.errors import IdentityConfigurationError
+
+    try:
+        conn = connect_durable(path, busy_timeout_s=5.0)
+        conn.execute(schema)
+    except (sqlite3.Error, OSError) as exc:
+        raise IdentityConfigurationError(f"{what} at {path} cannot be opened: {exc}") from None
+    return conn

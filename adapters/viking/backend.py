@@ -546,7 +546,9 @@ class VikingBackend:
         mems.sort(key=lambda m: (-m.created_at, m.id))
         return mems[:limit]
 
-    async def list_scopes(self, tenant_id: str) -> Sequence[ScopeKey]:
+    async def _registry_markers(self, tenant_id: str) -> tuple[str, list[tuple[dict[str, Any], dict[str, Any], ScopeKey]]]:
+        """The tenant's registry rows (scope markers, capture records) as (row, envelope, scope),
+        keeping only rows of the registry principal whose scope parses into this tenant."""
         validate_id(tenant_id, "tenant_id")
         tenant_scope = ScopeKey.tenant(tenant_id)
         collection = self.collection_for(tenant_scope)
@@ -554,17 +556,22 @@ class VikingBackend:
         rows = await self.client.search(
             collection, filter={"user_id": [registry], "memory_type": self.config.search_types}, query=None, limit=SERVICE_MAX_LIMIT, kind="event"
         )
-        candidates: set[ScopeKey] = set()
+        out = []
         for r in rows:
             env = _marker(r)
-            if not env or env.get("marker") != "scope" or r.get("user_id") not in ([registry], registry):
+            if not env or r.get("user_id") not in ([registry], registry):
                 continue
             try:
-                key = ScopeKey.parse(env["scope"])
-            except (ValueError, KeyError, TypeError):
+                key = ScopeKey.parse(str(env.get("scope", "")))
+            except (ValueError, TypeError):
                 continue
             if key.tenant_id == tenant_id and key.visibility is not Visibility.GLOBAL:
-                candidates.add(key)
+                out.append((r, env, key))
+        return collection, out
+
+    async def list_scopes(self, tenant_id: str) -> Sequence[ScopeKey]:
+        collection, markers = await self._registry_markers(tenant_id)
+        candidates = {key for _, env, key in markers if env.get("marker") == "scope"}
         present: set[ScopeKey] = set()
         for chunk in _chunks(sorted(candidates), self.config.ids_per_call):
             remaining = list(chunk)
@@ -582,24 +589,13 @@ class VikingBackend:
         """Erasure: drop the registry rows naming the subject — capture records it authored (they
         hold its session id) and the scope markers of its private and agent scopes. The raw
         conversations the service keeps for session/add cannot be deleted through the API."""
-        validate_id(tenant_id, "tenant_id")
         validate_id(subject_user_id, "subject_user_id")
-        tenant_scope = ScopeKey.tenant(tenant_id)
-        collection = self.collection_for(tenant_scope)
-        registry = self._registry_of(tenant_scope)
-        rows = await self.client.search(
-            collection, filter={"user_id": [registry], "memory_type": self.config.search_types}, query=None, limit=SERVICE_MAX_LIMIT, kind="event"
-        )
+        collection, markers = await self._registry_markers(tenant_id)
         erased = 0
-        for r in rows:
-            env = _marker(r)
-            if not env or r.get("user_id") not in ([registry], registry) or not isinstance(r.get("id"), str):
+        for r, env, key in markers:
+            if not isinstance(r.get("id"), str):
                 continue
-            try:
-                key = ScopeKey.parse(str(env.get("scope", "")))
-            except ValueError:
-                continue
-            owned = key.tenant_id == tenant_id and (
+            owned = (
                 (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id)
                 or (key.visibility is Visibility.AGENT and key.user_id == subject_user_id)
             )

@@ -22,18 +22,17 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from identity.errors import IdentityConfigurationError, InvalidCredential
+from identity.errors import InvalidCredential
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, new_session_id, require_credential
-from identity.storage import connect_durable
+from identity.storage import open_identity_store
 
 __all__ = ["API_KEY_PREFIX", "ApiKeyProvider", "ApiKeyRecord", "ApiKeyStore", "IssuedApiKey"]
 
@@ -120,11 +119,7 @@ class ApiKeyStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self._db = connect_durable(self.path, busy_timeout_s=5.0)
-            self._db.execute(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise IdentityConfigurationError(f"API key store at {self.path} cannot be opened: {exc}") from None
+        self._db = open_identity_store(self.path, _SCHEMA, "API key store")
         self._lock = threading.Lock()
         self._dummy_salt = secrets.token_bytes(16)
 
