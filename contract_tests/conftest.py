@@ -20,7 +20,6 @@ from typing import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from bridge.facade import MemoryBridge
 from contract_tests.backends import load_builtin_adapters
 from contract_tests.harness import ContractEnv, Identities, contract_bridge, settle_timeout_for
 from contract_tests.plugin import DEFAULT_EXAMPLES

@@ -20,13 +20,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bridge.errors import NotPermitted
 from bridge.facade import MemoryBridge
-from contract_tests.harness import Identities, NotYet, contract_bridge, eventually, settle_timeout_for
+from contract_tests.harness import Identities, contract_bridge, eventually, settle_timeout_for
 from contract_tests.oracle import World, build_world, expected_write, include_allowed, may_read
 from contract_tests.registry import AdapterFactory
 

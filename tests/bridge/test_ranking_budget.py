@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from adapters.base import Hit, Provenance, Status, StoredMemory
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet

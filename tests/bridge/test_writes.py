@@ -9,7 +9,6 @@ import pytest
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
 from bridge import BridgeError, InvalidInput, ManifestError, MemoryBridge, NotPermitted
-from bridge.sqlite import Database
 
 
 async def test_retried_write_never_duplicates(bridge, make_identity):

@@ -7,7 +7,6 @@ import pytest
 
 from adapters.base import MemoryPatch, Provenance, SearchQuery, Status
 from adapters.errors import EmptyScopeError, NotFound, UnsupportedFilter
-from adapters.openviking import Auth, OpenVikingBackend, SecretKey
 from adapters.openviking.record import encode_record
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.backends.openviking import fresh_backend
