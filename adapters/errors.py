@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from identity import errors as _root
+
 if TYPE_CHECKING:
     from adapters.scopes import ScopeKey
 
 
-class BackendError(Exception):
+class BackendError(_root.VikingBridgeError):
     """Base of every adapter failure."""
 
     retryable: bool = False
@@ -39,7 +41,7 @@ class BackendError(Exception):
         super().__init__(f"{prefix}{message}{suffix}")
 
 
-class InvalidRequest(BackendError):
+class InvalidRequest(BackendError, _root.InvalidInput):
     """The request is malformed or asks for something this backend will not do."""
 
 
@@ -55,11 +57,11 @@ class EmbedderMismatch(InvalidRequest):
     """The store's vectors were made by a different embedder than the one supplied."""
 
 
-class NotFound(BackendError):
+class NotFound(BackendError, _root.NotFound):
     """No memory with that id in that scope."""
 
 
-class Conflict(BackendError):
+class Conflict(BackendError, _root.Conflict):
     """The write conflicts with existing state (e.g. idempotency key reused for other content)."""
 
 
@@ -67,7 +69,7 @@ class PermissionDenied(BackendError):
     """The backend refused the credential or principal."""
 
 
-class Unavailable(BackendError):
+class Unavailable(BackendError, _root.Unavailable):
     """A transient failure; the call may succeed if retried."""
 
     retryable = True

@@ -1,28 +1,101 @@
-"""Every way establishing an identity can fail.
+"""The root of viking-bridge's one error tree, and the identity branch of it.
+
+The root lives here because `identity` is the bottom layer: `adapters` and `bridge` both import
+it, so every package can subclass the same categories. The whole tree, with the bridge's and
+the adapters' leaves, is drawn in `bridge/errors.py`, the public place to import errors from.
+
+    VikingBridgeError                     the one root; every raise in the project is a member
+     ├── ConfigurationError               the process cannot run as configured (start-up)
+     ├── Unauthenticated                  no credential, or one that does not verify (401)
+     ├── Forbidden                        a verified identity that may not do this (403)
+     ├── InvalidInput (ValueError)        the request is malformed; fix the input (400/422)
+     ├── NotPermitted                     the policy refuses this operation (403)
+     ├── NotFound                         no such thing in a place the caller may look (404)
+     ├── Conflict                         reuse of a key for other content, a version race (409)
+     ├── RecallIncomplete                 a scope failed mid fan-out; fail closed (503)
+     ├── Unavailable                      transient; the same call may succeed later (503)
+     └── CorruptStorage                   a store file is damaged or belongs to another store
+
+Identity's own leaves (kept under `IdentityError` so `except IdentityError` still works):
 
     IdentityError
-     ├── Unauthenticated        no credential, or one that does not verify (HTTP 401)
-     │    ├── InvalidCredential  bad signature, unknown key, malformed token, wrong HMAC
-     │    └── ExpiredCredential  expired / not yet valid / outside the replay window
-     ├── Forbidden              a verified credential that may not do this (HTTP 403)
-     │    ├── SessionIdentityMismatch   continuing a session bound to someone else
-     │    └── UnknownSession            forking a session that was never bound
-     ├── IdentityProviderUnavailable   the credential could not be checked right now, e.g. the
-     │                                 JWKS endpoint is unreachable (HTTP 503; never a pass)
-     └── IdentityConfigurationError    the provider itself is mis-configured (start-up error)
+     ├── Unauthenticated ... InvalidCredential, ExpiredCredential
+     ├── Forbidden ......... SessionIdentityMismatch, UnknownSession
+     ├── IdentityProviderUnavailable  (also Unavailable) the key source is unreachable; never a pass
+     └── IdentityConfigurationError   (also ConfigurationError) a mis-configured provider
 
-Messages never contain the credential itself.
+Messages never contain a credential, a secret or memory content.
 """
 
 from __future__ import annotations
 
 
-class IdentityError(Exception):
+class VikingBridgeError(Exception):
+    """Root of every error viking-bridge raises on purpose."""
+
+    #: True where retrying the same call later may succeed (drives HTTP 503 + Retry-After).
+    retryable: bool = False
+
+
+class ConfigurationError(VikingBridgeError):
+    """A setting, file or dependency makes the process unable to run; raised at start-up."""
+
+
+class InvalidInput(VikingBridgeError, ValueError):
+    """The request is malformed; fix the input. Also a `ValueError` for plain-Python callers."""
+
+
+class NotPermitted(VikingBridgeError):
+    """The authenticated identity may not perform this operation (the policy said no)."""
+
+
+class NotFound(VikingBridgeError):
+    """No such memory, grant, manifest or session where the caller may look."""
+
+
+class Conflict(VikingBridgeError):
+    """The request conflicts with stored state (an idempotency key reused for other content)."""
+
+
+class RecallIncomplete(VikingBridgeError):
+    """Some readable scopes could not be searched; nothing is returned as if it were complete.
+
+    `failed_scopes` names them; `reasons` carries each adapter's failure text (never secrets).
+    """
+
+    retryable = True
+
+    def __init__(self, message: str, failed_scopes: tuple = (), reasons: tuple[str, ...] = ()) -> None:
+        self.failed_scopes = tuple(failed_scopes)
+        self.reasons = tuple(reasons)
+        super().__init__(message)
+
+
+class Unavailable(VikingBridgeError):
+    """A transient failure (network, overload, a held lock); the call may succeed if retried."""
+
+    retryable = True
+    #: Seconds after which a retry may succeed, when the source said so (HTTP Retry-After).
+    retry_after: float | None = None
+
+
+class CorruptStorage(VikingBridgeError):
+    """A store file is damaged, emptied, replaced or bound to another store; names the file."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+# -- the identity branch -----------------------------------------------------------------
+
+
+class IdentityError(VikingBridgeError):
     """Base of every identity failure."""
 
 
 class Unauthenticated(IdentityError):
-    """Nobody could be established from the credential presented."""
+    """Nobody could be established from the credential presented (HTTP 401)."""
 
 
 class InvalidCredential(Unauthenticated):
@@ -34,7 +107,7 @@ class ExpiredCredential(Unauthenticated):
 
 
 class Forbidden(IdentityError):
-    """The caller is known but not allowed to do what it asked."""
+    """The caller is known but not allowed to do what it asked (HTTP 403)."""
 
 
 class SessionIdentityMismatch(Forbidden):
@@ -45,9 +118,9 @@ class UnknownSession(Forbidden):
     """A session id that no identity has bound yet was named as a fork parent."""
 
 
-class IdentityProviderUnavailable(IdentityError):
+class IdentityProviderUnavailable(IdentityError, Unavailable):
     """The provider could not verify the credential now (key source unreachable). Fail closed."""
 
 
-class IdentityConfigurationError(IdentityError):
+class IdentityConfigurationError(IdentityError, ConfigurationError):
     """The provider cannot run as configured; raised at start-up, naming the setting."""
