@@ -12,7 +12,11 @@ backend query and tags every hit with the `ScopeKey` it was read from. Rules eve
 - `put` with an idempotency key already used in that scope returns the first record unchanged;
 - `search` returns at most `limit` hits *from the permitted scopes*, the best ones, even when
   the permitted rows are a tiny fraction of the store (no post-filtering a global top-k);
-- records whose scope cannot be established are never returned.
+- records whose scope cannot be established are never returned;
+- `put` says whether it created the memory (`StoredMemory.created`), so the bridge can tell a
+  fresh write from an idempotent retry without side channels;
+- `find_by_idempotency_key` answers "did a write with this key land?" (crash reconciliation);
+- `list_page` walks a scope of any size with an opaque cursor (erasure, export, admin lists).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ __all__ = [
     "require_scope",
     "require_scope_set",
     "SubjectEraser",
+    "ListPage",
+    "StoreMarker",
+    "StoreBinding",
 ]
 
 MetadataValue = str | int | float | bool | None
@@ -138,6 +145,9 @@ class StoredMemory:
     metadata: Mapping[str, MetadataValue]
     created_at: float
     updated_at: float
+    #: Set by `put` only: True when this call stored the memory, False when an earlier put with
+    #: the same idempotency key had (the record returned is that first one). None elsewhere.
+    created: bool | None = None
 
     @classmethod
     def from_new(cls, memory_id: str, scope: ScopeKey, new: NewMemory, now: float | None = None) -> "StoredMemory":
@@ -293,7 +303,49 @@ class MemoryBackend(Protocol):
         """Every scope of `tenant_id` holding at least one memory (never another tenant's)."""
         ...
 
+    async def list_page(
+        self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None
+    ) -> "ListPage":
+        """One page of a scope's memories in a stable order; pass `next_cursor` back for the next.
+
+        Walks a scope of any size (erasure must never give up on a large scope). The cursor is
+        opaque to the bridge and bound to `scope`; a cursor from another scope is `InvalidRequest`.
+        """
+        ...
+
+    async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
+        """The memory a put with this key stored in `scope`, or None. Used at open to reconcile
+        writes a crash interrupted between the backend commit and the audit row."""
+        ...
+
     async def aclose(self) -> None:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """A page of `list_page`; `next_cursor` is None on the last page."""
+
+    memories: tuple[StoredMemory, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreMarker:
+    """Which store this is and how far it has got. The bridge records both in its own state
+    after every write and refuses to open when the store it finds disagrees (a replaced,
+    emptied or rolled-back store must not be mistaken for the one its audit log describes)."""
+
+    store_id: str
+    writes: int  # committed writes, monotonic for one store; never decreases
+
+
+@runtime_checkable
+class StoreBinding(Protocol):
+    """Optional: a backend whose files the bridge's host owns (the local store) reports a
+    `StoreMarker`; remote services answer for their own durability and need not."""
+
+    async def store_marker(self) -> StoreMarker:
         ...
 
 
