@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 
 from identity.ids import validate_id
 
-__all__ = ["Visibility", "ScopeKey", "ScopeEntry", "ScopeSet", "EmptyScopeSetError"]
+__all__ = ["Visibility", "ScopeKey", "ScopeEntry", "ScopeSet", "EmptyScopeSetError", "ReadSource"]
 
 
 class Visibility(str, enum.Enum):
@@ -136,6 +136,14 @@ class ScopeKey:
         return f"ScopeKey({str(self)!r})"
 
 
+class ReadSource(str, enum.Enum):
+    """Why a ScopeSet entry is readable — data the bridge's labels use, never a decision here."""
+
+    OWN = "own"  # one of the identity's default scopes
+    GRANT = "grant"  # an explicit, expiring grant (`grant_id` names it)
+    MANIFEST = "manifest"  # a parent agent's injection manifest (`grant_id` = manifest id)
+
+
 @dataclass(frozen=True, slots=True)
 class ScopeEntry:
     """One readable place in a ScopeSet, with its ranking weight and why it is readable.
@@ -151,6 +159,8 @@ class ScopeEntry:
     reason: str = "own scope"
     grant_id: str | None = None
     memory_ids: frozenset[str] | None = None
+    source: ReadSource = ReadSource.OWN
+    injected_by: str | None = None  # `user@parent_agent` for MANIFEST entries
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, ScopeKey):
