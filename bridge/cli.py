@@ -92,7 +92,7 @@ async def _run(args: argparse.Namespace) -> int:
                 found = await bridge.forget(identity, (args.scope, args.memory_id))
                 print("forgotten" if found else "no such memory in that scope")
         elif args.command == "audit":
-            for e in bridge.audit_events(identity, action=args.action, limit=args.limit):
+            for e in await bridge.audit_events(identity, action=args.action, limit=args.limit):
                 print(json.dumps({"seq": e.seq, "ts": round(e.ts, 3), "actor": e.actor, "action": e.action, "memory_ids": e.memory_ids, "scopes": e.scopes, "grants": e.grant_ids}, ensure_ascii=False))
     finally:
         await bridge.aclose()

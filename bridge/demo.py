@@ -120,7 +120,7 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     except NotPermitted as exc:
         print(f"\n── bob asks for acme/dept/eng without a grant -> refused: {exc}", file=out)
         checks.check("cross-department search without a grant is refused", True)
-    grant = bridge.grant(dave, "bob", "acme/dept/eng", ttl_seconds=3600, reason="incident review INC-42")
+    grant = await bridge.grant(dave, "bob", "acme/dept/eng", ttl_seconds=3600, reason="incident review INC-42")
     r = await bridge.recall(bob, "code review approvals", include_scopes=["acme/dept/eng"])
     _show(out, f"bob@assistant with grant {grant.grant_id[:8]} (authorised by dave for INC-42)", r)
     eng = [i for i in r.items if i.scope == "acme/dept/eng"]
@@ -157,7 +157,7 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     removed = await bridge.forget_subject(dave, "bob")
     r = await bridge.recall(bob, "Bob detailed answers MySQL alice")
     checks.check(f"forget-by-subject removed bob's {removed} memories from every recall path", not r.items or all(i.author.split("@")[0] != "bob" for i in r.items))
-    audit = bridge.audit_events(dave, limit=500)
+    audit = await bridge.audit_events(dave, limit=500)
     checks.check("the audit log recorded recalls, grants, injections and the erasure", {"recall", "grant", "inject", "forget_subject"} <= {e.action for e in audit})
 
     print("\nIsolation checks", file=out)

@@ -22,6 +22,7 @@ class Candidate:
     kind: Kind
     content: str
     message_id: str | None
+    message_index: int = 0  # position of the source message in the captured list
 
 
 class Extractor(Protocol):
@@ -45,7 +46,7 @@ class RuleExtractor:
     def extract(self, messages: Sequence[Message]) -> list[Candidate]:
         out: list[Candidate] = []
         seen: set[str] = set()
-        for message in messages:
+        for index, message in enumerate(messages):
             if message.role != "user":
                 continue  # only what the user said is evidence about the user
             for sentence in _SENTENCE.findall(message.content):
@@ -57,6 +58,6 @@ class RuleExtractor:
                         content = text[: self.max_chars]
                         if content not in seen:
                             seen.add(content)
-                            out.append(Candidate(kind, content, message.message_id))
+                            out.append(Candidate(kind, content, message.message_id, index))
                         break
         return out
