@@ -13,9 +13,10 @@ state (the bridge runs it off the event loop, in a worker thread). So:
 - every pattern has a *bounded match width* (literal phrases, or a gap of at most a few
   characters); a rule that needs "A, later in the sentence, B" is two bounded searches in a row
   (`_Rule.ordered`), never one regex with an unbounded gap;
-- every regex call sees a window of at most `WINDOW_CHARS + width + 1` characters
+- every rule's regex call sees a window of at most `WINDOW_CHARS + width + 1` characters
   (`search_windows`), so total work is linear and no single C-level call, which holds the GIL,
   runs long;
+- sentences are split by one possessive character-class scan (linear, never backtracks);
 - module state is compiled patterns and frozen tuples, written once at import.
 """
 
@@ -56,6 +57,7 @@ class _Pattern:
 
     regex: re.Pattern[str]
     width: int
+    phrases: tuple[str, ...] = ()  # the literal phrases it was built from, if any (tests use them)
 
 
 def _is_ascii_word(char: str) -> bool:
@@ -102,7 +104,7 @@ def _phrases(*phrases: str) -> tuple[_Pattern, ...]:
     worded = [p for p in phrases if _is_ascii_word(p[0])]
     other = [p for p in phrases if not _is_ascii_word(p[0])]
     return tuple(
-        _Pattern(re.compile(lead + _trie(group), re.IGNORECASE), max(map(len, group)))
+        _Pattern(re.compile(lead + _trie(group), re.IGNORECASE), max(map(len, group)), tuple(group))
         for lead, group in (("\\b", worded), ("", other)) if group
     )
 
