@@ -180,6 +180,8 @@ def _search(pattern: _Pattern, text: str, pos: int = 0) -> re.Match[str] | None:
     A window's `endpos` makes `\\b` see an end of text that is not there, so a match is taken
     only if it starts in the window's own range: it then ends at least one character before
     `endpos` and every lookaround it used saw the real text."""
+    if len(text) - pos <= WINDOW_CHARS:  # the common case: a sentence fits one window
+        return pattern.regex.search(text, pos)
     for start, end in search_windows(len(text), pos, pattern.width):
         found = pattern.regex.search(text, start, end)
         if found is not None and (found.start() < start + WINDOW_CHARS or end == len(text)):
@@ -188,8 +190,9 @@ def _search(pattern: _Pattern, text: str, pos: int = 0) -> re.Match[str] | None:
 
 
 def _holds(rule: _Rule, text: str) -> bool:
-    if any(_search(pattern, text) is not None for pattern in rule.anywhere):
-        return True
+    for pattern in rule.anywhere:
+        if _search(pattern, text) is not None:
+            return True
     for head, tail in rule.ordered:
         first = _search(head, text)
         if first is not None and _search(tail, text, first.end()) is not None:
