@@ -146,6 +146,17 @@ def test_attacker_cannot_make_one_regex_call_see_more_than_a_window(monkeypatch)
     assert sum(end - pos for pos, end, _ in calls) <= patterns * overlap * total_input
 
 
+def test_an_ordered_head_that_starts_first_also_ends_first():
+    """`_Rule.ordered` searches for the tail after the *first* head match only; that is exact
+    only if no head phrase occurs inside another at a later start (so it would end earlier)."""
+    for rule in extract._RULES:
+        for head, _ in rule.ordered:
+            assert head.phrases
+            for outer in head.phrases:
+                for inner in head.phrases:
+                    assert inner.lower() not in outer.lower()[1:], (outer, inner)
+
+
 # -- behaviour: same answers as before, on any short text ------------------------------------------
 
 _TOKENS = [
