@@ -14,7 +14,11 @@ the adapters' leaves, is drawn in `bridge/errors.py`, the public place to import
      ├── Conflict                         reuse of a key for other content, a version race (409)
      ├── RecallIncomplete                 a scope failed mid fan-out; fail closed (503)
      ├── Unavailable                      transient; the same call may succeed later (503)
+     │    └── StorageUnavailable          a store file is locked by another process, or the disk is full
      └── CorruptStorage                   a store file is damaged or belongs to another store
+
+    ConfigurationError
+     └── IncompatibleSchema               a store file was written by a newer version (names the file)
 
 Identity's own leaves (kept under `IdentityError` so `except IdentityError` still works):
 
@@ -79,11 +83,31 @@ class Unavailable(VikingBridgeError):
     retry_after: float | None = None
 
 
+class StorageUnavailable(Unavailable):
+    """A store file is locked by another process (past the busy timeout) or the disk is full."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
 class CorruptStorage(VikingBridgeError):
     """A store file is damaged, emptied, replaced or bound to another store; names the file."""
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
         self.path = path
+        super().__init__(message)
+
+
+class IncompatibleSchema(ConfigurationError):
+    """A store's recorded schema version is newer than this code knows: it was written by a
+    newer release. Refused at open (never downgraded, never written), naming the file."""
+
+    def __init__(self, message: str, *, path: str | None, component: str, found: int, known: int) -> None:
+        self.path = path
+        self.component = component
+        self.found = found
+        self.known = known
         super().__init__(message)
 
 

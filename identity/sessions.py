@@ -157,7 +157,9 @@ class InMemorySessionRegistry(_RegistryBase):
             return self._bindings.get((tenant_id, session_id))
 
 
-_SCHEMA = """
+#: Migration 1 is the table as it was before migrations existed (`IF NOT EXISTS` adopts old files).
+MIGRATIONS: tuple[str, ...] = (
+    """
 CREATE TABLE IF NOT EXISTS session_bindings (
     tenant_id         TEXT NOT NULL,
     session_id        TEXT NOT NULL,
@@ -168,7 +170,8 @@ CREATE TABLE IF NOT EXISTS session_bindings (
     created_at        REAL NOT NULL,
     PRIMARY KEY (tenant_id, session_id)
 )
-"""
+""",
+)
 
 
 class SqliteSessionRegistry(_RegistryBase):
@@ -180,7 +183,7 @@ class SqliteSessionRegistry(_RegistryBase):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = open_identity_store(self.path, _SCHEMA, "session registry")
+        self._db = open_identity_store(self.path, "session_bindings", MIGRATIONS, "session registry")
         self._lock = threading.Lock()
 
     def close(self) -> None:

@@ -41,7 +41,9 @@ _SCHEME = "hmac-sha256"
 _KEY_ID_HEX = 16
 _MAX_KEY_LENGTH = 256
 
-_SCHEMA = """
+#: Migration 1 is the table as it was before migrations existed (`IF NOT EXISTS` adopts old files).
+MIGRATIONS: tuple[str, ...] = (
+    """
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id             TEXT PRIMARY KEY,
     scheme             TEXT NOT NULL,
@@ -58,7 +60,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_at         REAL NOT NULL,
     revoked_at         REAL
 )
-"""
+""",
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ class ApiKeyStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = open_identity_store(self.path, _SCHEMA, "API key store")
+        self._db = open_identity_store(self.path, "api_keys", MIGRATIONS, "API key store")
         self._lock = threading.Lock()
         self._dummy_salt = secrets.token_bytes(16)
 
