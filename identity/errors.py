@@ -26,6 +26,7 @@ Identity's own leaves (kept under `IdentityError` so `except IdentityError` stil
      ├── Unauthenticated ... InvalidCredential, ExpiredCredential
      ├── Forbidden ......... SessionIdentityMismatch, UnknownSession
      ├── IdentityProviderUnavailable  (also Unavailable) the key source is unreachable; never a pass
+     │    └── NonceCacheFull          the replay cache holds its maximum of live nonces; retry later
      └── IdentityConfigurationError   (also ConfigurationError) a mis-configured provider
 
 Messages never contain a credential, a secret or memory content.
@@ -144,6 +145,15 @@ class UnknownSession(Forbidden):
 
 class IdentityProviderUnavailable(IdentityError, Unavailable):
     """The provider could not verify the credential now (key source unreachable). Fail closed."""
+
+
+class NonceCacheFull(IdentityProviderUnavailable):
+    """The gateway's replay cache is full of *live* nonces. Refusing new requests until some
+    expire is the only safe choice: evicting a live nonce would let its request be replayed."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
 
 
 class IdentityConfigurationError(IdentityError, ConfigurationError):
