@@ -23,6 +23,7 @@ the adapters' leaves, is drawn in `bridge/errors.py`, the public place to import
 Identity's own leaves (kept under `IdentityError` so `except IdentityError` still works):
 
     IdentityError
+     ├── InvalidIdentityInput     (also InvalidInput) an identity API called with a wrong-type value
      ├── Unauthenticated ... InvalidCredential, ExpiredCredential
      ├── Forbidden ......... SessionIdentityMismatch, UnknownSession
      ├── IdentityProviderUnavailable  (also Unavailable) the key source is unreachable; never a pass
@@ -117,6 +118,12 @@ class IncompatibleSchema(ConfigurationError):
 
 class IdentityError(VikingBridgeError):
     """Base of every identity failure."""
+
+
+class InvalidIdentityInput(IdentityError, InvalidInput):
+    """An identity API was called with a value of the wrong type or shape (a session call with
+    no `MemoryIdentity`, a non-string key id): a caller's bug, not a credential problem (400).
+    Ids that break the grammar raise `identity.ids.InvalidIdError`, also an `InvalidInput`."""
 
 
 class Unauthenticated(IdentityError):

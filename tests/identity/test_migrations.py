@@ -167,7 +167,7 @@ def test_processes_opening_at_once_apply_each_step_exactly_once(tmp_path: Path) 
 # -- the identity stores use it -------------------------------------------------------------
 
 def test_api_key_store_created_before_migrations_is_adopted_and_keeps_its_keys(tmp_path: Path) -> None:
-    from identity.providers.api_keys import MIGRATIONS
+    from identity.api_key_store import MIGRATIONS
 
     path = tmp_path / "keys.sqlite3"
     store = ApiKeyStore(path)
