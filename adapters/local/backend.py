@@ -7,34 +7,68 @@ Durability. Every acknowledged write is committed in WAL mode with `synchronous=
 commit) before `put` returns; the numpy partitions are a cache rebuilt from SQLite, so a crash
 can lose nothing that was acknowledged. A write that fails leaves neither a row nor a vector.
 
-Concurrency. Two processes may open one data directory: SQLite's WAL gives one writer at a time
-(others wait up to `busy_timeout`) and readers never block. Each process watches
-`PRAGMA data_version` and drops its partition cache when another process has committed, so it
-never serves a memory another process deleted. Within a process, calls are serialised by a lock;
-SQLite work is short and runs inline on the event loop (a put's fsync blocks for ~1 ms).
+Store identity (`store_marker`). A random `store_id` is made with the store; `writes` counts
+committed puts, updates and deletes and is bumped in the SAME transaction as the write, so it is
+never behind the data after a crash. The bridge records both; opening with
+`expected_store_id=` (or `expect_existing=True`) refuses, as `CorruptStore` naming the files, a
+missing directory, a missing or 0-byte database file, a database file without a store in it, a
+WAL left without its database, or a store with another id.
 
-Idempotency. `(scope, idempotency_key)` is UNIQUE: a retried put returns the first record; the
-same key with different content is a `Conflict`, never a second memory.
+What SQLite cannot detect. The WAL holds commits not yet checkpointed into the database file.
+If `memories.sqlite3-wal` is deleted (or damaged) while no connection has it open, SQLite opens
+the database file without those commits and says nothing: the rows they held are silently
+gone, and `writes` is silently lower. The store cannot tell this from a clean state; only the
+bridge can, by comparing `writes` with the high-water mark it recorded (a lower count means
+lost commits). Likewise a whole-directory copy taken from an older backup passes every check
+here except that comparison. Damage inside a page that no query reads stays undetected until it
+is read (`PRAGMA integrity_check` finds it; it is not run at open because it reads everything).
+
+Concurrency. Two processes may open one data directory: SQLite's WAL gives one writer at a time
+(others wait up to `busy_timeout_s`, then `StorageBusy`) and readers never block. Every
+committing transaction stamps the ScopeKeys it touched in `partition_version` with a store-wide
+change number. Each process watches `PRAGMA data_version` and, when another process has
+committed, reads only the versions newer than the last it saw and drops only those partitions
+(finding 17), so it never serves a memory another process deleted and never reloads a scope
+nobody touched. Within a process, calls are serialised by a lock; SQLite work is short and runs
+inline on the event loop (a put's fsync blocks for ~1 ms).
+
+Damaged rows (finding 16). A row whose vector blob has the wrong length or holds NaN/inf, whose
+status is unknown or whose JSON does not decode is quarantined: recorded in the `quarantine`
+table (persisted, seen by every process), removed from the searchable set, logged at ERROR, counted
+(`quarantine_alarms`), reported to `on_quarantine`, and listed by `quarantined()` for the
+bridge's audit. The rest of the scope keeps being served. A quarantined row whose fields still
+decode is still returned by `get`, `list` and `list_page` (so erasure finds it); one that does
+not decode is skipped there (`get` raises `DamagedRecord`), and `erase_subject_traces` deletes
+the subject's quarantined rows.
+
+Idempotency. `(scope, idempotency_key)` is UNIQUE: a retried put returns the first record with
+`created=False`; the same key with different content is a `Conflict`, never a second memory.
+
+Errors. Every public method maps SQLite errors into the tree (`adapters/local/errors.py`).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import functools
-import hashlib
-import json
+import inspect
+import logging
+import math
 import sqlite3
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from adapters.base import (
     Capabilities,
     Hit,
+    ListPage,
     MemoryPatch,
     NewMemory,
     Provenance,
@@ -42,94 +76,158 @@ from adapters.base import (
     SearchResult,
     Status,
     StoredMemory,
+    StoreMarker,
     require_scope,
     require_scope_set,
 )
 from adapters.embedding import Embedder, HashingEmbedder
-from adapters.errors import Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.local.cursor import decode_cursor, encode_cursor
+from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_errors
 from adapters.local.partitions import Partition
-from adapters.scopes import ScopeKey, ScopeSet
+from adapters.local.records import (  # noqa: F401  (the decode caches are re-exported for tests)
+    COLUMNS as _COLUMNS,
+    STATUS_CODES as _STATUS_CODES,
+    RowDamage,
+    _metadata_template,
+    _provenance_from_json,
+    clear_decode_caches,
+    content_hash,
+    encodable,
+    metadata_json,
+    provenance_json,
+    row_to_memory,
+)
+from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, tighten_files
+from adapters.scopes import ScopeKey, ScopeSet, Visibility
+from identity.errors import VikingBridgeError
 from identity.ids import validate_id
 from identity.storage import connect_durable
 
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "QuarantinedRow", "DB_FILENAME", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = "1"
-DB_FILENAME = "memories.sqlite3"
-_STATUS_CODES = {s: i for i, s in enumerate(Status)}
-_STATUS_BY_VALUE = {s.value: s for s in Status}
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS memories (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    tenant_id TEXT,
-    content TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    confidence REAL NOT NULL,
-    provenance TEXT NOT NULL,
-    subject_user_id TEXT,
-    metadata TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    UNIQUE (scope, id),
-    UNIQUE (scope, idempotency_key)
-);
-CREATE INDEX IF NOT EXISTS memories_by_tenant ON memories (tenant_id, scope);
-"""
-_COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
+log = logging.getLogger(__name__)
+
+_STATUS_CODE_BY_VALUE = {s.value: code for s, code in _STATUS_CODES.items()}
+_MAX_PAGE = 10_000
+_FIRST_ROWID = -(2**63)
 
 
-def _content_hash(memory: NewMemory) -> str:
-    blob = json.dumps([memory.content, memory.kind, memory.status.value, dict(memory.metadata)], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+@dataclasses.dataclass(frozen=True, slots=True)
+class QuarantinedRow:
+    """A row taken out of the searchable set. Carries ids and a reason, never content."""
+
+    scope: str  # the stored scope text (it may itself be what does not parse)
+    memory_id: str
+    reason: str
+    detected_at: float
 
 
-def _provenance_json(p: Provenance) -> str:
-    return json.dumps(p.to_dict(), ensure_ascii=False)
+@dataclasses.dataclass
+class _Touch:
+    """What one write transaction changed: the scopes to stamp and the writes to count."""
+
+    scopes: set[str] = dataclasses.field(default_factory=set)
+    writes: int = 0
 
 
-@functools.lru_cache(maxsize=4096)
-def _provenance_from_json(text: str) -> Provenance:
-    """Cached: Provenance is immutable, and recalls decode the same few authors over and over."""
-    return Provenance.from_dict(json.loads(text))
+def _guarded(method: Callable) -> Callable:
+    """Every public method: closed-store check, SQLite errors mapped, a damaged row quarantined."""
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def run(self: "LocalBackend", *args: Any, **kwargs: Any) -> Any:
+            self._ensure_open()
+            try:
+                with storage_errors(self._db_file):
+                    return await method(self, *args, **kwargs)
+            except RowDamage as damage:
+                raise self._damaged(damage) from None
+
+        return run
+
+    @functools.wraps(method)
+    def run_sync(self: "LocalBackend", *args: Any, **kwargs: Any) -> Any:
+        self._ensure_open()
+        try:
+            with storage_errors(self._db_file):
+                return method(self, *args, **kwargs)
+        except RowDamage as damage:
+            raise self._damaged(damage) from None
+
+    return run_sync
 
 
-@functools.lru_cache(maxsize=4096)
-def _metadata_template(text: str) -> dict:
-    return json.loads(text)
+def _valid_key(value: object, what: str) -> str:
+    """An id the identity grammar accepts; anything else is `InvalidRequest` (a member of the tree)."""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}", backend="local")
+    try:
+        validate_id(value, what)
+    except VikingBridgeError:
+        raise
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), backend="local") from None
+    return value
 
 
-def _metadata_from_json(text: str) -> dict:
-    """A fresh dict every time (values are scalars, so a shallow copy of the cached parse is safe)."""
-    return {} if text == "{}" else dict(_metadata_template(text))
+def _valid_statuses(statuses: object, *, allow_none: bool) -> frozenset[Status] | None:
+    if statuses is None and allow_none:
+        return None
+    if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
+        raise InvalidRequest("statuses must be a non-empty set of Status", backend="local")
+    return frozenset(statuses)
 
 
-def _row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
-    """`scope_key`, when given, must already be verified equal to the row's stored scope."""
-    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
-    return StoredMemory(
-        id=mid,
-        scope=scope_key if scope_key is not None else ScopeKey.parse(scope),
-        content=content,
-        kind=kind,
-        status=_STATUS_BY_VALUE[status],
-        confidence=confidence,
-        provenance=_provenance_from_json(prov),
-        subject_user_id=subject,
-        metadata=_metadata_from_json(meta),
-        created_at=created,
-        updated_at=updated,
-    )
+def _valid_limit(limit: object, maximum: int | None = None) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
+        raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="local")
+    return limit
+
+
+def _check_new(memory: object) -> NewMemory:
+    if not isinstance(memory, NewMemory):
+        raise InvalidRequest(f"put expects NewMemory, got {type(memory).__name__}", backend="local")
+    if not isinstance(memory.content, str) or not isinstance(memory.kind, str) or not memory.kind:
+        raise InvalidRequest("content and kind must be strings (kind non-empty)", backend="local")
+    encodable(memory.content, "content")
+    encodable(memory.kind, "kind")
+    if not isinstance(memory.provenance, Provenance) or not isinstance(memory.status, Status):
+        raise InvalidRequest("provenance must be a Provenance and status a Status", backend="local")
+    if memory.subject_user_id is not None and not isinstance(memory.subject_user_id, str):
+        raise InvalidRequest("subject_user_id must be a string or None", backend="local")
+    if memory.created_at is not None and (not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
+        raise InvalidRequest("created_at must be a finite number of epoch seconds", backend="local")
+    return memory
+
+
+def _check_patch(patch: object) -> MemoryPatch:
+    if not isinstance(patch, MemoryPatch):
+        raise InvalidRequest(f"update expects MemoryPatch, got {type(patch).__name__}", backend="local")
+    if patch.content is not None:
+        if not isinstance(patch.content, str):
+            raise InvalidRequest("patch content must be a string", backend="local")
+        encodable(patch.content, "content")
+    if patch.status is not None and not isinstance(patch.status, Status):
+        raise InvalidRequest("patch status must be a Status", backend="local")
+    if patch.confidence is not None and (
+        not isinstance(patch.confidence, (int, float)) or isinstance(patch.confidence, bool) or not 0.0 <= patch.confidence <= 1.0
+    ):
+        raise InvalidRequest("patch confidence must be a number in [0, 1]", backend="local")
+    return patch
+
+
+def _vector_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
 class LocalBackend:
-    """SQLite + numpy backend in one data directory. See the module docstring for guarantees."""
+    """SQLite + numpy backend in one data directory. See the module docstring for guarantees.
+
+    `expect_existing=True` refuses to create a store (the caller has a record of one);
+    `expected_store_id=` additionally refuses a store with another id. `on_quarantine` is called
+    with each `QuarantinedRow` this process detects (the bridge audits them).
+    """
 
     name = "local"
     capabilities = Capabilities(
@@ -140,57 +238,117 @@ class LocalBackend:
         supported_filters=frozenset(),
     )
 
-    def __init__(self, path: str | Path, embedder: Embedder | None = None, *, busy_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        *,
+        busy_timeout_s: float = 10.0,
+        expect_existing: bool = False,
+        expected_store_id: str | None = None,
+        on_quarantine: Callable[[QuarantinedRow], None] | None = None,
+    ) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._db_file = db_path(self.path)
         self.embedder: Embedder = embedder or HashingEmbedder()
+        self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
-        self._db = connect_durable(self.path / DB_FILENAME, busy_timeout_s=busy_timeout_s)
-        with self._transaction():
-            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
-                self._db.execute(statement)
-            self._check_meta()
+        self._closed = True  # until the store is open and checked
+        self._on_quarantine = on_quarantine
         self._partitions: dict[ScopeKey, Partition] = {}
         self._kind_codes: dict[str, int] = {}
-        self._data_version = self._current_data_version()
+        #: partition loads per ScopeKey since open (a reload after another process's write counts)
+        self.partition_loads: collections.Counter[ScopeKey] = collections.Counter()
+        #: rows this process quarantined since open (the alarm counter)
+        self.quarantine_alarms = 0
+        expect = expect_existing or expected_store_id is not None
+        with storage_errors(self._db_file):
+            preflight(self.path, expect_existing=expect)
+            private_dir(self.path)
+            self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
+        try:
+            with storage_errors(self._db_file):
+                tighten_files(self.path)
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    meta = create_or_upgrade(
+                        self._db, self.path, embedder_signature=self.embedder.signature, dimension=self.embedder.dimension,
+                        expect_existing=expect, expected_store_id=expected_store_id,
+                    )
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+                self._store_id = meta["store_id"]
+                self._cursor_key = bytes.fromhex(meta["cursor_key"])
+                self._seen_changes = self._counter("changes")
+                self._data_version = self._current_data_version()
+        except BaseException:
+            self._db.close()
+            raise
         self._closed = False
 
-    # -- set-up -------------------------------------------------------------------------
-    def _check_meta(self) -> None:
-        rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        wanted = {"schema_version": SCHEMA_VERSION, "embedder": self.embedder.signature, "dimension": str(self.embedder.dimension)}
-        if not rows:
-            self._db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", wanted.items())
-            return
-        if rows.get("schema_version") != SCHEMA_VERSION:
-            raise InvalidRequest(f"store at {self.path} has schema {rows.get('schema_version')!r}, this build reads {SCHEMA_VERSION!r}", backend=self.name)
-        if rows.get("embedder") != self.embedder.signature:
-            raise EmbedderMismatch(
-                f"store at {self.path} was built with embedder {rows.get('embedder')!r}, not {self.embedder.signature!r}; "
-                "open it with the same embedder or re-embed into a new store",
-                backend=self.name,
-            )
+    # -- transactions and cross-process cache coherence ---------------------------------
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the original error is the one to report
+                self._db.execute("ROLLBACK")
+
+    def _counter(self, name: str) -> int:
+        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE takes the write lock up front, so two processes never interleave."""
+    def _write(self) -> Iterator[_Touch]:
+        """One write transaction. BEGIN IMMEDIATE takes the write lock up front (two processes
+        never interleave); under it, foreign changes are absorbed first, so stamping the touched
+        scopes can never hide another process's change to the same scope. The touched scopes
+        get a new change number and `writes` grows in the same transaction as the data."""
+        touch = _Touch()
         self._db.execute("BEGIN IMMEDIATE")
+        change = None
         try:
-            yield
+            self._absorb_foreign_changes()
+            yield touch
+            if touch.scopes:
+                change = self._counter("changes") + 1
+                self._db.execute("UPDATE counters SET value = ? WHERE name = 'changes'", (change,))
+                if touch.writes:
+                    self._db.execute("UPDATE counters SET value = value + ? WHERE name = 'writes'", (touch.writes,))
+                self._db.executemany(
+                    "INSERT INTO partition_version (scope, version) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET version = excluded.version",
+                    [(s, change) for s in sorted(touch.scopes)],
+                )
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
-        self._db.execute("COMMIT")
+        if change is not None:
+            self._seen_changes = change  # every change below it was absorbed under the write lock
 
     def _current_data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
-    def _refresh_if_changed_elsewhere(self) -> None:
-        version = self._current_data_version()
-        if version != self._data_version:
-            self._partitions.clear()  # another process committed: rebuild lazily from SQLite
-            self._data_version = version
+    def _absorb_foreign_changes(self) -> None:
+        """Drop exactly the partitions another connection changed since we last looked.
+        data_version is read BEFORE the versions, so a commit between the two is seen now or
+        makes the next check differ; it is never missed."""
+        self._data_version = self._current_data_version()
+        changed = self._db.execute("SELECT scope, version FROM partition_version WHERE version > ?", (self._seen_changes,)).fetchall()
+        if not changed:
+            return
+        if self._partitions:
+            by_text = {str(k): k for k in self._partitions}
+            for scope_text, _ in changed:
+                key = by_text.get(scope_text)
+                if key is not None:
+                    del self._partitions[key]
+        self._seen_changes = max(self._seen_changes, max(v for _, v in changed))
 
+    def _refresh_if_changed_elsewhere(self) -> None:
+        if self._current_data_version() != self._data_version:
+            self._absorb_foreign_changes()
+
+    # -- partitions ---------------------------------------------------------------------
     def _kind_code(self, kind: str) -> int:
         code = self._kind_codes.get(kind)
         if code is None:
@@ -201,52 +359,164 @@ class LocalBackend:
         part = self._partitions.get(scope)
         if part is not None:
             return part
-        rows = self._db.execute("SELECT rowid, status, kind, vector FROM memories WHERE scope = ?", (str(scope),)).fetchall()
+        self.partition_loads[scope] += 1
+        rows = self._db.execute(
+            "SELECT m.rowid, m.id, m.status, m.kind, m.vector FROM memories m WHERE m.scope = ?"
+            " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
+            (str(scope),),
+        ).fetchall()
         dim = self.embedder.dimension
-        if rows:
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            status = np.fromiter((_STATUS_CODES[Status(r[1])] for r in rows), dtype=np.int8, count=len(rows))
-            kind = np.fromiter((self._kind_code(r[2]) for r in rows), dtype=np.int32, count=len(rows))
-            matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        want = 4 * dim
+        good: list[tuple] = []
+        damaged: list[tuple[int, str, str, str]] = []
+        for r in rows:
+            if r[2] not in _STATUS_CODE_BY_VALUE:
+                damaged.append((r[0], str(scope), r[1], "unknown status"))
+            elif not isinstance(r[4], bytes) or len(r[4]) != want:
+                size = len(r[4]) if isinstance(r[4], (bytes, str)) else 0
+                damaged.append((r[0], str(scope), r[1], f"vector has {size} bytes, expected {want}"))
+            else:
+                good.append(r)
+        if good:
+            matrix = np.frombuffer(b"".join(r[4] for r in good), dtype=np.float32).reshape(len(good), dim)
+            broken = ~np.isfinite(matrix).all(axis=1)
+            if broken.any():
+                damaged += [(good[i][0], str(scope), good[i][1], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
+                good = [r for r, bad in zip(good, broken.tolist()) if not bad]
+                matrix = matrix[~broken]
+        if good:
+            rowids = np.fromiter((r[0] for r in good), dtype=np.int64, count=len(good))
+            status = np.fromiter((_STATUS_CODE_BY_VALUE[r[2]] for r in good), dtype=np.int8, count=len(good))
+            kind = np.fromiter((self._kind_code(r[3]) for r in good), dtype=np.int32, count=len(good))
             part = Partition.from_rows(dim, rowids, status, kind, matrix)
         else:
             part = Partition(dim)
         self._partitions[scope] = part
+        if damaged:
+            self._quarantine(damaged)
         return part
+
+    # -- quarantine (finding 16) ---------------------------------------------------------
+    def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        """Take rows (rowid, scope text, memory id, reason) out of the searchable set, here and
+        in every process; alarm for each. Recording it is best effort: if the store is busy,
+        the rows are still out of this process's partitions and the alarm still fires."""
+        now = time.time()
+        for rowid, scope_text, _, _ in rows:
+            for key, part in self._partitions.items():
+                if str(key) == scope_text:
+                    part.remove(rowid)
+        fresh = list(rows)
+        if not self._db.in_transaction:
+            try:
+                with storage_errors(self._db_file), self._write() as touch:
+                    fresh = []
+                    for rowid, scope_text, mid, reason in rows:
+                        cur = self._db.execute(
+                            "INSERT OR IGNORE INTO quarantine (row_ref, scope, memory_id, reason, detected_at) VALUES (?, ?, ?, ?, ?)",
+                            (rowid, scope_text, mid, reason, now),
+                        )
+                        if cur.rowcount:
+                            fresh.append((rowid, scope_text, mid, reason))
+                            touch.scopes.add(scope_text)
+            except BackendError as exc:
+                log.error("could not record %d quarantined row(s) in %s: %s", len(rows), self._db_file, exc)
+        for _, scope_text, mid, reason in fresh:
+            self.quarantine_alarms += 1
+            log.error("quarantined memory %s of scope %s in %s: %s", mid, scope_text, self._db_file, reason)
+            if self._on_quarantine is not None:
+                try:
+                    self._on_quarantine(QuarantinedRow(scope_text, mid, reason, now))
+                except Exception:  # an alarm hook must not take recall down with it
+                    log.exception("on_quarantine hook failed")
+
+    def _damaged(self, damage: RowDamage) -> DamagedRecord:
+        ref = getattr(damage, "row_ref", None)
+        if ref is not None:
+            with self._lock:
+                self._quarantine([(*ref, damage.reason)])
+        scope_text, memory_id = (ref[1], ref[2]) if ref is not None else (None, None)
+        return DamagedRecord(f"memory {memory_id!r} of scope {scope_text} cannot be read: {damage.reason}; it is quarantined", path=self._db_file, memory_id=memory_id)
+
+    def _decode(self, row: tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
+        try:
+            return row_to_memory(row, scope_key)
+        except RowDamage as damage:
+            damage.row_ref = (row[0], row[2], row[1])  # type: ignore[attr-defined]
+            raise
+
+    def _decode_all(self, rows: Iterable[tuple]) -> list[StoredMemory]:
+        """Decode rows, quarantining (and skipping) the ones that do not decode."""
+        out: list[StoredMemory] = []
+        damaged: list[tuple[int, str, str, str]] = []
+        for row in rows:
+            try:
+                out.append(row_to_memory(row))
+            except RowDamage as damage:
+                damaged.append((row[0], row[2], row[1], damage.reason))
+        if damaged:
+            self._quarantine(damaged)
+        return out
+
+    @_guarded
+    async def quarantined(self) -> list[QuarantinedRow]:
+        """Every quarantined row of the store (ids and reasons only; an operator/audit view)."""
+        with self._lock:
+            rows = self._db.execute("SELECT scope, memory_id, reason, detected_at FROM quarantine ORDER BY detected_at, row_ref").fetchall()
+        return [QuarantinedRow(*r) for r in rows]
 
     def _ensure_open(self) -> None:
         if self._closed:
             raise Unavailable("the local store is closed", backend=self.name)
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        """The embedder's vectors, checked: the wrong shape or a NaN must never reach a partition."""
+        try:
+            vectors = await self.embedder.embed(texts)
+        except VikingBridgeError:
+            raise
+        except Exception as exc:  # the embedder's own failure (network, model): transient for us
+            raise EmbeddingFailed(f"the embedder failed: {type(exc).__name__}", retryable=True) from exc
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), self.embedder.dimension) or not np.isfinite(vectors).all():
+            raise EmbeddingFailed(f"the embedder returned {vectors.shape} or non-finite values, expected {(len(texts), self.embedder.dimension)}", retryable=False)
+        return vectors
 
     # -- writes -------------------------------------------------------------------------
     async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
         (stored,) = await self.put_many([(scope, memory, idempotency_key)])
         return stored
 
+    @_guarded
     async def put_many(self, items: Sequence[tuple[ScopeKey, NewMemory, str]]) -> list[StoredMemory]:
-        """Store many memories in ONE transaction (one fsync): all land, or none do."""
-        self._ensure_open()
-        for scope, memory, key in items:
+        """Store many memories in ONE transaction (one fsync): all land, or none do. Each result
+        says whether this call created it (`created`)."""
+        items = list(items)
+        if not items:
+            return []
+        prepared = []
+        for item in items:
+            if not isinstance(item, tuple) or len(item) != 3:
+                raise InvalidRequest("put_many expects (scope, memory, idempotency_key) tuples", backend=self.name)
+            scope, memory, key = item
             require_scope(scope)
-            validate_id(key, "idempotency_key")
-            if not isinstance(memory, NewMemory):
-                raise InvalidRequest(f"put expects NewMemory, got {type(memory).__name__}", backend=self.name)
-        vectors = await self.embedder.embed([m.content for _, m, _ in items])
+            _valid_key(key, "idempotency_key")
+            memory = _check_new(memory)
+            prepared.append((scope, memory, key, content_hash(memory), provenance_json(memory.provenance), metadata_json(memory.metadata)))
+        vectors = await self._embed([m.content for _, m, *_ in prepared])
         now = time.time()
         results: list[StoredMemory] = []
         fresh: list[tuple[ScopeKey, int, Status, str, np.ndarray]] = []
         with self._lock:
-            self._refresh_if_changed_elsewhere()
-            with self._transaction():
-                for (scope, memory, key), vector in zip(items, vectors):
+            with self._write() as touch:
+                for (scope, memory, key, digest, prov, meta), vector in zip(prepared, vectors):
                     existing = self._db.execute(
                         f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), key)
                     ).fetchone()
-                    digest = _content_hash(memory)
                     if existing is not None:
                         if existing[-1] != digest:
                             raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
-                        results.append(_row_to_memory(existing[:-1]))
+                        results.append(dataclasses.replace(self._decode(existing[:-1]), created=False))
                         continue
                     stored = StoredMemory.from_new(uuid.uuid4().hex, scope, memory, now)
                     cursor = self._db.execute(
@@ -255,13 +525,14 @@ class LocalBackend:
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             stored.id, str(scope), scope.tenant_id, stored.content, stored.kind, stored.status.value,
-                            stored.confidence, _provenance_json(stored.provenance), stored.subject_user_id,
-                            json.dumps(dict(stored.metadata), ensure_ascii=False), stored.created_at, stored.updated_at,
-                            key, digest, np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                            stored.confidence, prov, stored.subject_user_id, meta, stored.created_at, stored.updated_at,
+                            key, digest, _vector_blob(vector),
                         ),
                     )
+                    touch.scopes.add(str(scope))
+                    touch.writes += 1
                     fresh.append((scope, int(cursor.lastrowid), stored.status, stored.kind, vector))
-                    results.append(stored)
+                    results.append(dataclasses.replace(stored, created=True))
             # committed: only now do the vectors become searchable
             for scope, rowid, status, kind, vector in fresh:
                 if scope in self._partitions:
@@ -276,34 +547,39 @@ class LocalBackend:
             raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         return row
 
+    @_guarded
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
-        self._ensure_open()
         require_scope(scope)
+        if not isinstance(memory_id, str):
+            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         with self._lock:
-            return _row_to_memory(self._fetch(scope, memory_id))
+            return self._decode(self._fetch(scope, memory_id), scope)
 
+    @_guarded
     async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
-        self._ensure_open()
         require_scope(scope)
+        patch = _check_patch(patch)
+        meta = metadata_json(patch.metadata) if patch.metadata is not None else None
         vector = None
         if patch.content is not None:
-            vector = (await self.embedder.embed([patch.content]))[0]
+            vector = (await self._embed([patch.content]))[0]
         with self._lock:
-            self._refresh_if_changed_elsewhere()
-            with self._transaction():
+            with self._write() as touch:
                 row = self._fetch(scope, memory_id)
-                updated = patch.apply(_row_to_memory(row))
+                updated = patch.apply(self._decode(row, scope))
                 self._db.execute(
                     "UPDATE memories SET content = ?, status = ?, confidence = ?, metadata = ?, updated_at = ?"
                     + (", vector = ?" if vector is not None else "")
                     + " WHERE rowid = ?",
                     (
                         updated.content, updated.status.value, updated.confidence,
-                        json.dumps(dict(updated.metadata), ensure_ascii=False), updated.updated_at,
-                        *((np.ascontiguousarray(vector, dtype=np.float32).tobytes(),) if vector is not None else ()),
+                        meta if meta is not None else metadata_json(updated.metadata), updated.updated_at,
+                        *((_vector_blob(vector),) if vector is not None else ()),
                         row[0],
                     ),
                 )
+                touch.scopes.add(str(scope))
+                touch.writes += 1
             part = self._partitions.get(scope)
             if part is not None:
                 if vector is not None:  # content changed: simplest correct move is to rebuild
@@ -312,16 +588,20 @@ class LocalBackend:
                     part.set_status(row[0], _STATUS_CODES[updated.status])
         return updated
 
+    @_guarded
     async def delete(self, scope: ScopeKey, memory_id: str) -> bool:
-        self._ensure_open()
         require_scope(scope)
+        if not isinstance(memory_id, str):
+            return False
         with self._lock:
-            self._refresh_if_changed_elsewhere()
-            with self._transaction():
+            with self._write() as touch:
                 row = self._db.execute("SELECT rowid FROM memories WHERE scope = ? AND id = ?", (str(scope), memory_id)).fetchone()
                 if row is None:
                     return False
                 self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+                self._db.execute("DELETE FROM quarantine WHERE row_ref = ?", (row[0],))
+                touch.scopes.add(str(scope))
+                touch.writes += 1
             part = self._partitions.get(scope)
             if part is not None:
                 part.remove(row[0])
@@ -329,7 +609,7 @@ class LocalBackend:
 
     # -- reads --------------------------------------------------------------------------
     def _rowids_for(self, scope: ScopeKey, memory_ids: Iterable[str]) -> np.ndarray:
-        ids = list(memory_ids)
+        ids = [i for i in memory_ids if isinstance(i, str)]
         found: list[int] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -337,6 +617,7 @@ class LocalBackend:
             found += [r[0] for r in self._db.execute(f"SELECT rowid FROM memories WHERE scope = ? AND id IN ({marks})", (str(scope), *chunk))]
         return np.asarray(found, dtype=np.int64)
 
+    @_guarded
     def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None) -> list[tuple[ScopeKey, int, float]]:
         """Exact top-`limit` over exactly the partitions of `scopes`: (scope, rowid, score).
 
@@ -347,10 +628,11 @@ class LocalBackend:
         (scope, rowid) mapping happens under the lock, before any concurrent swap-remove.
         """
         require_scope_set(scopes)  # also a forged, empty one
-        if not isinstance(limit, int) or limit < 1:
-            raise InvalidRequest(f"limit must be a positive integer, got {limit!r}", backend=self.name)
-        allowed = tuple(sorted(_STATUS_CODES[s] for s in statuses))
+        _valid_limit(limit)
+        allowed = tuple(sorted(_STATUS_CODES[s] for s in _valid_statuses(statuses, allow_none=False)))  # type: ignore[union-attr]
         query = np.ascontiguousarray(vector, dtype=np.float32)
+        if query.shape != (self.embedder.dimension,) or not np.isfinite(query).all():
+            raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
         with self._lock:
             self._refresh_if_changed_elsewhere()
             parts = [(entry, self._partition(entry.key)) for entry in scopes]
@@ -389,6 +671,10 @@ class LocalBackend:
                 segments.append((entry.key, part.rowids[:n]))
                 offset += n
                 ends.append(offset)
+            total = offset  # a load that quarantined rows may have shrunk a partition after sizing
+            scores = scores[:total]
+            if total == 0:
+                return []
             k = min(limit, total)
             top = np.argpartition(scores, total - k)[total - k :] if k < total else np.arange(total)
             values = scores[top]
@@ -401,13 +687,14 @@ class LocalBackend:
             which = np.searchsorted(np.asarray(ends), top, side="right").tolist()
             return [(segments[w][0], rowid, score) for w, rowid, score in zip(which, all_rowids[top].tolist(), values.tolist())]
 
-    def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
+    def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> tuple[list[Hit], int]:
         if not ranked:
-            return []
+            return [], 0
         marks = ",".join("?" * len(ranked))
         with self._lock:
             rows = {r[0]: r for r in self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])}
         hits = []
+        damaged: list[tuple[int, str, str, str]] = []
         key_text = {key: str(key) for key in {r[0] for r in ranked}}
         for key, rowid, score in ranked:
             row = rows.get(rowid)
@@ -415,22 +702,43 @@ class LocalBackend:
                 continue
             if row[2] != key_text[key]:  # the row's stored scope is the only truth; mismatch -> drop
                 continue
-            # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
-            hits.append(Hit(_row_to_memory(row, key), key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
-        return hits
+            try:  # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
+                memory = row_to_memory(row, key)
+            except RowDamage as damage:
+                damaged.append((rowid, row[2], row[1], damage.reason))
+                continue
+            hits.append(Hit(memory, key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+        if damaged:
+            with self._lock:
+                self._quarantine(damaged)
+        return hits, len(damaged)
 
+    @_guarded
+    def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
+        return self._load_hits(ranked)[0]
+
+    @_guarded
     async def search(self, query: SearchQuery) -> SearchResult:
-        self._ensure_open()
+        if not isinstance(query, SearchQuery):
+            raise InvalidRequest(f"search expects a SearchQuery, got {type(query).__name__}", backend=self.name)
         if query.filters:
-            unknown = ", ".join(sorted(query.filters))
+            unknown = ", ".join(sorted(map(str, query.filters)))
             raise UnsupportedFilter(f"the local backend supports no extra filters (got: {unknown})", backend=self.name)
-        (vector,) = await self.embedder.embed([query.text])
-        ranked = self.search_vector(query.scopes, vector, limit=query.limit, statuses=query.statuses, kinds=query.kinds)
-        return SearchResult(hits=tuple(self.load_hits(ranked)))
+        if not isinstance(query.text, str):
+            raise InvalidRequest("query text must be a string", backend=self.name)
+        (vector,) = await self._embed([encodable(query.text, "query text")])
+        for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
+            ranked = self.search_vector(query.scopes, vector, limit=query.limit, statuses=query.statuses, kinds=query.kinds)
+            hits, damaged = self._load_hits(ranked)
+            if not damaged:
+                break
+        return SearchResult(hits=tuple(hits))
 
+    @_guarded
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
-        self._ensure_open()
         require_scope(scope)
+        statuses = _valid_statuses(statuses, allow_none=True)
+        _valid_limit(limit)
         sql = f"SELECT {_COLUMNS} FROM memories WHERE scope = ?"
         params: list[object] = [str(scope)]
         if statuses is not None:
@@ -439,27 +747,113 @@ class LocalBackend:
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
         params.append(limit)
         with self._lock:
-            return [_row_to_memory(r) for r in self._db.execute(sql, params)]
+            return self._decode_all(self._db.execute(sql, params).fetchall())
 
+    @_guarded
+    async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
+        """One page of `scope` in rowid (insertion) order. Rows written during a walk appear at
+        its end; rows deleted during it (erasure deletes as it walks) never shift a page."""
+        require_scope(scope)
+        statuses = _valid_statuses(statuses, allow_none=True)
+        _valid_limit(limit, _MAX_PAGE)
+        after = _FIRST_ROWID if cursor is None else decode_cursor(self._cursor_key, scope, cursor)
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND rowid > ?"
+        params: list[object] = [str(scope), after]
+        if statuses is not None:
+            sql += f" AND status IN ({','.join('?' * len(statuses))})"
+            params += [s.value for s in statuses]
+        sql += " ORDER BY rowid LIMIT ?"
+        params.append(limit + 1)
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            memories = self._decode_all(rows)
+        next_cursor = encode_cursor(self._cursor_key, scope, rows[-1][0]) if more else None
+        return ListPage(memories=tuple(memories), next_cursor=next_cursor)
+
+    @_guarded
+    async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
+        require_scope(scope)
+        _valid_key(idempotency_key, "idempotency_key")
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), idempotency_key)).fetchone()
+            return None if row is None else self._decode(row, scope)
+
+    @_guarded
     async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:
-        self._ensure_open()
-        validate_id(tenant_id, "tenant_id")
+        _valid_key(tenant_id, "tenant_id")
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT scope FROM memories WHERE tenant_id = ? ORDER BY scope", (tenant_id,)).fetchall()
-        return [ScopeKey.parse(r[0]) for r in rows]
+        keys = []
+        for (text,) in rows:
+            try:
+                keys.append(ScopeKey.parse(text))
+            except (ValueError, TypeError):
+                log.error("scope %r in %s does not parse; skipped", text, self._db_file)
+        return keys
 
+    @_guarded
+    async def store_marker(self) -> StoreMarker:
+        """This store's id and its committed-write count (read from the file, not a cache)."""
+        with self._lock:
+            return StoreMarker(store_id=self._store_id, writes=self._counter("writes"))
+
+    @_guarded
     async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
-        """Erasure: the rows are already deleted through `delete`; what is left are decode caches
-        that may still hold the subject's provenance or metadata in this process — drop them."""
-        _provenance_from_json.cache_clear()
-        _metadata_template.cache_clear()
-        return 0
+        """Erasure, after the bridge deleted the memories it could list: delete the subject's
+        quarantined rows that did not decode (so `list` skipped them) — in the subject's own
+        private/agent scopes, or naming the subject as subject or author — and drop the decode
+        caches that may still hold the subject's provenance or metadata in this process."""
+        _valid_key(tenant_id, "tenant_id")
+        _valid_key(subject_user_id, "subject_user_id")
+        removed = 0
+        with self._lock:
+            with self._write() as touch:
+                rows = self._db.execute(
+                    "SELECT m.rowid, m.scope, m.subject_user_id, m.provenance FROM quarantine q"
+                    " JOIN memories m ON m.rowid = q.row_ref AND m.id = q.memory_id WHERE m.tenant_id = ?",
+                    (tenant_id,),
+                ).fetchall()
+                for rowid, scope_text, subject, prov in rows:
+                    if self._names_subject(scope_text, subject, prov, subject_user_id):
+                        self._db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+                        self._db.execute("DELETE FROM quarantine WHERE row_ref = ?", (rowid,))
+                        touch.scopes.add(scope_text)
+                        touch.writes += 1
+                        removed += 1
+            for key in [k for k in self._partitions if str(k) in touch.scopes]:
+                del self._partitions[key]
+        clear_decode_caches()
+        return removed
+
+    @staticmethod
+    def _names_subject(scope_text: str, subject: object, provenance: object, subject_user_id: str) -> bool:
+        if subject == subject_user_id:
+            return True
+        try:
+            key = ScopeKey.parse(scope_text)
+            if (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id) or (
+                key.visibility is Visibility.AGENT and key.user_id == subject_user_id
+            ):
+                return True
+        except (ValueError, TypeError):
+            pass
+        try:
+            return _provenance_from_json(provenance).author_user_id == subject_user_id  # type: ignore[arg-type]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return False
 
     # -- lifecycle ----------------------------------------------------------------------
+    @property
+    def store_id(self) -> str:
+        return self._store_id
+
     @property
     def resident_vector_bytes(self) -> int:
         return sum(p.nbytes for p in self._partitions.values())
 
+    @_guarded
     def count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
@@ -469,7 +863,8 @@ class LocalBackend:
             self._closed = True
             with self._lock:
                 self._partitions.clear()
-                self._db.close()
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
 
     def __repr__(self) -> str:
         return f"LocalBackend({str(self.path)!r}, embedder={self.embedder.signature})"

@@ -1,0 +1,129 @@
+"""Rows of the local store <-> `StoredMemory`, and the checks that tell a damaged row apart.
+
+Encoding refuses what SQLite or JSON cannot hold faithfully (lone surrogates, integers JSON will
+not print) as `InvalidRequest` before anything is written. Decoding never guesses: a row whose
+status is unknown or whose JSON does not parse raises `RowDamage` naming what is wrong, and the
+backend quarantines that row instead of failing the whole scope (issue 9, finding 16).
+
+This module never touches the database and never decides who may see a row.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sqlite3
+from typing import Any, Mapping
+
+from adapters.base import NewMemory, Provenance, Status, StoredMemory
+from adapters.errors import InvalidRequest
+from adapters.scopes import ScopeKey
+from identity.errors import VikingBridgeError
+
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "clear_decode_caches"]
+
+COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
+STATUS_CODES = {s: i for i, s in enumerate(Status)}
+_STATUS_BY_VALUE = {s.value: s for s in Status}
+
+
+class RowDamage(VikingBridgeError):
+    """Internal signal: this row cannot be served; `reason` says why (never the row's content).
+    The backend catches it, quarantines the row and raises `DamagedRecord` where one row was asked for."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def encodable(text: str, what: str) -> str:
+    """`text` if it survives UTF-8 (SQLite's encoding); a lone surrogate is `InvalidRequest`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(f"{what} contains a lone surrogate (not valid Unicode text)", backend="local") from None
+    return text
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        return encodable(json.dumps(value, sort_keys=True, ensure_ascii=False), what)
+    except ValueError as exc:  # an integer too long to print (sys.int_max_str_digits), a circular value
+        raise InvalidRequest(f"{what} cannot be stored: {exc}", backend="local") from None
+
+
+def content_hash(memory: NewMemory) -> str:
+    blob = _dumps([memory.content, memory.kind, memory.status.value, dict(memory.metadata)], "memory")
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def provenance_json(p: Provenance) -> str:
+    return _dumps(p.to_dict(), "provenance")
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    return _dumps(dict(metadata), "metadata")
+
+
+@functools.lru_cache(maxsize=4096)
+def _provenance_from_json(text: str) -> Provenance:
+    """Cached: Provenance is immutable, and recalls decode the same few authors over and over."""
+    return Provenance.from_dict(json.loads(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _metadata_template(text: str) -> dict:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise TypeError("metadata is not an object")
+    return value
+
+
+def _metadata_from_json(text: str) -> dict:
+    """A fresh dict every time (values are scalars, so a shallow copy of the cached parse is safe)."""
+    return {} if text == "{}" else dict(_metadata_template(text))
+
+
+def clear_decode_caches() -> None:
+    """Erasure: the caches may hold a subject's provenance or metadata in this process."""
+    _provenance_from_json.cache_clear()
+    _metadata_template.cache_clear()
+
+
+def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
+    """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
+    the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row."""
+    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
+    state = _STATUS_BY_VALUE.get(status)
+    if state is None:
+        raise RowDamage("unknown status")
+    try:
+        provenance = _provenance_from_json(prov)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise RowDamage("provenance does not decode") from None
+    try:
+        metadata = _metadata_from_json(meta)
+    except (ValueError, TypeError):
+        raise RowDamage("metadata does not decode") from None
+    if not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str):
+        raise RowDamage("a text column holds another type")
+    if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+        raise RowDamage("confidence outside [0, 1]")
+    try:
+        key = scope_key if scope_key is not None else ScopeKey.parse(scope)
+    except (ValueError, TypeError):
+        raise RowDamage("scope does not parse") from None
+    return StoredMemory(
+        id=mid,
+        scope=key,
+        content=content,
+        kind=kind,
+        status=state,
+        confidence=float(confidence),
+        provenance=provenance,
+        subject_user_id=subject,
+        metadata=metadata,
+        created_at=created,
+        updated_at=updated,
+    )
