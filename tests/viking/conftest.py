@@ -9,7 +9,7 @@ import pytest
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.backends.viking import make_simulated
 from contract_tests.viking_simulator import VikingSimulator
-from vikingkit import Waits
+from tests.viking.vikingkit import Waits
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from adapters.errors import RateLimited, RetryLater, Unavailable
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.viking_simulator import Fault, VikingSimulator
-from vikingkit import Waits, eventually, mem
+from tests.viking.vikingkit import Waits, eventually, mem
 
 ALICE = ScopeKey.private("acme", "alice")
 WS = ScopeKey.workspace("acme", "alpha")
