@@ -101,8 +101,8 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     checks.check("alice's assistant does not see the coder agent's tool experience", a_exp.memory_id not in ids)
     checks.check("alice never sees bob's private or workspace memories", not ids & {b_pref.memory_id, b_dec.memory_id})
 
-    r = await bridge.recall(alice_coder, "database pytest flaky 测试", purpose="coding")
-    _show(out, "alice@coder, coding: database pytest flaky 测试", r)
+    r = await bridge.recall(alice_coder, "PostgreSQL database pytest flaky 测试", purpose="coding")
+    _show(out, "alice@coder, coding: PostgreSQL database pytest flaky 测试", r)
     ids = {i.memory_id for i in r.items}
     checks.check("the coder agent sees its own experience", a_exp.memory_id in ids)
     checks.check("workspace alpha's decision reaches alpha's coder", a_dec.memory_id in ids)

@@ -92,7 +92,10 @@ def memory_ref(value: object) -> tuple[ScopeKey, str]:
         scope, memory_id = value["scope"], value["memory_id"]
     else:
         raise InvalidInput(f"not a memory reference: expected (scope, memory_id), got {type(value).__name__}")
-    return scope_key(scope), ident(memory_id, "memory_id")
+    try:
+        return scope_key(scope), ident(memory_id, "memory_id")
+    except InvalidInput as exc:
+        raise InvalidInput(f"not a memory reference: {exc}") from None
 
 
 def visibility(value: object) -> Visibility | None:

@@ -64,7 +64,7 @@ _REFERENCE_SENTENCE = re.compile(r"[^。！？!?\.\n]+[。！？!?\.]?")
 def _reference_extract(messages: list[Message], max_chars: int = 500) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
-    for message in messages:
+    for index, message in enumerate(messages):
         if message.role != "user":
             continue
         for sentence in _REFERENCE_SENTENCE.findall(message.content):
@@ -76,7 +76,7 @@ def _reference_extract(messages: list[Message], max_chars: int = 500) -> list[Ca
                     content = text[:max_chars]
                     if content not in seen:
                         seen.add(content)
-                        out.append(Candidate(kind, content, message.message_id))
+                        out.append(Candidate(kind, content, message.message_id, index))
                     break
     return out
 

@@ -49,7 +49,7 @@ async def test_guard_drops_and_audits_a_hit_from_outside_the_scope_set(tmp_path,
     base = MemoryBridge.open_local(tmp_path / "a")
     bob = make_identity("bob", departments=("sales",), workspace="beta")
     secret = await base.remember(bob, "bob's salary is 100k", "profile")
-    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob")), SqliteState(tmp_path / "b.sqlite3"))
+    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     alice = make_identity()
     result = await lying.recall(alice, "salary")
     assert secret.memory_id not in {i.memory_id for i in result.items}, "guard let a foreign hit through"
@@ -63,7 +63,7 @@ async def test_guard_drops_a_hit_mislabelled_with_a_permitted_scope(tmp_path, ma
     base = MemoryBridge.open_local(tmp_path / "a")
     bob = make_identity("bob", departments=("sales",), workspace="beta")
     secret = await base.remember(bob, "bob's salary is 100k", "profile")
-    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob"), mislabel=True), SqliteState(tmp_path / "b.sqlite3"))
+    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob"), mislabel=True), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     result = await lying.recall(make_identity(), "salary")
     assert secret.memory_id not in {i.memory_id for i in result.items}
     assert result.guard_alarms == 1
@@ -74,7 +74,7 @@ async def test_a_failed_scope_fails_closed(tmp_path, make_identity):
     base = MemoryBridge.open_local(tmp_path / "a")
     alice = make_identity()
     await base.remember(alice, "note one", "note")
-    failing = MemoryBridge(FailingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"))
+    failing = MemoryBridge(FailingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     with pytest.raises(RecallIncomplete, match="global"):
         await failing.recall(alice, "note")
     partial = await failing.recall(alice, "note", allow_partial=True)
@@ -209,7 +209,7 @@ async def test_guard_drops_statuses_that_were_not_asked_for(tmp_path, make_ident
 
     w = await base.remember(alice, "draft: rotate all keys", "note")
     await base.backend.update(ScopeKey.private("acme", "alice"), w.memory_id, MemoryPatch(status=Status.PENDING))
-    leaky = MemoryBridge(StatusLeakingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"))
+    leaky = MemoryBridge(StatusLeakingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     result = await leaky.recall(alice, "rotate keys")
     assert w.memory_id not in {i.memory_id for i in result.items} and result.guard_alarms == 1
     await leaky.aclose()

@@ -111,7 +111,7 @@ async def test_forget_subject_removes_grants_and_keeps_unrelated_manifests(bridg
     kept = await bridge.inject(alice, "worker", "plan", memory_refs=[note.ref])
     await bridge.forget_subject(admin, "bob")
     assert await bridge.state.grants.for_grantee("acme", "bob") == []
-    assert await load_manifest_for(bridge.runtime, make_identity(agent="worker"), kept.manifest_id).memory_ids == (note.memory_id,)
+    assert (await load_manifest_for(bridge.runtime, make_identity(agent="worker"), kept.manifest_id)).memory_ids == (note.memory_id,)
 
 
 async def test_erasure_walks_scopes_larger_than_a_page_and_nobody_can_block_it(bridge, make_identity, monkeypatch):
