@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
         try:
             command = plugin_command(argv[0])
-        except ImportError as exc:
+        except (ImportError, AttributeError) as exc:  # its module is missing or broken, or names no such function
             print(f"viking-bridge: error: the {argv[0]!r} command is registered but cannot be loaded: {exc}", file=sys.stderr)
             return EXIT_ERROR
         if command is None:
