@@ -18,7 +18,7 @@ records each stage's nanoseconds for `benchmarks/local_recall.py`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bridge.models import RecallResult
 from bridge.operations import Recall
@@ -26,8 +26,10 @@ from bridge.recall import budget, guard, label, rank, render, scopes, search
 from bridge.recall.budget import BudgetConfig, min_item_tokens
 from bridge.recall.context import RecallContext
 from bridge.errors import InvalidInput
-from bridge.runtime import BridgeRuntime
 from identity.model import MemoryIdentity
+
+if TYPE_CHECKING:
+    from bridge.runtime import BridgeRuntime
 
 __all__ = ["STAGES", "run_recall"]
 

@@ -8,11 +8,15 @@ raises instead of reporting per-scope failures is treated the same way: closed, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from adapters.base import SearchQuery
 from adapters.errors import BackendError
 from bridge.errors import RecallIncomplete
-from bridge.recall.context import RecallContext
-from bridge.runtime import BridgeRuntime
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
 
 __all__ = ["stage"]
 

@@ -26,7 +26,7 @@ from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
-from bridge.state._migrate_shim import apply_migrations  # TEMPORARY: identity.storage.apply_migrations
+from identity.migrations import apply_migrations
 
 __all__ = ["SqliteState", "SqliteAuditLog", "SqliteGrants", "SqliteManifests", "AUDIT_MIGRATIONS", "GRANT_MIGRATIONS", "MANIFEST_MIGRATIONS"]
 
@@ -349,6 +349,12 @@ class SqliteState:
     @property
     def path(self) -> Path:
         return self.db.path
+
+    def bound_store_id(self) -> str | None:
+        """The store id this state is bound to, read synchronously (opening a local store
+        needs it before any event loop runs)."""
+        rows = self.db.query("SELECT store_id FROM store_binding")
+        return rows[0][0] if rows else None
 
     def close(self) -> None:
         self.db.close()
