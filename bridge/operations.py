@@ -10,21 +10,19 @@ Fields that name a *target* (a grantee, a child agent, a subject) are decided by
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, ClassVar, Iterable, Mapping
-
-from pydantic import ValidationError
+from typing import Any, ClassVar, Mapping
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
-from bridge.models import MemoryRef, Message
+from bridge.models import Message
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
+from bridge.validation import (
+    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, memory_ref, message, metadata, number, optional_ident,
+    positive_int, scope_key, sequence, text, visibility, within,
+)
 from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
-from identity.ids import InvalidIdError, validate_id
 
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
@@ -32,141 +30,8 @@ __all__ = [
     "StartSession", "ForkSession", "RESERVED_METADATA_PREFIX",
 ]
 
-#: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
-#: may not set them, so the bridge can trust them when it reads them back.
-RESERVED_METADATA_PREFIX = "vb."
-_MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
-
-
 def _set(op: object, name: str, value: object) -> None:
     object.__setattr__(op, name, value)
-
-
-def text(value: object, what: str) -> str:
-    """A non-empty string that every store can encode (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(f"{what} must not be empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{what} contains characters that are not valid Unicode text (lone surrogates)") from None
-    return value
-
-
-def _within(value: str, what: str, limit: int) -> None:
-    if len(value) > limit:
-        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
-
-
-def ident(value: object, what: str) -> str:
-    try:
-        return validate_id(value, what)
-    except InvalidIdError as exc:
-        raise InvalidInput(str(exc)) from None
-
-
-def optional_ident(value: object, what: str) -> str | None:
-    return None if value is None else ident(value, what)
-
-
-def scope_key(value: object, what: str = "scope") -> ScopeKey:
-    if isinstance(value, ScopeKey):
-        return value
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a scope like 'acme/ws/alpha', not {type(value).__name__}")
-    try:
-        return ScopeKey.parse(text(value, what))
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput(f"not a scope: {exc}") from None
-
-
-def memory_ref(value: object) -> tuple[ScopeKey, str]:
-    """(scope, memory id) from a MemoryRef, a (scope, id) pair or a {scope, memory_id} mapping."""
-    if isinstance(value, MemoryRef):
-        scope, memory_id = value.scope, value.memory_id
-    elif isinstance(value, tuple) and len(value) == 2:
-        scope, memory_id = value
-    elif isinstance(value, MappingABC) and set(value) == {"scope", "memory_id"}:
-        scope, memory_id = value["scope"], value["memory_id"]
-    else:
-        raise InvalidInput(f"not a memory reference: expected (scope, memory_id), got {type(value).__name__}")
-    try:
-        return scope_key(scope), ident(memory_id, "memory_id")
-    except InvalidInput as exc:
-        raise InvalidInput(f"not a memory reference: {exc}") from None
-
-
-def visibility(value: object) -> Visibility | None:
-    if value is None or isinstance(value, Visibility):
-        return value
-    try:
-        return Visibility(value)
-    except (ValueError, TypeError):
-        raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
-
-
-def number(value: object, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {value!r}")
-    return float(value)
-
-
-def metadata(value: object) -> Mapping[str, Any]:
-    if value is None:
-        return MappingProxyType({})
-    if not isinstance(value, MappingABC):
-        raise InvalidInput(f"metadata must be a mapping, not {type(value).__name__}")
-    data = dict(value)
-    for key, item in data.items():
-        if not isinstance(key, str) or not key or len(key) > 64:
-            raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
-        text(key, "metadata key")
-        if key.startswith(RESERVED_METADATA_PREFIX):
-            raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
-        if isinstance(item, bool) or item is None:
-            continue
-        if isinstance(item, int):
-            if not -_MAX_METADATA_INT < item < _MAX_METADATA_INT:
-                raise InvalidInput(f"metadata value for {key!r} is an integer outside ±2**63")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidInput(f"metadata value for {key!r} must be a finite number")
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput(f"metadata value for {key!r} contains lone surrogates") from None
-        else:
-            raise InvalidInput(f"metadata value for {key!r} must be a string, number, boolean or null")
-    return MappingProxyType(data)
-
-
-def _check_metadata(values: Mapping[str, Any], limits: Limits) -> None:
-    if len(values) > limits.max_metadata_keys:
-        raise InvalidInput(f"metadata has {len(values)} keys; the limit is {limits.max_metadata_keys}")
-    for key, item in values.items():
-        if isinstance(item, str) and len(item) > limits.max_metadata_value_chars:
-            raise InvalidInput(f"metadata value for {key!r} is longer than {limits.max_metadata_value_chars} characters")
-
-
-def flag(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{what} must be true or false, not {type(value).__name__}")
-    return value
-
-
-def positive_int(value: object, what: str, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
-        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {value!r}")
-    return value
-
-
-def sequence(value: object, what: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidInput(f"{what} must be a list, not {type(value).__name__}")
-    return tuple(value)
 
 
 class Operation:
@@ -223,7 +88,7 @@ class Recall(Operation):
             _set(self, "min_score", number(self.min_score, "min_score", 0.0, 1.0))
 
     def check(self, limits: Limits) -> None:
-        _within(self.query, "query", limits.max_query_chars)
+        within(self.query, "query", limits.max_query_chars)
         if len(self.include_scopes) > limits.max_extra_scopes:
             raise InvalidInput(f"include_scopes names {len(self.include_scopes)} scopes; the limit is {limits.max_extra_scopes}")
 
@@ -251,19 +116,8 @@ class Remember(Operation):
         _set(self, "confidence", number(self.confidence, "confidence", 0.0, 1.0))
 
     def check(self, limits: Limits) -> None:
-        _within(self.content, "content", limits.max_content_chars)
-        _check_metadata(self.metadata, limits)
-
-
-def _message(value: object) -> Message:
-    if isinstance(value, Message):
-        return value
-    if not isinstance(value, MappingABC):
-        raise InvalidInput(f"a message must be a mapping with role and content, not {type(value).__name__}")
-    try:
-        return Message(**{str(k): v for k, v in value.items()})
-    except (ValidationError, TypeError) as exc:
-        raise InvalidInput(f"not a message: {str(exc).splitlines()[0]}") from None
+        within(self.content, "content", limits.max_content_chars)
+        check_metadata(self.metadata, limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +129,7 @@ class Capture(Operation):
     idempotency_key: str | None = None
 
     def __post_init__(self) -> None:
-        messages = tuple(_message(m) for m in sequence(self.messages, "messages"))
+        messages = tuple(message(m) for m in sequence(self.messages, "messages"))
         if not messages:
             raise InvalidInput("capture needs at least one message")
         for m in messages:
@@ -288,7 +142,7 @@ class Capture(Operation):
         if len(self.messages) > limits.max_messages:
             raise InvalidInput(f"capture got {len(self.messages)} messages; the limit is {limits.max_messages}")
         for m in self.messages:
-            _within(m.content, "message content", limits.max_content_chars)
+            within(m.content, "message content", limits.max_content_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +215,7 @@ class IssueGrant(Operation):
         _set(self, "grantee_agent_id", optional_ident(self.grantee_agent_id, "grantee_agent_id"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.reason, "reason", limits.max_metadata_value_chars)
+        within(self.reason, "reason", limits.max_metadata_value_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +258,7 @@ class Inject(Operation):
         _set(self, "may_reinject", flag(self.may_reinject, "may_reinject"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.task, "task", limits.max_query_chars)
+        within(self.task, "task", limits.max_query_chars)
         if self.memory_refs is not None and len(self.memory_refs) > limits.max_memory_refs:
             raise InvalidInput(f"memory_refs names {len(self.memory_refs)} memories; the limit is {limits.max_memory_refs}")
 
@@ -439,7 +293,7 @@ class WriteBack(Operation):
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.content, "content", limits.max_content_chars)
+        within(self.content, "content", limits.max_content_chars)
 
 
 @dataclass(frozen=True, slots=True)
