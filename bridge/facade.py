@@ -80,8 +80,12 @@ class MemoryBridge(OperationMethods):
         home = Path(home)
         state = SqliteState(home / "bridge.sqlite3", fsync_reads=kwargs.pop("audit_fsync_reads", _defaults().get("audit_fsync_reads", False)))
         bound = None if kwargs.get("reinitialise") else state.bound_store_id()
+        quarantined: list[Any] = kwargs.setdefault("quarantined", [])
         try:
-            backend = LocalBackend(home / "store", embedder=kwargs.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound)
+            backend = LocalBackend(
+                home / "store", embedder=kwargs.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
+                on_quarantine=quarantined.append,
+            )
         except BaseException:
             state.close()
             raise
@@ -128,6 +132,9 @@ class MemoryBridge(OperationMethods):
         except REFUSALS as exc:
             await self._audit_refusal(identity, op, exc)
             raise
+        finally:
+            if self.runtime.quarantined:
+                await self._audit_quarantine(identity)
 
     async def _open(self) -> None:
         if self._opened is False:
@@ -146,6 +153,14 @@ class MemoryBridge(OperationMethods):
             )
         except Exception:  # never mask the refusal itself
             log.exception("could not audit a refused %s", op.operation_name())
+
+    async def _audit_quarantine(self, identity: MemoryIdentity) -> None:
+        """A damaged record the backend took out of service (issue 9 finding 16): one audit row
+        each, in the name of the caller whose operation found it; ids and reasons, no content."""
+        rows, self.runtime.quarantined[:] = list(self.runtime.quarantined), []
+        for row in rows:
+            log.error("quarantined %s in %s: %s", row.memory_id, row.scope, row.reason)
+            await self.runtime.state.audit.append(identity, "quarantine", memory_ids=[row.memory_id], scopes=[row.scope], detail={"reason": row.reason, "backend": self.runtime.backend.name})
 
     async def aclose(self) -> None:
         await self.runtime.backend.aclose()
