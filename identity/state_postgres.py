@@ -172,15 +172,17 @@ async def _current(conn: psycopg.AsyncConnection, component: str) -> int:
 
 
 async def apply_pg_migrations(conn: psycopg.AsyncConnection, schema: str, component: str, migrations: Sequence[str],
-                              *, runtime_role: str = DEFAULT_RUNTIME_ROLE) -> int:
+                              *, runtime_role: str = DEFAULT_RUNTIME_ROLE, search_path: Sequence[str] = ()) -> int:
     """Bring `component` in `schema` up to `len(migrations)` inside the caller's transaction,
     under the schema's advisory lock; return how many steps ran now. Steps are SQL templates:
-    `{runtime}` is replaced by the quoted runtime role (grants are part of the schema)."""
+    `{runtime}` is replaced by the quoted runtime role (grants are part of the schema);
+    `search_path` names further schemas the steps resolve names in (an extension's)."""
     target = len(migrations)
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
     await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
     await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(runtime_role)))
-    await conn.execute(sql.SQL("SET LOCAL search_path TO {}, pg_catalog").format(sql.Identifier(schema)))
+    path = sql.SQL(", ").join(sql.Identifier(name) for name in (schema, *search_path))
+    await conn.execute(sql.SQL("SET LOCAL search_path TO {}, pg_catalog").format(path))
     await conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version (component text NOT NULL, version integer NOT NULL,"
         " applied_at double precision NOT NULL, PRIMARY KEY (component, version))"

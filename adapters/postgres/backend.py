@@ -1,0 +1,474 @@
+"""The PostgreSQL + pgvector memory backend: one table, two walls.
+
+Never decides who may see what: it stores into the ScopeKey it is given and reads exactly the
+ScopeSet it is given — twice over. Every statement (1) names the ScopeSet in its WHERE clause and
+(2) runs in a transaction that first declares the same ScopeSet to the database
+(`set_config(..., true)`, i.e. `SET LOCAL`), which the table's row-level-security policy
+enforces (adapters/postgres/schema.py). A query that lost its filter (a bug, a refactor) still
+returns nothing outside the ScopeSet. For that second wall to hold, the runtime role must not be
+a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
+`open()` checks all three and refuses with `BackendMisconfigured`.
+
+Recall is exact top-k: filter to the permitted scopes (index on `scope`), then order by inner
+product with the query vector (`<#>`) — recall 1.0 by construction, no ANN index involved.
+Scores are the inner product of L2-normalised vectors clipped to [0, 1], as the local store's.
+
+Idempotency: UNIQUE (scope, idempotency_key); a retried put returns the first record with
+`created=False`, the same key with other content is `Conflict`. `list_page` walks a scope by
+the row's identity column (keyset), with HMAC cursors bound to the scope and keyed by a secret
+every replica shares (`backend_meta`), so a page started on one replica continues on another.
+A stored row that does not decode is dropped and alarmed (`RecordAlarms`), never returned.
+Text PostgreSQL cannot store (NUL, lone surrogates) is `InvalidRequest` before any write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import secrets
+import time
+import uuid
+from types import MappingProxyType
+from typing import Any, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from adapters.base import (
+    Capabilities, Hit, ListPage, MemoryPatch, NewMemory, Provenance, SearchQuery, SearchResult, Status, StoredMemory,
+    require_scope, require_scope_set,
+)
+from adapters.cursor import CursorCodec
+from adapters.embedding import Embedder, HashingEmbedder
+from adapters.envelope import RecordAlarms
+from adapters.errors import BackendMisconfigured, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
+from adapters.scopes import ScopeKey, ScopeSet
+from identity.errors import VikingBridgeError
+from identity.state_postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations
+
+__all__ = ["PostgresBackend"]
+
+Conn = psycopg.AsyncConnection
+_COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
+_MAX_PAGE = 10_000
+_STATUSES = {s.value: s for s in Status}
+_EXTENSION_SCHEMA = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string", backend="postgres")
+    if "\x00" in value:
+        raise InvalidRequest(f"{what} contains a NUL character (PostgreSQL text cannot hold it)", backend="postgres")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(f"{what} contains a lone surrogate (not valid Unicode text)", backend="postgres") from None
+    return value
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return _text(json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False), what)
+    except ValueError as exc:
+        raise InvalidRequest(f"{what} cannot be stored: {exc}", backend="postgres") from None
+
+
+def _content_hash(m: NewMemory) -> str:
+    return hashlib.sha256(_json([m.content, m.kind, m.status.value, dict(m.metadata)], "memory").encode()).hexdigest()
+
+
+def _statuses(statuses: object, *, allow_none: bool) -> list[str] | None:
+    if statuses is None and allow_none:
+        return None
+    if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
+        raise InvalidRequest("statuses must be a non-empty set of Status", backend="postgres")
+    return sorted(s.value for s in statuses)
+
+
+def _limit(limit: object, maximum: int | None = None) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
+        raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="postgres")
+    return limit
+
+
+def _settable(values: Sequence[str]) -> str:
+    return SEP.join(values)
+
+
+def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
+    """(open scopes, restricted pairs, restricted ids) — what a transaction declares for RLS and
+    the WHERE clause uses alike. Ids that could break the setting's framing are dropped."""
+    open_scopes: list[str] = []
+    pairs: list[str] = []
+    ids: list[str] = []
+    for entry in scopes:
+        key = str(entry.key)
+        if entry.memory_ids is None:
+            open_scopes.append(key)
+            continue
+        for mid in sorted(entry.memory_ids):
+            if isinstance(mid, str) and mid and not any(c in mid for c in (SEP, PAIR, "\x00")):
+                pairs.append(key + PAIR + mid)
+                ids.append(mid)
+    return open_scopes, pairs, ids
+
+
+async def declare(conn: Conn, open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
+    """SET LOCAL the permitted scopes for the rest of this transaction (the RLS policy reads them)."""
+    await conn.execute(
+        "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, %s, true)",
+        (SCOPES_SETTING, _settable(open_scopes), MEMORIES_SETTING, _settable(pairs), IDS_SETTING, _settable(ids)),
+    )
+
+
+class PostgresBackend:
+    """Memories in PostgreSQL with pgvector; see the module docstring for the guarantees.
+
+    `url` is the runtime role; `migrate_url` (the schema owner) applies the schema at open under
+    an advisory lock and grants the runtime role what it needs (`runtime_role`, default the user
+    of `url`). Open with `await PostgresBackend.open(...)` or call `await backend.open()` once."""
+
+    name = "postgres"
+    capabilities = Capabilities(memory_id_restriction=True, list_scopes=True, supported_filters=frozenset())
+
+    def __init__(self, url: str, *, migrate_url: str | None = None, runtime_role: str | None = None, schema: str = DEFAULT_SCHEMA,
+                 embedder: Embedder | None = None, pool_size: int = 8) -> None:
+        self.url, self.migrate_url, self.schema = url, migrate_url, schema
+        self.runtime_role = runtime_role
+        self.embedder: Embedder = embedder or HashingEmbedder()
+        self.pool_size = pool_size
+        self.alarms = RecordAlarms("postgres")
+        self._pool: PgPool | None = None
+        self._codec: CursorCodec | None = None
+        self.store_id: str | None = None
+
+    @classmethod
+    async def create(cls, url: str, **kwargs: Any) -> "PostgresBackend":
+        backend = cls(url, **kwargs)
+        await backend.open()
+        return backend
+
+    # -- open: migrate, then refuse a runtime role that could bypass the policy ------------
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        from urllib.parse import unquote, urlsplit
+
+        role = self.runtime_role or unquote(urlsplit(self.url).username or "")
+        if not role:
+            raise BackendMisconfigured("the PostgreSQL URL names no user; the runtime role must be explicit", backend=self.name)
+        steps = tuple(s.replace("{dim}", str(int(self.embedder.dimension))) for s in MEMORY_MIGRATIONS)
+        meta = {"store_id": uuid.uuid4().hex, "embedder": self.embedder.signature, "cursor_key": secrets.token_hex(32)}
+
+        async def migrate(conn: Conn) -> None:
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # needs a superuser once, where it is not installed
+            where = await (await conn.execute(_EXTENSION_SCHEMA)).fetchone()
+            await apply_pg_migrations(conn, self.schema, COMPONENT, steps, runtime_role=role, search_path=[where[0]] if where else [])
+            for name, value in meta.items():
+                await conn.execute("INSERT INTO backend_meta (name, value) VALUES (%s, %s) ON CONFLICT DO NOTHING", (name, value))
+
+        owner = PgPool(self.migrate_url or self.url, schema=self.schema, min_size=1, max_size=1)
+        try:
+            await owner.run(migrate, "memory store migration")
+        finally:
+            owner.close()
+        pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure)
+        try:
+            stored = dict(await pool.run(self._check_runtime_role, "memory store"))
+        except BaseException:
+            pool.close()
+            raise
+        if stored.get("embedder") != self.embedder.signature:
+            pool.close()
+            raise EmbedderMismatch(f"the store was built with {stored.get('embedder')!r}, not {self.embedder.signature!r}", backend=self.name)
+        self.store_id = stored["store_id"]
+        self._codec = CursorCodec(bytes.fromhex(stored["cursor_key"]), backend=self.name)
+        self._pool = pool
+
+    async def _configure(self, conn: Conn) -> None:
+        """Let the `vector` type and its operators resolve wherever the extension lives."""
+        row = await (await conn.execute(_EXTENSION_SCHEMA)).fetchone()
+        if row is not None:
+            await conn.execute(sql.SQL("SET search_path TO {}, {}, pg_catalog").format(sql.Identifier(self.schema), sql.Identifier(row[0])))
+        from pgvector.psycopg import register_vector_async
+
+        await register_vector_async(conn)
+
+    async def _check_runtime_role(self, conn: Conn) -> list[tuple[str, str]]:
+        row = await (await conn.execute(
+            "SELECT r.rolsuper, r.rolbypassrls, pg_has_role(current_user, c.relowner, 'USAGE'), c.relforcerowsecurity"
+            " FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.oid = 'memories'::regclass"
+        )).fetchone()
+        if row is None:
+            raise BackendMisconfigured("cannot inspect the runtime role or the memories table", backend=self.name)
+        superuser, bypass, owner, forced = row
+        if superuser or bypass or owner or not forced:
+            why = "is a superuser" if superuser else "has BYPASSRLS" if bypass else "owns the memories table (or is a member of its owner)" if owner else "finds RLS not forced"
+            raise BackendMisconfigured(
+                f"refusing to serve memories: the runtime role {why}, so row-level security would not bind it;"
+                " connect as a role without those rights (docs/deploying.md)", backend=self.name,
+            )
+        return [tuple(r) for r in await (await conn.execute("SELECT name, value FROM backend_meta")).fetchall()]  # type: ignore[misc]
+
+    def _ready(self) -> PgPool:
+        if self._pool is None:
+            raise Unavailable("the PostgreSQL backend is not open (await backend.open())", backend=self.name)
+        return self._pool
+
+    async def _run(self, fn: Any, what: str = "memory store") -> Any:
+        return await self._ready().run(fn, what)
+
+    # -- decoding ---------------------------------------------------------------------------
+    def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None) -> StoredMemory | None:
+        """A row as a StoredMemory, or None (dropped + alarmed) when it does not decode or is
+        not from the scope it was read for."""
+        _, mid, scope_text, content, kind, status, confidence, prov, subject, meta, created, updated = row
+        try:
+            scope = ScopeKey.parse(scope_text)
+            if expected is not None and scope != expected:
+                raise ValueError("row from another scope than the one read")
+            metadata = json.loads(meta)
+            if not isinstance(metadata, dict):
+                raise ValueError("metadata is not an object")
+            return StoredMemory(
+                id=mid, scope=scope, content=content, kind=kind, status=_STATUSES[status], confidence=float(confidence),
+                provenance=Provenance.from_dict(json.loads(prov)), subject_user_id=subject, metadata=MappingProxyType(metadata),
+                created_at=float(created), updated_at=float(updated),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            self.alarms.raise_alarm(scope_text, f"row {mid!r} does not decode ({type(exc).__name__})")
+            return None
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            vectors = np.asarray(await self.embedder.embed(texts), dtype=np.float32)
+        except VikingBridgeError:
+            raise
+        except Exception as exc:
+            raise Unavailable(f"the embedder failed: {type(exc).__name__}", backend=self.name) from exc
+        if vectors.shape != (len(texts), self.embedder.dimension) or not np.isfinite(vectors).all():
+            raise Unavailable(f"the embedder returned {vectors.shape} or non-finite values", backend=self.name)
+        return vectors
+
+    # -- writes -----------------------------------------------------------------------------
+    async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
+        require_scope(scope)
+        key = _text(idempotency_key, "idempotency_key")
+        if not key:
+            raise InvalidRequest("idempotency_key must be a non-empty string", backend=self.name)
+        if not isinstance(memory, NewMemory) or not isinstance(memory.provenance, Provenance) or not isinstance(memory.status, Status):
+            raise InvalidRequest("put expects a NewMemory with a Provenance and a Status", backend=self.name)
+        if not isinstance(memory.kind, str) or not memory.kind:
+            raise InvalidRequest("kind must be a non-empty string", backend=self.name)
+        content, kind = _text(memory.content, "content"), _text(memory.kind, "kind")
+        if memory.subject_user_id is not None:
+            _text(memory.subject_user_id, "subject_user_id")
+        if memory.created_at is not None and (isinstance(memory.created_at, bool) or not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
+            raise InvalidRequest("created_at must be a finite number of epoch seconds", backend=self.name)
+        prov, meta, digest = _json(memory.provenance.to_dict(), "provenance"), _json(dict(memory.metadata), "metadata"), _content_hash(memory)
+        (vector,) = await self._embed([content])
+        stored = StoredMemory.from_new(uuid.uuid4().hex, scope, memory, time.time())
+        text = str(scope)
+
+        async def run(conn: Conn) -> StoredMemory | None:
+            await declare(conn, [text])
+            cur = await conn.execute(
+                "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id, metadata,"
+                " created_at, updated_at, idempotency_key, content_hash, embedding)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING seq",
+                (stored.id, text, scope.tenant_id, content, kind, stored.status.value, stored.confidence, prov, stored.subject_user_id,
+                 meta, stored.created_at, stored.updated_at, key, digest, vector),
+            )
+            if await cur.fetchone() is not None:
+                return dataclasses.replace(stored, created=True)
+            row = await (await conn.execute(
+                f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (text, key)
+            )).fetchone()
+            if row is None:
+                return None
+            if row[-1] != digest:
+                raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
+            first = self._decode(row[:-1], scope)
+            return None if first is None else dataclasses.replace(first, created=False)
+
+        result = await self._run(run)
+        if result is None:
+            raise Conflict(f"idempotency key {key!r} names a record that cannot be read back", backend=self.name, scope=scope)
+        return result
+
+    async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
+        require_scope(scope)
+        found = await self._one(scope, memory_id) if isinstance(memory_id, str) and "\x00" not in memory_id else None
+        if found is None:
+            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+        return found
+
+    async def _one(self, scope: ScopeKey, memory_id: str) -> StoredMemory | None:
+        async def run(conn: Conn) -> Any:
+            await declare(conn, [str(scope)])
+            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
+
+        row = await self._run(run)
+        return None if row is None else self._decode(row, scope)
+
+    async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
+        require_scope(scope)
+        if not isinstance(patch, MemoryPatch):
+            raise InvalidRequest(f"update expects MemoryPatch, got {type(patch).__name__}", backend=self.name)
+        if patch.status is not None and not isinstance(patch.status, Status):
+            raise InvalidRequest("patch status must be a Status", backend=self.name)
+        if patch.confidence is not None and (isinstance(patch.confidence, bool) or not isinstance(patch.confidence, (int, float)) or not 0.0 <= patch.confidence <= 1.0):
+            raise InvalidRequest("patch confidence must be a number in [0, 1]", backend=self.name)
+        vector = (await self._embed([_text(patch.content, "content")]))[0] if patch.content is not None else None
+        meta = _json(dict(patch.metadata), "metadata") if patch.metadata is not None else None
+        current = await self.get(scope, memory_id)
+        updated = patch.apply(current)
+
+        async def run(conn: Conn) -> int:
+            await declare(conn, [str(scope)])
+            assignments = "content = %s, status = %s, confidence = %s, metadata = %s, updated_at = %s" + (", embedding = %s" if vector is not None else "")
+            params: list[Any] = [updated.content, updated.status.value, updated.confidence, meta if meta is not None else _json(dict(updated.metadata), "metadata"), updated.updated_at]
+            if vector is not None:
+                params.append(vector)
+            cur = await conn.execute(f"UPDATE memories SET {assignments} WHERE scope = %s AND id = %s", (*params, str(scope), memory_id))  # type: ignore[arg-type]
+            return cur.rowcount
+
+        if await self._run(run) != 1:
+            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+        return updated
+
+    async def delete(self, scope: ScopeKey, memory_id: str) -> bool:
+        require_scope(scope)
+        if not isinstance(memory_id, str) or "\x00" in memory_id:
+            return False
+
+        async def run(conn: Conn) -> int:
+            await declare(conn, [str(scope)])
+            return (await conn.execute("DELETE FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).rowcount
+
+        return await self._run(run) == 1
+
+    # -- reads ------------------------------------------------------------------------------
+    async def search(self, query: SearchQuery) -> SearchResult:
+        if not isinstance(query, SearchQuery):
+            raise InvalidRequest(f"search expects a SearchQuery, got {type(query).__name__}", backend=self.name)
+        require_scope_set(query.scopes)
+        if query.filters:
+            raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
+        (vector,) = await self._embed([_text(query.text, "query text")])
+        ranked = await self.search_vector(query.scopes, vector, limit=_limit(query.limit), statuses=query.statuses, kinds=query.kinds)
+        return SearchResult(hits=tuple(ranked))
+
+    async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
+                            kinds: frozenset[str] | None = None) -> list[Hit]:
+        """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance."""
+        require_scope_set(scopes)
+        allowed = _statuses(statuses, allow_none=False)
+        open_scopes, pairs, ids = scope_settings(scopes)
+        text = (
+            f"SELECT {_COLUMNS}, -(embedding <#> %(q)s) AS score FROM memories"
+            " WHERE (scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))"
+            " AND status = ANY(%(statuses)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
+            + " ORDER BY embedding <#> %(q)s, seq LIMIT %(limit)s"
+        )
+        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": open_scopes, "ids": ids, "pairs": pairs,
+                  "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit}
+
+        async def run(conn: Conn) -> list[Any]:
+            await declare(conn, open_scopes, pairs, ids)
+            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+
+        hits: list[Hit] = []
+        for row in await self._run(run):
+            memory = self._decode(row[:-1])
+            if memory is None or not scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
+                continue
+            score = float(row[-1])
+            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+        return hits
+
+    async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
+        require_scope(scope)
+        allowed = _statuses(statuses, allow_none=True)
+        _limit(limit)
+
+        async def run(conn: Conn) -> list[Any]:
+            await declare(conn, [str(scope)])
+            where = " AND status = ANY(%s)" if allowed is not None else ""
+            params = (str(scope), *((allowed,) if allowed is not None else ()), limit)
+            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
+
+        return [m for m in (self._decode(r, scope) for r in await self._run(run)) if m is not None]
+
+    async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
+        require_scope(scope)
+        allowed = _statuses(statuses, allow_none=True)
+        _limit(limit, _MAX_PAGE)
+        codec = self._codec
+        if codec is None:
+            raise Unavailable("the PostgreSQL backend is not open", backend=self.name)
+        after = -1 if cursor is None else codec.open(scope, cursor).get("after")
+        if isinstance(after, bool) or not isinstance(after, int):
+            raise InvalidRequest("the cursor is not one this backend issued for this scope", backend=self.name, scope=scope)
+
+        async def run(conn: Conn) -> list[Any]:
+            await declare(conn, [str(scope)])
+            where = " AND status = ANY(%s)" if allowed is not None else ""
+            params = (str(scope), after, *((allowed,) if allowed is not None else ()), limit + 1)
+            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
+
+        rows = await self._run(run)
+        more, rows = len(rows) > limit, rows[:limit]
+        memories = tuple(m for m in (self._decode(r, scope) for r in rows) if m is not None)
+        return ListPage(memories=memories, next_cursor=codec.mint(scope, {"after": int(rows[-1][0])}) if more else None)
+
+    async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
+        require_scope(scope)
+        key = _text(idempotency_key, "idempotency_key")
+
+        async def run(conn: Conn) -> Any:
+            await declare(conn, [str(scope)])
+            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
+
+        row = await self._run(run)
+        return None if row is None else self._decode(row, scope)
+
+    async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:
+        """From the per-scope counts (never a memory row); another tenant's scopes never."""
+        if not isinstance(tenant_id, str) or not tenant_id:
+            raise InvalidRequest("tenant_id must be a non-empty string", backend=self.name)
+
+        async def run(conn: Conn) -> list[Any]:
+            return await (await conn.execute("SELECT scope FROM memory_scopes WHERE tenant_id = %s AND rows > 0 ORDER BY scope", (_text(tenant_id, "tenant_id"),))).fetchall()
+
+        keys: list[ScopeKey] = []
+        for (text,) in await self._run(run):
+            try:
+                key = ScopeKey.parse(text)
+            except (ValueError, TypeError):
+                self.alarms.raise_alarm(text, "scope does not parse")
+                continue
+            if key.tenant_id == tenant_id:
+                keys.append(key)
+        return keys
+
+    async def count(self) -> int:
+        """Every row (an operator view over `memory_scopes`, no memory read)."""
+        async def run(conn: Conn) -> int:
+            return int((await (await conn.execute("SELECT COALESCE(SUM(rows), 0) FROM memory_scopes")).fetchone())[0])  # type: ignore[index]
+
+        return await self._run(run)
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({self._pool.where if self._pool else 'closed'!r}, schema={self.schema!r})"

@@ -1,0 +1,92 @@
+"""The PostgreSQL memory store's schema: the table, its row-level-security policy, the grants.
+
+The wall inside the database. `memories` has ROW LEVEL SECURITY enabled AND forced (the table
+owner is bound by it too) with one policy: a row is visible, updatable and deletable only when
+its `scope` is one of the scope keys the current transaction declared with
+`set_config('viking_bridge.scopes', ..., true)` (= `SET LOCAL`), or when its (scope, id) pair is
+one the transaction declared in `viking_bridge.memories` (a ScopeSet entry restricted to
+injected memory ids). New rows must land in a declared scope (WITH CHECK). A transaction that
+declared nothing sees nothing: the setting is unset (NULL) or empty, and `= ANY` of an empty or
+NULL array is never true. So a query that lost its WHERE clause still returns only rows of the
+ScopeSet — provided the runtime role is neither a superuser nor BYPASSRLS, which the backend
+checks at open and refuses otherwise.
+
+Settings format: scope keys joined by U+001F; pairs are `scope U+001E id`. Neither character can
+occur in a ScopeKey (the id grammar forbids control characters); memory ids that contain them
+are dropped before a setting is built (they cannot be ours).
+
+`memory_scopes` counts rows per scope (kept by a SECURITY DEFINER trigger), so `list_scopes` can
+name a tenant's scopes without reading any memory row; the runtime role may only SELECT it.
+`backend_meta` holds the store id, the embedder signature and the cursor key shared by every
+replica. Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "SEP", "PAIR"]
+
+COMPONENT = "memories"
+SCOPES_SETTING = "viking_bridge.scopes"
+MEMORIES_SETTING = "viking_bridge.memories"
+IDS_SETTING = "viking_bridge.memory_ids"
+SEP = "\x1f"
+PAIR = "\x1e"
+
+MEMORY_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE memories (
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        id text PRIMARY KEY,
+        scope text NOT NULL CHECK (scope <> ''),
+        tenant_id text,
+        content text NOT NULL,
+        kind text NOT NULL,
+        status text NOT NULL CHECK (status IN ('active', 'pending', 'superseded', 'forgotten')),
+        confidence double precision NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+        provenance text NOT NULL,
+        subject_user_id text,
+        metadata text NOT NULL,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        idempotency_key text NOT NULL,
+        content_hash text NOT NULL,
+        embedding vector({dim}) NOT NULL,
+        UNIQUE (scope, idempotency_key)
+    );
+    CREATE INDEX memories_by_scope ON memories (scope, seq);
+    CREATE INDEX memories_by_subject ON memories (tenant_id, subject_user_id);
+    ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE memories FORCE ROW LEVEL SECURITY;
+    CREATE POLICY memories_in_scope_set ON memories FOR ALL
+        USING (
+            scope = ANY (string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))
+            OR (id = ANY (string_to_array(current_setting('viking_bridge.memory_ids', true), chr(31)))
+                AND (scope || chr(30) || id) = ANY (string_to_array(current_setting('viking_bridge.memories', true), chr(31))))
+        )
+        WITH CHECK (scope = ANY (string_to_array(current_setting('viking_bridge.scopes', true), chr(31))));
+
+    CREATE TABLE memory_scopes (scope text PRIMARY KEY, tenant_id text, rows bigint NOT NULL);
+    CREATE INDEX memory_scopes_by_tenant ON memory_scopes (tenant_id);
+    CREATE FUNCTION memory_scopes_count() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog AS $$
+    DECLARE
+        target regclass := format('%I.memory_scopes', TG_TABLE_SCHEMA)::regclass;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            EXECUTE format('INSERT INTO %s AS s (scope, tenant_id, rows) VALUES ($1, $2, 1)'
+                           ' ON CONFLICT (scope) DO UPDATE SET rows = s.rows + 1', target) USING NEW.scope, NEW.tenant_id;
+        ELSE
+            EXECUTE format('UPDATE %s SET rows = rows - 1 WHERE scope = $1', target) USING OLD.scope;
+            EXECUTE format('DELETE FROM %s WHERE scope = $1 AND rows <= 0', target) USING OLD.scope;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memories_count_scopes AFTER INSERT OR DELETE ON memories FOR EACH ROW EXECUTE FUNCTION memory_scopes_count();
+    REVOKE ALL ON FUNCTION memory_scopes_count() FROM PUBLIC;
+
+    CREATE TABLE backend_meta (name text PRIMARY KEY, value text NOT NULL);
+
+    GRANT SELECT, INSERT, UPDATE, DELETE ON memories TO {runtime};
+    GRANT SELECT ON memory_scopes, backend_meta TO {runtime};
+    """,
+)
