@@ -1,0 +1,156 @@
+"""The second wall: row-level security keyed on the ScopeSet the transaction declared.
+
+Every test here runs SQL the way a bug would — no WHERE clause, a forgotten filter — as the
+runtime role, against a real PostgreSQL, and checks the database itself returns (or changes)
+nothing outside the declared ScopeSet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+import numpy as np
+import psycopg
+import pytest
+import pytest_asyncio
+
+from adapters.base import Hit, SearchQuery, Status
+from adapters.errors import BackendMisconfigured
+from adapters.postgres import PostgresBackend
+from adapters.postgres.backend import declare
+from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
+from contract_tests.postgres_server import TestDatabase
+from tests.postgres.pgkit import as_app, note
+
+ALICE = ScopeKey.private("acme", "alice")
+BOB = ScopeKey.private("acme", "bob")
+GLOBEX = ScopeKey.tenant("globex")
+
+
+@pytest_asyncio.fixture
+async def backend(pg_db: TestDatabase) -> AsyncIterator[PostgresBackend]:
+    b = PostgresBackend(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=2)
+    await b.open()
+    try:
+        yield b
+    finally:
+        await b.aclose()
+
+
+async def _world(backend: PostgresBackend) -> dict[str, str]:
+    ids = {}
+    for scope, text in ((ALICE, "alice likes green tea"), (BOB, "bob's salary is 93k"), (GLOBEX, "globex merger plan")):
+        ids[text] = (await backend.put(scope, note(text), idempotency_key=f"k-{scope}")).id
+    return ids
+
+
+def _declared_select(db: TestDatabase, sql: str, open_scopes: list[str], pairs: list[str] = (), ids: list[str] = ()) -> list[tuple[Any, ...]]:  # type: ignore[assignment]
+    with as_app(db) as conn, conn.transaction():
+        conn.execute(
+            "SELECT set_config('viking_bridge.scopes', %s, true), set_config('viking_bridge.memories', %s, true),"
+            " set_config('viking_bridge.memory_ids', %s, true)", ("\x1f".join(open_scopes), "\x1f".join(pairs), "\x1f".join(ids)),
+        )
+        return conn.execute(sql).fetchall()
+
+
+async def test_query_without_a_where_clause_returns_only_the_declared_scopes(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    await _world(backend)
+    rows = _declared_select(pg_db, "SELECT scope, content FROM memories", [str(ALICE)])
+    assert rows == [(str(ALICE), "alice likes green tea")], f"RLS let a filterless query see {rows}"
+    assert _declared_select(pg_db, "SELECT count(*) FROM memories", [str(ALICE), str(GLOBEX)]) == [(2,)]
+
+
+async def test_transaction_that_declares_nothing_sees_and_writes_nothing(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    await _world(backend)
+    with as_app(pg_db) as conn:
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+        assert conn.execute("DELETE FROM memories").rowcount == 0
+        assert conn.execute("UPDATE memories SET content = 'pwned'").rowcount == 0
+    assert len(await backend.list(BOB)) == 1 and (await backend.list(BOB))[0].content == "bob's salary is 93k"
+
+
+async def test_runtime_role_cannot_change_rows_outside_the_declared_scopes(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    ids = await _world(backend)
+    with as_app(pg_db) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('viking_bridge.scopes', %s, true)", (str(ALICE),))
+            assert conn.execute("UPDATE memories SET content = 'pwned'").rowcount == 1  # alice's own row only
+            assert conn.execute("DELETE FROM memories WHERE id = %s", (ids["bob's salary is 93k"],)).rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # WITH CHECK: no row lands outside the declared scopes
+            with conn.transaction():
+                conn.execute("SELECT set_config('viking_bridge.scopes', %s, true)", (str(ALICE),))
+                conn.execute("UPDATE memories SET scope = %s WHERE scope = %s", (str(BOB), str(ALICE)))
+    assert [m.content for m in await backend.list(BOB)] == ["bob's salary is 93k"]
+
+
+async def test_restricted_entry_sees_only_its_injected_ids_even_without_where(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    second = await backend.put(BOB, note("bob's second note"), idempotency_key="k2")
+    await _world(backend)
+    rows = _declared_select(pg_db, "SELECT id FROM memories", [], [f"{BOB}\x1e{second.id}"], [second.id])
+    assert rows == [(second.id,)]
+    # an id of the right memory under the wrong scope is not a pair the transaction declared
+    assert _declared_select(pg_db, "SELECT id FROM memories", [], [f"{ALICE}\x1e{second.id}"], [second.id]) == []
+
+
+class FilterDroppingBackend(PostgresBackend):
+    """Deliberately broken: its search forgets the ScopeSet in the WHERE clause and skips the
+    adapter's own hit check. Only the database's policy stands between it and a leak."""
+
+    async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10,
+                            statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None) -> list[Hit]:
+        from adapters.postgres.backend import _COLUMNS, scope_settings
+
+        open_scopes, pairs, ids = scope_settings(scopes)
+
+        async def run(conn: psycopg.AsyncConnection) -> list[Any]:
+            await declare(conn, open_scopes, pairs, ids)
+            sql = f"SELECT {_COLUMNS}, -(embedding <#> %s) FROM memories ORDER BY embedding <#> %s LIMIT %s"  # no WHERE at all
+            return await (await conn.execute(sql, (vector, vector, limit))).fetchall()
+
+        return [Hit(m, m.scope, float(r[-1])) for r in await self._run(run) if (m := self._decode(r[:-1])) is not None]
+
+
+async def test_broken_query_without_scope_filter_still_leaks_nothing_because_of_rls(pg_db: TestDatabase) -> None:
+    broken = FilterDroppingBackend(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=2)
+    await broken.open()
+    try:
+        await _world(broken)
+        result = await broken.search(SearchQuery(ScopeSet.of(ALICE), "bob's salary is 93k", limit=10))
+        seen = {(str(h.scope), h.memory.content) for h in result.hits}
+        assert seen == {(str(ALICE), "alice likes green tea")}, f"a filterless search as the runtime role returned {seen}"
+        restricted = ScopeSet((ScopeEntry(GLOBEX, memory_ids=frozenset({"m-not-there"})),))
+        assert (await broken.search(SearchQuery(restricted, "globex merger plan"))).hits == ()
+    finally:
+        await broken.aclose()
+
+
+async def test_same_broken_query_as_the_owner_would_leak_which_is_why_the_owner_is_refused(pg_db: TestDatabase, backend: PostgresBackend) -> None:
+    """Control: the table is readable without the policy (by a superuser), so the RLS tests above
+    are not passing merely because the rows are missing."""
+    await _world(backend)
+    with psycopg.connect(pg_db.admin_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM viking_bridge.memories").fetchone() == (3,)
+    for url in (pg_db.owner_url, pg_db.admin_url):  # the owner is a member of itself; the admin is a superuser
+        refused = PostgresBackend(url, migrate_url=pg_db.owner_url, pool_size=1)
+        with pytest.raises(BackendMisconfigured, match="row-level security would not bind it"):
+            await refused.open()
+
+
+async def test_runtime_role_cannot_switch_row_security_off(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    await _world(backend)
+    with as_app(pg_db) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # row_security=off refuses a query RLS would filter
+            conn.execute("SET row_security = off")
+            conn.execute("SELECT count(*) FROM memories").fetchone()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("ALTER TABLE memories DISABLE ROW LEVEL SECURITY")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DROP POLICY memories_in_scope_set ON memories")
+
+
+async def test_list_scopes_names_a_tenants_scopes_without_reading_rows_and_forgets_emptied_ones(backend: PostgresBackend) -> None:
+    ids = await _world(backend)
+    assert await backend.list_scopes("acme") == [ALICE, BOB]
+    assert await backend.list_scopes("globex") == [GLOBEX]
+    assert await backend.delete(BOB, ids["bob's salary is 93k"])
+    assert await backend.list_scopes("acme") == [ALICE]
