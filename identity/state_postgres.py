@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from identity.errors import ConfigurationError, Conflict, IncompatibleSchema, NonceCacheFull, StorageUnavailable, VikingBridgeError
+from identity.errors import ConfigurationError, Conflict, IncompatibleSchema, InvalidInput, NonceCacheFull, StorageUnavailable, VikingBridgeError
 from identity.nonces import _checked as _checked_nonce
 from identity.state import ApiKeyRecord, SessionBinding, StoredApiKey
 
@@ -72,6 +72,8 @@ def map_error(exc: BaseException, where: str, what: str) -> VikingBridgeError:
         return exc
     if isinstance(exc, (PoolTimeout, psycopg.OperationalError, TimeoutError, ConnectionError)):
         return StorageUnavailable(f"{what} at {where} is unreachable or overloaded ({type(exc).__name__})", path=where)
+    if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (NUL in text, out of range)
+        return InvalidInput(f"{what} at {where} cannot store a value: {exc.diag.message_primary}")
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return ConfigurationError(f"{what} at {where}: the runtime role lacks a privilege ({exc.diag.message_primary}); see docs/deploying.md")
     if isinstance(exc, (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn, psycopg.errors.InvalidSchemaName)):
@@ -141,12 +143,19 @@ class PgPool:
             raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
         return await asyncio.wrap_future(self._submit(self._transact(fn, what)))
 
+    async def _shutdown(self) -> None:
+        await self._pool.close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:  # the pool's workers: finish them, so no task dies pending with the loop
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         try:
-            self._submit(self._pool.close()).result(timeout=10)
+            self._submit(self._shutdown()).result(timeout=15)
         except Exception:  # closing is best effort; the loop goes anyway
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -346,6 +355,8 @@ class PgNonceCache:
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
         nonce, expires_at = _checked_nonce(nonce, expires_at)
+        if "\x00" in nonce:
+            raise InvalidInput("a nonce must not contain NUL")
         now = self._clock()
 
         async def run(conn: psycopg.AsyncConnection) -> bool:
