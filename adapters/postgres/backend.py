@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import secrets
+import threading
 import time
 import uuid
 from types import MappingProxyType
@@ -131,7 +132,7 @@ class PostgresBackend:
 
     `url` is the runtime role; `migrate_url` (the schema owner) applies the schema at open under
     an advisory lock and grants the runtime role what it needs (`runtime_role`, default the user
-    of `url`). Open with `await PostgresBackend.open(...)` or call `await backend.open()` once."""
+    of `url`). The first call opens it; `open()` / `open_sync()` do it up front (start-up errors early)."""
 
     name = "postgres"
     capabilities = Capabilities(memory_id_restriction=True, list_scopes=True, supported_filters=frozenset())
@@ -145,6 +146,8 @@ class PostgresBackend:
         self.alarms = RecordAlarms("postgres")
         self._pool: PgPool | None = None
         self._codec: CursorCodec | None = None
+        self._open_lock = threading.Lock()
+        self._closed = False
         self.store_id: str | None = None
 
     @classmethod
@@ -155,8 +158,17 @@ class PostgresBackend:
 
     # -- open: migrate, then refuse a runtime role that could bypass the policy ------------
     async def open(self) -> None:
-        if self._pool is not None:
-            return
+        """Migrate (as the owner) and open the runtime pool; idempotent. Blocks briefly: the
+        work runs on the pool's own thread, so this is safe from any event loop or none."""
+        self.open_sync()
+
+    def open_sync(self) -> None:
+        """`open()` for callers without an event loop (`open_bridge` builds parts synchronously)."""
+        with self._open_lock:
+            if self._pool is None:
+                self._open_locked()
+
+    def _open_locked(self) -> None:
         from urllib.parse import unquote, urlsplit
 
         role = self.runtime_role or unquote(urlsplit(self.url).username or "")
@@ -175,12 +187,12 @@ class PostgresBackend:
 
         owner = PgPool(self.migrate_url or self.url, schema=self.schema, min_size=1, max_size=1)
         try:
-            await owner.run(migrate, "memory store migration")
+            owner.run_sync(migrate, "memory store migration")
         finally:
             owner.close()
         pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure)
         try:
-            stored = dict(await pool.run(self._check_runtime_role, "memory store"))
+            stored = dict(pool.run_sync(self._check_runtime_role, "memory store"))
         except BaseException:
             pool.close()
             raise
@@ -218,7 +230,10 @@ class PostgresBackend:
 
     def _ready(self) -> PgPool:
         if self._pool is None:
-            raise Unavailable("the PostgreSQL backend is not open (await backend.open())", backend=self.name)
+            if self._closed:
+                raise Unavailable("the PostgreSQL backend is closed", backend=self.name)
+            self.open_sync()  # first use opens (migrations at start-up, as `open_bridge` expects)
+        assert self._pool is not None
         return self._pool
 
     async def _run(self, fn: Any, what: str = "memory store") -> Any:
@@ -410,6 +425,7 @@ class PostgresBackend:
         require_scope(scope)
         allowed = _statuses(statuses, allow_none=True)
         _limit(limit, _MAX_PAGE)
+        self._ready()
         codec = self._codec
         if codec is None:
             raise Unavailable("the PostgreSQL backend is not open", backend=self.name)
@@ -466,6 +482,7 @@ class PostgresBackend:
         return await self._run(run)
 
     async def aclose(self) -> None:
+        self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
