@@ -42,6 +42,28 @@ def _set(op: object, name: str, value: object) -> None:
     object.__setattr__(op, name, value)
 
 
+def shown(value: object) -> str:
+    """A short repr for an error message that cannot itself fail (repr of a 5,000-digit int
+    raises ValueError; an arbitrary object's repr may raise anything)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def kind(value: object) -> Kind:
+    if not isinstance(value, str):  # parse_kind would str() it: 10**5000 and objects break that
+        raise InvalidInput(f"kind must be a string, not {type(value).__name__}")
+    return parse_kind(value)
+
+
+def purpose(value: object) -> Purpose:
+    if not isinstance(value, str):
+        raise InvalidInput(f"purpose must be a string, not {type(value).__name__}")
+    return parse_purpose(value)
+
+
 def text(value: object, what: str) -> str:
     """A non-empty string that every store can encode (no lone surrogates)."""
     if not isinstance(value, str):
@@ -61,6 +83,8 @@ def _within(value: str, what: str, limit: int) -> None:
 
 
 def ident(value: object, what: str) -> str:
+    if not isinstance(value, str):  # InvalidIdError reprs the value, which can itself raise
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
     try:
         return validate_id(value, what)
     except InvalidIdError as exc:
@@ -104,12 +128,13 @@ def visibility(value: object) -> Visibility | None:
     try:
         return Visibility(value)
     except (ValueError, TypeError):
-        raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
+        raise InvalidInput(f"unknown visibility {shown(value)}; expected one of: {', '.join(v.value for v in Visibility)}") from None
 
 
 def number(value: object, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {value!r}")
+    # no math.isfinite on an int: a 5,000-digit int overflows float conversion; compare it directly
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
+        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {shown(value)}")
     return float(value)
 
 
@@ -121,7 +146,7 @@ def metadata(value: object) -> Mapping[str, Any]:
     data = dict(value)
     for key, item in data.items():
         if not isinstance(key, str) or not key or len(key) > 64:
-            raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
+            raise InvalidInput(f"metadata key {shown(key)} must be a non-empty string of at most 64 characters")
         text(key, "metadata key")
         if key.startswith(RESERVED_METADATA_PREFIX):
             raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
@@ -159,7 +184,7 @@ def flag(value: object, what: str) -> bool:
 
 def positive_int(value: object, what: str, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
-        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {value!r}")
+        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {shown(value)}")
     return value
 
 
@@ -208,11 +233,11 @@ class Recall(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "query", text(self.query, "query"))
-        _set(self, "purpose", parse_purpose(self.purpose))
+        _set(self, "purpose", purpose(self.purpose))
         if self.budget_tokens is not None:
             _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
         if self.kinds is not None:
-            kinds = frozenset(parse_kind(k).value for k in sequence(self.kinds, "kinds"))
+            kinds = frozenset(kind(k).value for k in sequence(self.kinds, "kinds"))
             if not kinds:
                 raise InvalidInput("kinds, when given, must name at least one kind")
             _set(self, "kinds", kinds)
@@ -243,7 +268,7 @@ class Remember(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "department_id", optional_ident(self.department_id, "department_id"))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
@@ -394,7 +419,7 @@ class Inject(Operation):
         try:
             _set(self, "depth", InjectDepth(self.depth))
         except ValueError:
-            raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+            raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         if self.memory_refs is not None:
             _set(self, "memory_refs", tuple(memory_ref(r) for r in sequence(self.memory_refs, "memory_refs")))
         _set(self, "from_manifest_id", optional_ident(self.from_manifest_id, "from_manifest_id"))
@@ -434,7 +459,7 @@ class WriteBack(Operation):
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
 
@@ -453,12 +478,12 @@ class QueryAudit(Operation):
     since_seq: int = 0
 
     def __post_init__(self) -> None:
-        if self.action_filter is not None and self.action_filter not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {self.action_filter!r}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
+        if self.action_filter is not None and (not isinstance(self.action_filter, str) or self.action_filter not in AUDIT_ACTIONS):
+            raise InvalidInput(f"unknown audit action {shown(self.action_filter)}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
         _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
         if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
-            raise InvalidInput(f"since_seq must be a non-negative integer, got {self.since_seq!r}")
+            raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
 
     def check(self, limits: Limits) -> None:
         if self.limit > limits.max_audit_rows:
