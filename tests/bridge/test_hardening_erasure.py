@@ -8,12 +8,16 @@ no audit row of what was gone.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import bridge.handlers.erasure as erasure
+from adapters.base import Capabilities, ListPage, Provenance, Status, StoredMemory
 from adapters.errors import Unavailable
 from adapters.scopes import ScopeKey
 from bridge import MemoryBridge
+from bridge.state.memory import MemoryState
 from tests.kit import make_identity
 
 ADMIN = make_identity("dave", roles=("admin",), workspace=None)
@@ -117,3 +121,57 @@ async def test_one_member_filling_a_workspace_cannot_block_anyones_erasure(bridg
     mine = await bridge.remember(BOB, "alpha fact by bob", "fact")
     assert await bridge.forget_subject(ADMIN, "bob") == 1
     assert mine.memory_id not in {m.id for m in await bridge.backend.list(ScopeKey.workspace("acme", "alpha"))}
+
+
+class WideStore:
+    """A minimal in-memory backend holding one very large workspace: erasure needs only
+    list_scopes, list_page and delete (and `list`, which the pre-fix erasure used)."""
+
+    name = "wide"
+    capabilities = Capabilities()
+
+    def __init__(self) -> None:
+        self.scopes: dict[ScopeKey, dict[str, StoredMemory]] = {}
+
+    def add(self, scope: ScopeKey, memory_id: str, author: str) -> None:
+        now = time.time()
+        self.scopes.setdefault(scope, {})[memory_id] = StoredMemory(
+            memory_id, scope, f"memory {memory_id}", "fact", Status.ACTIVE, 1.0, Provenance(author, "assistant"), author, {}, now, now,
+        )
+
+    async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:
+        return [k for k in self.scopes if k.tenant_id == tenant_id]
+
+    async def list(self, scope: ScopeKey, *, limit: int | None = None, **_: object) -> list[StoredMemory]:
+        return list(self.scopes.get(scope, {}).values())[:limit]
+
+    async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 100, statuses: object = None) -> ListPage:
+        rows = sorted(self.scopes.get(scope, {}).values(), key=lambda m: m.id)
+        start = int(cursor or 0)
+        page = tuple(rows[start:start + limit])
+        return ListPage(page, str(start + limit) if start + limit < len(rows) else None)
+
+    async def delete(self, scope: ScopeKey, memory_id: str) -> bool:
+        return self.scopes.get(scope, {}).pop(memory_id, None) is not None
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_erasure_of_a_workspace_larger_than_the_old_walk_limit_completes():
+    """No walk limit: 10,001 memories of carol's in one workspace (the pre-fix code refused any
+    erasure once a shared scope held 10,000) — bob's three memories are erased at the default
+    page size, and all of carol's stay."""
+    store = WideStore()
+    workspace, private = ScopeKey.workspace("acme", "alpha"), ScopeKey.private("acme", "bob")
+    for n in range(10_001):
+        store.add(workspace, f"c{n:05d}", "carol")
+    store.add(workspace, "b-shared", "bob")
+    store.add(private, "b-private-1", "bob")
+    store.add(private, "b-private-2", "bob")
+    b = MemoryBridge(store, MemoryState())  # type: ignore[arg-type]
+    assert await b.forget_subject(ADMIN, "bob") == 3
+    assert "b-shared" not in store.scopes[workspace] and not store.scopes[private]
+    assert len(store.scopes[workspace]) == 10_001
+    (row,) = await b.audit_events(ADMIN, action="forget_subject")
+    assert row.detail["complete"] is True and sorted(row.memory_ids) == ["b-private-1", "b-private-2", "b-shared"]
