@@ -59,6 +59,68 @@ async def test_fork_of_another_identitys_session_is_refused_and_audited(bridge, 
     assert row.actor == intruder.principal and row.detail["error"] == "SessionIdentityMismatch"
 
 
+def _refusals(w: dict) -> dict[str, tuple]:
+    """Per operation: (identity, method, args, kwargs) that the policy refuses."""
+    member, bob = make_identity("mallory"), make_identity("bob")
+    return {
+        "recall": (member, "recall", ("sales numbers",), {"include_scopes": ["acme/dept/sales"]}),
+        "remember": (member, "remember", ("tenant-wide claim", "fact"), {"visibility": "tenant"}),
+        "forget": (member, "forget", (w["bob_note"].ref,), {}),
+        "forget_subject": (member, "forget_subject", ("bob",), {}),
+        "approve": (member, "approve", (w["pending"].ref,), {}),
+        "promote": (member, "promote", (w["bob_note"].ref, "tenant"), {}),
+        "issue_grant": (member, "grant", ("mallory", "acme/dept/sales"), {"ttl_seconds": 60, "reason": "curious"}),
+        "revoke_grant": (member, "revoke_grant", (w["grant"].grant_id,), {}),
+        "inject": (bob, "inject", ("assistant", "self"), {"memory_refs": [w["bob_note"].ref]}),
+        "revoke_manifest": (member, "revoke_manifest", (w["manifest"].manifest_id,), {}),
+        "write_back": (member, "write_back", (w["manifest"].manifest_id, "result", "fact"), {}),
+    }
+
+
+@pytest.fixture
+async def refusal_world(bridge):
+    bob = make_identity("bob")
+    bob_note = await bridge.remember(bob, "alpha's staging DB is pg-2", "fact")
+    pending = await bridge.remember(bob, "every service exposes /health", "standard")
+    manifest = await bridge.inject(bob, "worker", "staging", memory_refs=[bob_note.ref])
+    grant = await bridge.grant(ADMIN, "bob", "acme/dept/sales", ttl_seconds=60, reason="audit")
+    return bridge, {"bob_note": bob_note, "pending": pending, "manifest": manifest, "grant": grant}
+
+
+@pytest.mark.parametrize("operation", sorted(_refusals({k: type("X", (), {"ref": None, "grant_id": "g", "manifest_id": "m"})() for k in ("bob_note", "pending", "manifest", "grant")})))
+async def test_every_policy_refusal_of_every_operation_is_audited(refusal_world, operation):
+    """Finding 10, the whole class: whatever the operation, a refusal leaves a `denied` row
+    naming the operation, the refused identity and the error."""
+    from bridge import NotPermitted
+
+    bridge, world = refusal_world
+    who, method, args, kwargs = _refusals(world)[operation]
+    with pytest.raises(NotPermitted):
+        await getattr(bridge, method)(who, *args, **kwargs)
+    rows = await _denied(bridge, operation)
+    assert rows, f"refused {operation} by {who.principal} left no denied audit row"
+    assert rows[0].actor == who.principal and rows[0].detail["error"]
+
+
+@pytest.mark.parametrize("method, args", [
+    ("recall", ("anything",)), ("remember", ("x", "note")), ("capture", ([{"role": "user", "content": "I prefer tea"}],)),
+    ("forget", (("acme/user/alice", "m1"),)), ("forget_subject", ("alice",)), ("approve", (("acme/dept/eng", "m1"),)),
+    ("promote", (("acme/user/alice", "m1"), "workspace")), ("revoke_manifest", ("m1",)), ("write_back", ("m1", "x", "fact")),
+    ("inject", ("worker", "task")), ("audit_events", ()),
+])
+async def test_every_operation_on_another_identitys_session_is_refused_and_audited(bridge, method, args):
+    """Finding 10, the whole class: a session bound to alice refuses every operation by bob,
+    each refusal audited, and nothing is written."""
+    await bridge.recall(make_identity(session="s-alice"), "bind the session")  # first use binds s-alice to alice
+    intruder = make_identity("bob", session="s-alice", roles=("admin",))
+    with pytest.raises(SessionIdentityMismatch):
+        await getattr(bridge, method)(intruder, *args)
+    rows = [r for r in await bridge.state.audit.query(bridge.policy.audit_view(ADMIN), action="denied") if r.actor == intruder.principal]
+    assert len(rows) == 1 and rows[0].detail["error"] == "SessionIdentityMismatch", f"{method} on a foreign session: {rows}"
+    for key in await bridge.backend.list_scopes("acme"):
+        assert not await bridge.backend.list(key), f"a refused {method} wrote into {key}"
+
+
 # -- finding 13 -------------------------------------------------------------------------------
 
 
@@ -146,3 +208,26 @@ async def test_one_failed_scope_carries_its_failure_reasons(bridge, monkeypatch)
     assert (await _denied(bridge, "recall"))[0].detail["error"] == "RecallIncomplete"
     partial = await bridge.recall(ALICE, "Kafka", allow_partial=True)
     assert partial.partial and partial.failed_scopes == (str(workspace),)
+
+
+@pytest.mark.parametrize("failure", ["whole-fanout", "one-scope"])
+async def test_an_injection_by_search_fails_closed_like_a_recall(bridge, monkeypatch, failure):
+    """Finding 20, the same class in the other search: a depth-based injection whose search
+    failed (wholly or for one scope) raises RecallIncomplete with the reasons, audited, and
+    makes no manifest from what happened to come back."""
+    parent = make_identity(agent="orchestrator")
+    await bridge.remember(parent, "kafka idempotent producer note", "note", visibility="agent")
+    real_search = bridge.backend.search
+
+    async def failing(query):
+        if failure == "whole-fanout":
+            raise Unavailable("search endpoint returned 503", backend="local")
+        result = await real_search(query)
+        return SearchResult(result.hits, failed_scopes=(ScopeKey.workspace("acme", "alpha"),), failure_reasons=("acme/ws/alpha: read timeout",))
+
+    monkeypatch.setattr(bridge.backend, "search", failing)
+    with pytest.raises(RecallIncomplete) as info:
+        await bridge.inject(parent, "worker", "kafka idempotent producer", depth="minimal")
+    assert info.value.reasons and any(("503" in r) or ("timeout" in r) for r in info.value.reasons)
+    assert (await _denied(bridge, "inject"))[0].detail["error"] == "RecallIncomplete"
+    assert bridge.state.db.query("SELECT COUNT(*) FROM manifests")[0][0] == 0
