@@ -107,6 +107,50 @@ async def test_a_hand_made_crash_through_the_backend_is_recovered(tmp_path):
         await reopened.aclose()
 
 
+async def _promote(b: MemoryBridge):
+    source = await b.remember(ALICE, "Use ruff for linting", "note")
+    return "promote", lambda: b.promote(ALICE, source.ref, "tenant"), ScopeKey.tenant("acme")  # a pending proposal
+
+
+async def _write_back(b: MemoryBridge):
+    parent = make_identity(agent="orchestrator")
+    m = await b.remember(parent, "plan: split the migration", "note", visibility="agent")
+    manifest = await b.inject(parent, "worker", "migration", memory_refs=[m.ref])
+    return "write", lambda: b.write_back(make_identity(agent="worker"), manifest.manifest_id, "Result: split in three", "note"), PRIVATE
+
+
+async def _capture(b: MemoryBridge):
+    return "write", lambda: b.capture(ALICE, [{"role": "user", "content": "I prefer green tea in the morning."}]), PRIVATE
+
+
+@pytest.mark.parametrize("write_path", [_promote, _write_back, _capture], ids=["promote", "write_back", "capture"])
+async def test_every_write_path_recovers_its_audit_row_after_a_crash(tmp_path, write_path):
+    """Finding 14, the whole class: promotion, write-back and capture all store through the one
+    write path, so a crash after the backend's commit is recovered for each of them too."""
+    home = tmp_path / "home"
+    b = MemoryBridge.open_local(home)
+    action, call, scope = await write_path(b)
+    before = {m.id for m in await b.backend.list(scope)}
+    real_append = b.state.audit.append
+
+    async def append(identity, act, **kwargs):
+        if act == action:
+            raise SimulatedCrash()
+        return await real_append(identity, act, **kwargs)
+
+    b.state.audit.append = append  # type: ignore[method-assign]
+    with pytest.raises(SimulatedCrash):
+        await call()
+    (landed,) = {m.id for m in await b.backend.list(scope)} - before
+    await b.aclose()
+    reopened = MemoryBridge.open_local(home)
+    try:
+        rows = await reopened.audit_events(make_identity("dave", roles=("admin",)), action="recovered")
+        assert [r.memory_ids for r in rows] == [(landed,)] and rows[0].detail["operation"] == action
+    finally:
+        await reopened.aclose()
+
+
 # -- finding 19: store binding ---------------------------------------------------------------
 
 

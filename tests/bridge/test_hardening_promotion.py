@@ -137,3 +137,26 @@ async def test_admin_approval_still_supersedes_a_source_of_its_own_tenant(world)
     proposal = await b.promote(alice, source.ref, "tenant")
     await b.approve(make_identity("dave", roles=("admin",)), proposal.ref)
     assert await _status(b, source.scope, source.memory_id) == "superseded"
+
+
+async def test_no_status_change_crosses_a_tenant(world):
+    """Finding 1, the rest of its class: every status-changing operation (approve, forget,
+    promote) refuses a memory of another tenant, whatever roles the caller's IdP asserts."""
+    b, shared = world
+    pending = await b.remember(make_identity("alice"), "every service exposes /health", "standard")
+    admin_fact = await b.remember(make_identity("dave", roles=("admin",)), "Tenant policy: MFA", "fact", visibility="tenant")
+    outsider = make_identity("alice", tenant="globex", roles=("admin", "approver", "global_admin"))
+    for call in (
+        lambda: b.approve(outsider, pending.ref),
+        lambda: b.forget(outsider, admin_fact.ref),
+        lambda: b.forget(outsider, shared.ref),
+        lambda: b.promote(outsider, admin_fact.ref, "global"),
+        lambda: b.promote(outsider, pending.ref, "tenant"),
+    ):
+        with pytest.raises(NotPermitted):
+            await call()
+    assert await _status(b, pending.scope, pending.memory_id) == "pending"
+    assert await _status(b, admin_fact.scope, admin_fact.memory_id) == "active"
+    assert await _status(b, shared.scope, shared.memory_id) == "active"
+    assert [m.id for m in await b.backend.list(ScopeKey.global_())] == [shared.memory_id]
+    assert len(await _denied(b, "globex", "approve")) == 1 and len(await _denied(b, "globex", "forget")) == 2
