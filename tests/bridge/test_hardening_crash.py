@@ -220,3 +220,33 @@ async def test_an_intact_home_reopens(tmp_path):
         assert len((await b.recall(ALICE, "acknowledged write")).items) == 3
     finally:
         await b.aclose()
+
+
+@pytest.mark.parametrize("swap", ["another-store", "older-backup"])
+async def test_a_swapped_or_rolled_back_store_is_refused(tmp_path, swap):
+    """Finding 19, the rest of its class: a valid store that is not this one (copied from another
+    home) or this one from an older backup (fewer committed writes than the audit recorded)."""
+    home = tmp_path / "home"
+    b = MemoryBridge.open_local(home)
+    await b.remember(ALICE, "acknowledged write 0", "note")
+    await b.aclose()
+    if swap == "older-backup":
+        shutil.copytree(home / "store", tmp_path / "backup")
+        b = MemoryBridge.open_local(home)
+        for n in (1, 2):
+            await b.remember(ALICE, f"acknowledged write {n}", "note")
+        await b.aclose()
+        replacement = tmp_path / "backup"
+    else:
+        other = await _home_with_three_writes(tmp_path / "elsewhere")
+        replacement = other / "store"
+    shutil.rmtree(home / "store")
+    shutil.copytree(replacement, home / "store")
+    b = MemoryBridge.open_local(home)
+    try:
+        with pytest.raises(CorruptStorage, match="rolled back|not the one"):
+            await b.recall(ALICE, "acknowledged write")
+        with pytest.raises(CorruptStorage):
+            await b.remember(ALICE, "must not be accepted", "note")
+    finally:
+        await b.aclose()

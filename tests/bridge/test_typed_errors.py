@@ -145,3 +145,27 @@ def test_malformed_input_gives_only_typed_errors_and_writes_nothing(tmp_path, me
     finally:
         loop.run_until_complete(b.aclose())
         loop.close()
+
+
+def test_execute_refuses_anything_that_is_not_an_operation_or_an_identity(tmp_path):
+    """The door-level entry point: `execute(identity, op)` with arbitrary values in either
+    position raises only `InvalidInput`-family errors and writes nothing."""
+    from bridge import InvalidInput
+    from bridge.operations import Operation
+
+    loop = asyncio.new_event_loop()
+    b = MemoryBridge.open_local(tmp_path / "home")
+    try:
+        before = loop.run_until_complete(_snapshot(b))
+
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(identity=st.one_of(st.just(ADMIN), WEIRD), op=st.one_of(WEIRD, st.builds(Operation)))
+        def run(identity: Any, op: Any) -> None:
+            with pytest.raises(InvalidInput):
+                loop.run_until_complete(b.execute(identity, op))
+
+        run()
+        assert loop.run_until_complete(_snapshot(b)) == before
+    finally:
+        loop.run_until_complete(b.aclose())
+        loop.close()
