@@ -19,10 +19,10 @@ from bridge.limits import Limits
 from bridge.models import Message
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
 from bridge.validation import (
-    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, memory_ref, message, metadata, number, optional_ident,
-    positive_int, scope_key, sequence, text, visibility, within,
+    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
+    positive_int, purpose, scope_key, sequence, shown, text, visibility, within,
 )
-from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
+from bridge.vocabulary import Kind, Purpose
 
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
@@ -71,11 +71,11 @@ class Recall(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "query", text(self.query, "query"))
-        _set(self, "purpose", parse_purpose(self.purpose))
+        _set(self, "purpose", purpose(self.purpose))
         if self.budget_tokens is not None:
             _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
         if self.kinds is not None:
-            kinds = frozenset(parse_kind(k).value for k in sequence(self.kinds, "kinds"))
+            kinds = frozenset(kind(k).value for k in sequence(self.kinds, "kinds"))
             if not kinds:
                 raise InvalidInput("kinds, when given, must name at least one kind")
             _set(self, "kinds", kinds)
@@ -105,7 +105,7 @@ class Remember(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "department_id", optional_ident(self.department_id, "department_id"))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
@@ -237,7 +237,7 @@ class Inject(Operation):
         try:
             _set(self, "depth", InjectDepth(self.depth))
         except ValueError:
-            raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+            raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         if self.memory_refs is not None:
             _set(self, "memory_refs", tuple(memory_ref(r) for r in sequence(self.memory_refs, "memory_refs")))
         _set(self, "from_manifest_id", optional_ident(self.from_manifest_id, "from_manifest_id"))
@@ -275,7 +275,7 @@ class WriteBack(Operation):
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
 
@@ -293,12 +293,12 @@ class QueryAudit(Operation):
     since_seq: int = 0
 
     def __post_init__(self) -> None:
-        if self.action is not None and self.action not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {self.action!r}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
+        if self.action is not None and (not isinstance(self.action, str) or self.action not in AUDIT_ACTIONS):
+            raise InvalidInput(f"unknown audit action {shown(self.action)}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
         _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
         if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
-            raise InvalidInput(f"since_seq must be a non-negative integer, got {self.since_seq!r}")
+            raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
 
     def check(self, limits: Limits) -> None:
         if self.limit > limits.max_audit_rows:

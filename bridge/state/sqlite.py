@@ -296,9 +296,11 @@ class SqliteManifests:
     async def revoke_tree(self, manifest_id: str, at: float) -> int:
         with self.db.transaction() as conn:
             return conn.execute(
+                # the statement starts with UPDATE so sqlite3 reports its rowcount (a leading WITH gives -1)
+                "UPDATE manifests SET revoked_at = ? WHERE revoked_at IS NULL AND manifest_id IN ("
                 "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT m.manifest_id FROM manifests m JOIN tree ON m.parent_manifest_id = tree.id)"
-                " UPDATE manifests SET revoked_at = ? WHERE manifest_id IN (SELECT id FROM tree) AND revoked_at IS NULL",
-                (manifest_id, at),
+                " SELECT id FROM tree)",
+                (at, manifest_id),
             ).rowcount
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
