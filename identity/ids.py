@@ -90,10 +90,17 @@ class InvalidIdError(InvalidInput):
     def __init__(self, field: str, value: object, rule: str) -> None:
         self.field = field
         self.rule = rule
-        shown = repr(value)
+        shown = _shown(value)
         if len(shown) > 60:
             shown = shown[:57] + "..."
         super().__init__(f"invalid {field} {shown}: {rule}")
+
+
+def _shown(value: object) -> str:
+    """`repr` for the message, safe for any value (a 5,000-digit int cannot be repr'd)."""
+    if isinstance(value, (str, bytes, type(None), bool, float)) or (isinstance(value, int) and value.bit_length() < 64):
+        return repr(value[:80] if isinstance(value, (str, bytes)) else value)
+    return f"<{type(value).__name__}>"
 
 
 def _char_allowed(ch: str) -> bool:
