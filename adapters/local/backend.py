@@ -94,6 +94,7 @@ from adapters.local.records import (  # noqa: F401  (the decode caches are re-ex
     clear_decode_caches,
     content_hash,
     encodable,
+    lenient_text,
     metadata_json,
     provenance_json,
     row_to_memory,
@@ -266,6 +267,7 @@ class LocalBackend:
             preflight(self.path, expect_existing=expect)
             private_dir(self.path)
             self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
+            self._db.text_factory = lenient_text
         try:
             with storage_errors(self._db_file):
                 tighten_files(self.path)
@@ -361,7 +363,7 @@ class LocalBackend:
             return part
         self.partition_loads[scope] += 1
         rows = self._db.execute(
-            "SELECT m.rowid, m.id, m.status, m.kind, m.vector FROM memories m WHERE m.scope = ?"
+            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob' FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
         ).fetchall()
@@ -372,9 +374,10 @@ class LocalBackend:
         for r in rows:
             if r[2] not in _STATUS_CODE_BY_VALUE:
                 damaged.append((r[0], str(scope), r[1], "unknown status"))
-            elif not isinstance(r[4], bytes) or len(r[4]) != want:
-                size = len(r[4]) if isinstance(r[4], (bytes, str)) else 0
-                damaged.append((r[0], str(scope), r[1], f"vector has {size} bytes, expected {want}"))
+            elif not r[5] or not isinstance(r[4], bytes):
+                damaged.append((r[0], str(scope), r[1], "vector is not stored as a blob"))
+            elif len(r[4]) != want:
+                damaged.append((r[0], str(scope), r[1], f"vector has {len(r[4])} bytes, expected {want}"))
             else:
                 good.append(r)
         if good:
