@@ -85,11 +85,10 @@ from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Un
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_errors
 from adapters.local.partitions import Partition
-from adapters.local.records import (  # noqa: F401  (the decode caches are re-exported for tests)
+from adapters.local.records import (
     COLUMNS as _COLUMNS,
     STATUS_CODES as _STATUS_CODES,
     RowDamage,
-    _metadata_template,
     _provenance_from_json,
     clear_decode_caches,
     content_hash,

@@ -241,7 +241,7 @@ async def test_kind_filter_works_on_the_first_search_after_reopen(tmp_path):
 
 async def test_erasure_drops_decode_caches(store):
     from adapters.base import SubjectEraser
-    from adapters.local import backend as local_backend
+    from adapters.local import records as local_backend  # the decode caches live with the row codec
 
     await store.put(BOB, NewMemory("bob's note", "note", Provenance("bob", "assistant"), metadata={"topic": "bob-private"}), idempotency_key="k")
     await store.list(BOB)
