@@ -147,7 +147,8 @@ class StoredMemory:
     updated_at: float
     #: Set by `put` only: True when this call stored the memory, False when an earlier put with
     #: the same idempotency key had (the record returned is that first one). None elsewhere.
-    created: bool | None = None
+    #: It describes the call, not the record, so two views of one memory compare equal.
+    created: bool | None = field(default=None, compare=False)
 
     @classmethod
     def from_new(cls, memory_id: str, scope: ScopeKey, new: NewMemory, now: float | None = None) -> "StoredMemory":
@@ -246,13 +247,10 @@ class ConversationMessage:
 class Capabilities:
     """What a backend can do; the contract suite skips what is False and names the flag."""
 
-    native_multi_scope_query: bool = False  # one backend call can cover several scopes
     server_side_extraction: bool = False  # `capture` extracts memories on the server
-    time_decay: bool = False
     memory_id_restriction: bool = True  # honours ScopeEntry.memory_ids inside search
     list_scopes: bool = True  # can enumerate a tenant's scopes (needed for forget-by-subject)
     search_after_write_lag: bool = False  # writes become searchable asynchronously
-    exact_search: bool = False  # exhaustive (not approximate) nearest-neighbour search
     supported_filters: frozenset[str] = frozenset()  # keys accepted in SearchQuery.filters
 
 

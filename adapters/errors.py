@@ -1,21 +1,38 @@
 """Every way a backend call can fail, as one tree (pattern: httpx/_exceptions.py).
 
-    BackendError
-     ├── InvalidRequest            the call itself is wrong; retrying cannot help
-     │    ├── EmptyScopeError       no scope / empty ScopeSet: there is no "search everything"
-     │    ├── UnsupportedFilter     a filter the backend cannot express: raise, never widen
-     │    └── EmbedderMismatch      a store opened with an embedder other than the one it was built with
-     ├── NotFound                  no such memory *in that scope* (another scope's id is also NotFound)
-     ├── Conflict                  an idempotency key reused with different content, a version race
-     ├── PermissionDenied          the backend refused the principal (bad key, wrong account)
-     ├── Unavailable               transient: network, 5xx, overload — retryable
-     │    ├── RateLimited           429 / backend rate-limit code; `retry_after` seconds if known
-     │    └── RetryLater            the backend is not ready yet (index initialising)
+Each leaf is also a member of its category in the project's one tree (`identity.errors`, drawn
+whole in `bridge/errors.py`), shown on the right, so `except NotFound` catches a backend's
+NotFound and the CLI / service map every backend failure without knowing the adapter.
+
+    BackendError (VikingBridgeError)
+     ├── InvalidRequest ............................ InvalidInput   the call itself is wrong
+     │    ├── EmptyScopeError (= EmptyScopeSetError)  no scope / empty ScopeSet: there is no "all"
+     │    ├── UnsupportedFilter                       a filter the backend cannot express: never widen
+     │    └── EmbedderMismatch                        a store built with another embedder
+     ├── BackendMisconfigured ...................... ConfigurationError   fix the deployment
+     │    ├── KeyStoreError (openviking)              the key store is unreadable, too wide, undecryptable
+     │    └── EmbeddingMisconfigured (embedding)      the model answers vectors of another shape
+     ├── CorruptRecord ............................. CorruptStorage  a stored record that does not decode;
+     │                                                 never returned (dropped + alarmed, `adapters.envelope`)
+     ├── NotFound .................................. NotFound       no such memory *in that scope*
+     ├── Conflict .................................. Conflict       key reused for other content, a race,
+     │                                                 two scopes mapped onto one backend principal
+     ├── PermissionDenied .......................... (BackendError) the backend refused the credential
+     ├── Unavailable ............................... Unavailable    transient: network, 5xx, overload
+     │    ├── NotSent                                 the request never left: any call may be retried
+     │    ├── RateLimited                             429 / rate-limit code; `retry_after` if known
+     │    ├── RetryLater                              not ready yet (an index initialising)
+     │    └── EmbeddingUnavailable (embedding)        the embedding endpoint failed
+     └── WrongContext .............................. ConfigurationError (+ RuntimeError)  the sync
+                                                       facade was called inside a running event loop
 
 A fan-out where some scopes failed is not an exception: `SearchResult.failed_scopes` names them
-and the bridge decides (by default it raises; it never presents fewer scopes as complete).
+and `failure_reasons` says why (every backend call of a search that fails lands there; `search`
+raises only for a malformed query or a configuration it cannot run). The bridge raises
+`RecallIncomplete` carrying the reasons; it never presents fewer scopes as complete.
 
-Messages never contain secrets. `backend` names the adapter, `scope` the ScopeKey involved.
+Messages never contain secrets (`adapters.http.redact`). `backend` names the adapter, `scope`
+the ScopeKey involved.
 """
 
 from __future__ import annotations
@@ -26,6 +43,24 @@ from identity import errors as _root
 
 if TYPE_CHECKING:
     from adapters.scopes import ScopeKey
+
+__all__ = [
+    "BackendError",
+    "InvalidRequest",
+    "EmptyScopeError",
+    "UnsupportedFilter",
+    "EmbedderMismatch",
+    "BackendMisconfigured",
+    "CorruptRecord",
+    "NotFound",
+    "Conflict",
+    "PermissionDenied",
+    "Unavailable",
+    "NotSent",
+    "RateLimited",
+    "RetryLater",
+    "WrongContext",
+]
 
 
 class BackendError(_root.VikingBridgeError):
@@ -46,7 +81,8 @@ class InvalidRequest(BackendError, _root.InvalidInput):
 
 
 class EmptyScopeError(InvalidRequest):
-    """A call named no scope. Raised instead of ever searching 'all'."""
+    """A call named no scope (or an empty ScopeSet / memory-id restriction). Raised instead of
+    ever searching 'all'. `adapters.scopes.EmptyScopeSetError` is the same class."""
 
 
 class UnsupportedFilter(InvalidRequest):
@@ -55,6 +91,15 @@ class UnsupportedFilter(InvalidRequest):
 
 class EmbedderMismatch(InvalidRequest):
     """The store's vectors were made by a different embedder than the one supplied."""
+
+
+class BackendMisconfigured(BackendError, _root.ConfigurationError):
+    """The adapter cannot run as configured (a missing collection, an unusable key store)."""
+
+
+class CorruptRecord(BackendError, _root.CorruptStorage):
+    """A stored record that is not a well-formed viking-bridge record, or names another place
+    than the one it was read from. Adapters never return it: they drop it and raise an alarm."""
 
 
 class NotFound(BackendError, _root.NotFound):
@@ -73,13 +118,26 @@ class Unavailable(BackendError, _root.Unavailable):
     """A transient failure; the call may succeed if retried."""
 
     retryable = True
+    #: False where retrying inside the same call cannot help (an index that takes minutes).
+    retry_in_call: bool = True
 
-
-class RateLimited(Unavailable):
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
         self.retry_after = retry_after
         super().__init__(message, **kw)
 
 
+class NotSent(Unavailable):
+    """The request never reached the server (connection refused, pool exhausted): nothing was
+    applied, so even a write that is not idempotent may be retried."""
+
+
+class RateLimited(Unavailable):
+    """The backend asked us to slow down; `retry_after` seconds when it said so."""
+
+
 class RetryLater(Unavailable):
     """The backend is not ready yet (e.g. an index still initialising)."""
+
+
+class WrongContext(BackendError, _root.ConfigurationError, RuntimeError):
+    """A blocking facade was called from inside a running event loop (await the async API)."""

@@ -19,9 +19,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from adapters.errors import EmptyScopeError, InvalidRequest
 from identity.ids import validate_id
 
-__all__ = ["Visibility", "ScopeKey", "ScopeEntry", "ScopeSet", "EmptyScopeSetError"]
+__all__ = ["Visibility", "ScopeKey", "ScopeEntry", "ScopeSet", "EmptyScopeSetError", "InvalidScope", "ReadSource"]
 
 
 class Visibility(str, enum.Enum):
@@ -44,8 +45,14 @@ _SEGMENT = {
 _VISIBILITY_OF_SEGMENT = {v: k for k, v in _SEGMENT.items()}
 
 
-class EmptyScopeSetError(ValueError):
-    """Raised for an empty ScopeSet: there is no "all scopes" — a request names where it reads."""
+#: The same class as `adapters.errors.EmptyScopeError` (one error for one rule); this name is
+#: kept for callers that import it from here. An empty ScopeSet: there is no "all scopes".
+EmptyScopeSetError = EmptyScopeError
+
+
+class InvalidScope(InvalidRequest, TypeError):
+    """A ScopeKey / ScopeEntry / ScopeSet built from the wrong types. Also a `TypeError` (and,
+    through InvalidRequest, a `ValueError`) for plain-Python callers."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -65,22 +72,22 @@ class ScopeKey:
     def __post_init__(self) -> None:
         v = self.visibility
         if not isinstance(v, Visibility):
-            raise ValueError(f"visibility must be a Visibility, not {v!r}")
+            raise InvalidScope(f"visibility must be a Visibility, not {v!r}")
         object.__setattr__(self, "_hash", hash((v.value, self.tenant_id, self.owner_id, self.user_id)))
         if v is Visibility.GLOBAL:
             if self.tenant_id is not None or self.owner_id is not None or self.user_id is not None:
-                raise ValueError("the global scope has no tenant or owner")
+                raise InvalidRequest("the global scope has no tenant or owner")
             return
         validate_id(self.tenant_id, "tenant_id")
         if v is Visibility.TENANT:
             if self.owner_id is not None or self.user_id is not None:
-                raise ValueError("the tenant scope has no owner")
+                raise InvalidRequest("the tenant scope has no owner")
             return
         validate_id(self.owner_id, f"{v.value} owner id")
         if v is Visibility.AGENT:
             validate_id(self.user_id, "agent scope user_id")
         elif self.user_id is not None:
-            raise ValueError(f"a {v.value} scope has no user_id")
+            raise InvalidRequest(f"a {v.value} scope has no user_id")
 
     # -- constructors -------------------------------------------------------------------
     @classmethod
@@ -120,7 +127,9 @@ class ScopeKey:
 
     @classmethod
     def parse(cls, text: str) -> "ScopeKey":
-        """Inverse of `str()`; raises ValueError for anything else."""
+        """Inverse of `str()`; raises InvalidRequest (a ValueError) for anything else."""
+        if not isinstance(text, str):
+            raise InvalidScope(f"a scope key is parsed from a string, not {type(text).__name__}")
         if text == "global":
             return cls.global_()
         parts = text.split("/")
@@ -130,10 +139,18 @@ class ScopeKey:
             return cls(_VISIBILITY_OF_SEGMENT[parts[1]], parts[0], parts[2])
         if len(parts) == 4 and parts[1] == "agent":
             return cls.agent(parts[0], parts[2], parts[3])
-        raise ValueError(f"not a scope key: {text!r}")
+        raise InvalidRequest(f"not a scope key: {text!r}")
 
     def __repr__(self) -> str:
         return f"ScopeKey({str(self)!r})"
+
+
+class ReadSource(str, enum.Enum):
+    """Why a ScopeSet entry is readable — data the bridge's labels use, never a decision here."""
+
+    OWN = "own"  # one of the identity's default scopes
+    GRANT = "grant"  # an explicit, expiring grant (`grant_id` names it)
+    MANIFEST = "manifest"  # a parent agent's injection manifest (`grant_id` = manifest id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +168,14 @@ class ScopeEntry:
     reason: str = "own scope"
     grant_id: str | None = None
     memory_ids: frozenset[str] | None = None
+    source: ReadSource = ReadSource.OWN
+    injected_by: str | None = None  # `user@parent_agent` for MANIFEST entries
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, ScopeKey):
-            raise TypeError(f"ScopeEntry.key must be a ScopeKey, not {type(self.key).__name__}")
+            raise InvalidScope(f"ScopeEntry.key must be a ScopeKey, not {type(self.key).__name__}")
         if not (0.0 <= self.weight <= 1.0):
-            raise ValueError(f"scope weight must be within [0, 1], got {self.weight}")
+            raise InvalidRequest(f"scope weight must be within [0, 1], got {self.weight}")
         if self.memory_ids is not None and not self.memory_ids:
             raise EmptyScopeSetError(f"entry {self.key} restricted to an empty set of memory ids")
 
@@ -175,9 +194,9 @@ class ScopeSet:
         by_key: dict[ScopeKey, ScopeEntry] = {}
         for entry in entries:
             if not isinstance(entry, ScopeEntry):
-                raise TypeError(f"ScopeSet entries must be ScopeEntry, not {type(entry).__name__}")
+                raise InvalidScope(f"ScopeSet entries must be ScopeEntry, not {type(entry).__name__}")
             if entry.key in by_key:
-                raise ValueError(f"scope {entry.key} appears twice in one ScopeSet")
+                raise InvalidRequest(f"scope {entry.key} appears twice in one ScopeSet")
             by_key[entry.key] = entry
         object.__setattr__(self, "entries", entries)
         object.__setattr__(self, "_by_key", by_key)

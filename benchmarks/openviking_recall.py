@@ -6,8 +6,12 @@ the same user key, target and limit, and prints the medians and their ratio.
 
     .venv/bin/python benchmarks/openviking_recall.py [--memories 50] [--reps 200] [--mode api_key]
 
-With OPENVIKING_URL and OPENVIKING_ROOT_API_KEY set it uses that deployment (no start-up time).
-Single process, sequential requests: the machine is shared.
+With `--url URL` (root key from OPENVIKING_ROOT_API_KEY), or OPENVIKING_URL and
+OPENVIKING_ROOT_API_KEY set, it uses that deployment (no start-up time). Otherwise it runs
+`python -m contract_tests.openviking_server --mode MODE` as a child process, reads the server's
+URL and root key from its first stdout line, and closes its stdin to stop it: a benchmark
+imports library code only (the layering contracts in pyproject.toml), never the test harness.
+Sequential requests: the machine is shared.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
+from typing import Any
 
 from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.openviking import OpenVikingBackend
 from adapters.scopes import ScopeKey, ScopeSet
-from contract_tests.backends.openviking import live_settings
-from contract_tests.openviking_server.server import OpenVikingServer
 
 WORDS = "tea coffee deploy kubernetes budget roadmap hiking invoice python rust design review lunch travel".split()
 
@@ -66,20 +72,48 @@ async def run(url: str, root: str, mode: str, memories: int, reps: int) -> dict[
         await backend.aclose()
 
 
+def start_local_server(mode: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """A throw-away server in a child process; returns it and its JSON line (url, root key, ...)."""
+    child = subprocess.Popen([sys.executable, "-m", "contract_tests.openviking_server", "--mode", mode],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    if not line:
+        child.wait(timeout=30)
+        raise SystemExit(f"the OpenViking server did not start (exit status {child.returncode}; its stderr is above)")
+    return child, json.loads(line)
+
+
+def stop_local_server(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.close()  # EOF on its stdin: the child stops the server and exits
+    try:
+        child.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.terminate()
+        child.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=50)
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--mode", choices=["api_key", "trusted"], default="api_key")
+    parser.add_argument("--url", default=os.environ.get("OPENVIKING_URL"), help="a running server (default: env OPENVIKING_URL; none: start one)")
     args = parser.parse_args()
-    live = live_settings()
-    if live:
-        report = asyncio.run(run(*live, args.mode, args.memories, args.reps))
+    if args.url:
+        root = os.environ.get("OPENVIKING_ROOT_API_KEY")
+        if not root:
+            raise SystemExit("--url needs the server's root key in OPENVIKING_ROOT_API_KEY")
+        report = asyncio.run(run(args.url, root, args.mode, args.memories, args.reps))
         report["server_startup_s"] = None
     else:
-        with OpenVikingServer(auth_mode=args.mode) as server:
-            report = asyncio.run(run(server.url, server.root_api_key, args.mode, args.memories, args.reps))
-            report["server_startup_s"] = round(server.startup_seconds, 2)
+        child, server = start_local_server(args.mode)
+        try:
+            report = asyncio.run(run(server["url"], server["root_api_key"], args.mode, args.memories, args.reps))
+            report["server_startup_s"] = server["startup_seconds"]
+        finally:
+            stop_local_server(child)
     report["mode"] = args.mode
     print(json.dumps(report, indent=2))
 

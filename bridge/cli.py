@@ -3,6 +3,10 @@
 `remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
 development identity (see docs/identity.md; refused in production mode). Every error is printed
 as one line on stderr with exit status 2 — never a traceback.
+
+Commands provided by other packages (`contract`, from the contract suite) are found through the
+`viking_bridge.commands` entry-point group, never imported by name: the library must not depend
+on its test suite (the layering contracts in pyproject.toml forbid it).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Sequence
+from importlib.metadata import entry_points
+from typing import Callable, Sequence
 
 from pydantic import ValidationError
 
@@ -21,6 +26,16 @@ from identity.errors import IdentityError
 from identity.ids import InvalidIdError
 
 EXIT_ERROR = 2
+COMMANDS_GROUP = "viking_bridge.commands"
+# Why a plug-in command may be missing, per command: the package that provides it.
+_PLUGIN_COMMANDS = {"contract": "the contract suite (contract_tests, shipped with viking-bridge)"}
+
+
+def plugin_command(name: str) -> Callable[[list[str]], int] | None:
+    """The `main(argv) -> int` registered as `name` in the `viking_bridge.commands` group, if any."""
+    for ep in entry_points(group=COMMANDS_GROUP, name=name):
+        return ep.load()
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,7 +107,7 @@ async def _run(args: argparse.Namespace) -> int:
                 found = await bridge.forget(identity, (args.scope, args.memory_id))
                 print("forgotten" if found else "no such memory in that scope")
         elif args.command == "audit":
-            for e in bridge.audit_events(identity, action=args.action, limit=args.limit):
+            for e in await bridge.audit_events(identity, action=args.action, limit=args.limit):
                 print(json.dumps({"seq": e.seq, "ts": round(e.ts, 3), "actor": e.actor, "action": e.action, "memory_ids": e.memory_ids, "scopes": e.scopes, "grants": e.grant_ids}, ensure_ascii=False))
     finally:
         await bridge.aclose()
@@ -105,10 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from identity.admin import main as keys_main
 
         return keys_main(argv[1:])
-    if argv[:1] == ["contract"]:
-        from contract_tests.cli import main as contract_main
-
-        return contract_main(argv[1:])
+    if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
+        try:
+            command = plugin_command(argv[0])
+        except ImportError as exc:
+            print(f"viking-bridge: error: the {argv[0]!r} command is registered but cannot be loaded: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if command is None:
+            print(f"viking-bridge: error: the {argv[0]!r} command needs {_PLUGIN_COMMANDS[argv[0]]}, which is not installed"
+                  f" (no {COMMANDS_GROUP!r} entry point named {argv[0]!r}; reinstall with pip install viking-bridge)", file=sys.stderr)
+            return EXIT_ERROR
+        return command(argv[1:])
     args = _parser().parse_args(argv)
     try:
         return asyncio.run(_run(args))

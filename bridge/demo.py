@@ -101,8 +101,8 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     checks.check("alice's assistant does not see the coder agent's tool experience", a_exp.memory_id not in ids)
     checks.check("alice never sees bob's private or workspace memories", not ids & {b_pref.memory_id, b_dec.memory_id})
 
-    r = await bridge.recall(alice_coder, "database pytest flaky 测试", purpose="coding")
-    _show(out, "alice@coder, coding: database pytest flaky 测试", r)
+    r = await bridge.recall(alice_coder, "PostgreSQL database pytest flaky 测试", purpose="coding")
+    _show(out, "alice@coder, coding: PostgreSQL database pytest flaky 测试", r)
     ids = {i.memory_id for i in r.items}
     checks.check("the coder agent sees its own experience", a_exp.memory_id in ids)
     checks.check("workspace alpha's decision reaches alpha's coder", a_dec.memory_id in ids)
@@ -120,7 +120,7 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     except NotPermitted as exc:
         print(f"\n── bob asks for acme/dept/eng without a grant -> refused: {exc}", file=out)
         checks.check("cross-department search without a grant is refused", True)
-    grant = bridge.grant(dave, "bob", "acme/dept/eng", ttl_seconds=3600, reason="incident review INC-42")
+    grant = await bridge.grant(dave, "bob", "acme/dept/eng", ttl_seconds=3600, reason="incident review INC-42")
     r = await bridge.recall(bob, "code review approvals", include_scopes=["acme/dept/eng"])
     _show(out, f"bob@assistant with grant {grant.grant_id[:8]} (authorised by dave for INC-42)", r)
     eng = [i for i in r.items if i.scope == "acme/dept/eng"]
@@ -157,7 +157,7 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     removed = await bridge.forget_subject(dave, "bob")
     r = await bridge.recall(bob, "Bob detailed answers MySQL alice")
     checks.check(f"forget-by-subject removed bob's {removed} memories from every recall path", not r.items or all(i.author.split("@")[0] != "bob" for i in r.items))
-    audit = bridge.audit_events(dave, limit=500)
+    audit = await bridge.audit_events(dave, limit=500)
     checks.check("the audit log recorded recalls, grants, injections and the erasure", {"recall", "grant", "inject", "forget_subject"} <= {e.action for e in audit})
 
     print("\nIsolation checks", file=out)

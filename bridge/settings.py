@@ -19,9 +19,9 @@ import platformdirs
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bridge.budget import BudgetConfig
+from bridge.recall.budget import BudgetConfig
 from bridge.errors import InvalidInput
-from bridge.facade import Limits
+from bridge.limits import Limits
 
 
 def default_home() -> Path:

@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    pytest_args = ["--pyargs", "contract_tests", "-p", "no:cacheprovider", "-q" if args.verbose else "-qq", "--tb=short" if args.verbose else "--tb=no"]
+    # The suite's plugin is opt-in (no pytest11 entry point), so load it explicitly.
+    pytest_args = ["--pyargs", "contract_tests", "-p", "contract_tests.plugin", "-p", "no:cacheprovider", "-q" if args.verbose else "-qq", "--tb=short" if args.verbose else "--tb=no"]
     if not args.verbose:
         pytest_args += ["--no-header", "-rN"]
     for name in args.adapter:

@@ -1,7 +1,9 @@
 """Fixtures of the contract suite: every test runs once per selected adapter.
 
-`--adapter NAME` (repeatable) selects adapters; default: every registered one (built-ins from
-`contract_tests.backends`, plus whatever a `-p yourpackage.register` plugin registered). An
+`--adapter NAME` (repeatable) selects adapters; default: every registered one (every module in
+the `viking_bridge.contract_backends` entry points, built-ins included, plus whatever a
+`-p yourpackage.register` plugin registered). The options come from `contract_tests.plugin`,
+which is opt-in: without it this conftest stops with a usage error saying how to load it. An
 adapter that is unavailable here is skipped with its `unavailable_reason`; an adapter name that
 is not registered at all is an error (a typo must not turn the whole suite into skips).
 
@@ -20,14 +22,22 @@ from typing import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from contract_tests.backends import load_builtin_adapters
 from contract_tests.harness import ContractEnv, Identities, contract_bridge, settle_timeout_for
 from contract_tests.plugin import DEFAULT_EXAMPLES
-from contract_tests.registry import AdapterFactory, get_adapter, registered_adapters
+from contract_tests.registry import AdapterFactory, get_adapter, load_registered_backends, registered_adapters
+
+PLUGIN_HINT = "the contract suite's options are not loaded: run pytest with -p contract_tests.plugin (or add pytest_plugins = [\"contract_tests.plugin\"] to your conftest.py)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.getoption("adapter")
+    except ValueError:
+        raise pytest.UsageError(PLUGIN_HINT) from None
 
 
 def selected_adapters(config: pytest.Config) -> list[str]:
-    load_builtin_adapters()
+    load_registered_backends()
     chosen = list(dict.fromkeys(config.getoption("adapter") or []))
     return chosen or sorted(registered_adapters())
 
@@ -57,7 +67,7 @@ def adapter_factory(adapter_name: str) -> AdapterFactory:
     try:
         factory = get_adapter(adapter_name)
     except KeyError as exc:
-        pytest.fail(f"{exc.args[0]}; register it with contract_tests.registry.register_adapter and load it with -p yourpackage.register", pytrace=False)
+        pytest.fail(f"{exc.args[0]}; register it with contract_tests.registry.register_adapter", pytrace=False)
     reason = factory.why_unavailable()
     if reason:
         pytest.skip(f"adapter {adapter_name!r} unavailable: {reason}")

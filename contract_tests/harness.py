@@ -248,4 +248,7 @@ CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> MemoryBridge:
     """A bridge over `backend` with the suite's deployment policy (global writers configured)."""
     kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
+    # Each test binds a fresh bridge state to a backend the suite reuses and writes to directly:
+    # an explicit re-initialisation of the store binding (bridge/recovery.py), on purpose.
+    kwargs.setdefault("reinitialise", True)
     return MemoryBridge.with_backend(backend, home, **kwargs)

@@ -1,5 +1,10 @@
-"""pytest plugin (registered by the distribution as `viking_bridge_contract`): the contract
-suite's command-line options. Fixtures and parametrisation live in `contract_tests/conftest.py`.
+"""pytest plugin of the contract suite: its command-line options. Fixtures and parametrisation
+live in `contract_tests/conftest.py`.
+
+Opt-in, never registered by installing the distribution (no `pytest11` entry point), so it is
+not loaded into every pytest session of every project that installs viking-bridge. Load it with
+`pytest -p contract_tests.plugin --pyargs contract_tests ...` or a line in your conftest.py:
+`pytest_plugins = ["contract_tests.plugin"]` (this repository's root conftest.py does that).
 
     --adapter NAME            run the suite against this adapter (repeatable; default: all)
     --contract-examples N     property-based examples per adapter (env VIKING_BRIDGE_CONTRACT_EXAMPLES)
@@ -10,7 +15,6 @@ from __future__ import annotations
 
 import pytest
 
-BUILT_IN_ADAPTERS = ("local", "viking", "openviking", "openviking-trusted")
 DEFAULT_EXAMPLES = 25
 
 
@@ -20,7 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--adapter",
         action="append",
         default=[],
-        help=f"run the contract suite against these adapters (repeatable; built-ins: {', '.join(BUILT_IN_ADAPTERS)}); default: all",
+        help="run the contract suite against this registered adapter (repeatable; names come from the"
+        " viking_bridge.contract_backends entry points and -p plugins); default: every registered one",
     )
     group.addoption(
         "--contract-examples",

@@ -15,17 +15,34 @@ everything it created on exit. The suite never knows a backend by name; it asks 
             await backend.drop_namespace()
             await backend.aclose()
 
-Built-ins live in `contract_tests/backends/` and are registered on import of that package.
+Discovery: a backend's module is named in the `viking_bridge.contract_backends` entry-point
+group of its distribution (name = adapter name, value = the module whose import registers it):
+
+    [project.entry-points."viking_bridge.contract_backends"]
+    mystore = "mypackage.contract_backend"
+
+`load_registered_backends()` imports each of them once. The built-ins in `contract_tests/backends/`
+are found exactly this way (see this project's pyproject.toml), so nothing here names them. A
+module that cannot be imported does not break the suite: each adapter its entry point names is
+registered as *unavailable* with the import error as the reason, so every test for it is
+reported as skipped — never silently left out. (`-p mypackage.register` still works for a module
+that calls `register_adapter` without an entry point.)
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import AsyncContextManager, Awaitable, Callable
 
 from adapters.base import MemoryBackend
 
-__all__ = ["AdapterFactory", "register_adapter", "register_unavailable", "registered_adapters", "get_adapter"]
+__all__ = ["AdapterFactory", "BACKENDS_GROUP", "register_adapter", "register_unavailable", "registered_adapters", "get_adapter",
+           "load_registered_backends"]
+
+# The entry-point group through which every backend, built-in or third-party, is found.
+BACKENDS_GROUP = "viking_bridge.contract_backends"
 
 BackendFactory = Callable[[], AsyncContextManager[MemoryBackend]]
 # Optional hook: write one raw row that carries NO scope metadata into `backend` (bypassing the
@@ -54,6 +71,8 @@ class AdapterFactory:
 
 
 _REGISTRY: dict[str, AdapterFactory] = {}
+# module path -> None once imported, else the reason it could not be (each module is tried once).
+_LOADED: dict[str, str | None] = {}
 
 
 def register_adapter(
@@ -85,6 +104,31 @@ def register_unavailable(name: str, reason: str, *, description: str = "") -> No
     _REGISTRY[name] = AdapterFactory(name, _cannot_create, description, lambda: reason)
 
 
+def load_registered_backends() -> dict[str, str]:
+    """Import every module named in the `viking_bridge.contract_backends` group (once each).
+
+    Returns {adapter name: reason} for the adapters that could not be loaded: their module failed
+    to import, or it imported but did not register the name its entry point promised. Each such
+    adapter is registered as unavailable with that reason.
+    """
+    failures: dict[str, str] = {}
+    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
+        module = ep.value.split(":", 1)[0].strip()
+        if module not in _LOADED:
+            try:
+                importlib.import_module(module)
+                _LOADED[module] = None
+            except Exception as exc:  # ImportError, a SyntaxError in a half-written file, ...
+                _LOADED[module] = f"{module} could not be imported: {type(exc).__name__}: {exc}"
+        reason = _LOADED[module]
+        if reason is None and ep.name not in _REGISTRY:
+            reason = f"{module} was imported but did not register_adapter({ep.name!r}) as its entry point says"
+        if reason is not None:
+            failures[ep.name] = reason
+            register_unavailable(ep.name, reason)
+    return failures
+
+
 def registered_adapters() -> dict[str, AdapterFactory]:
     return dict(_REGISTRY)
 
@@ -94,4 +138,8 @@ def get_adapter(name: str) -> AdapterFactory:
         return _REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise KeyError(f"no adapter registered as {name!r} (registered: {known})") from None
+        raise KeyError(
+            f"no adapter registered as {name!r} (registered: {known}); a backend is found through the"
+            f" {BACKENDS_GROUP!r} entry-point group of an installed distribution (reinstall after editing"
+            " entry points) or registered by a module loaded with -p"
+        ) from None

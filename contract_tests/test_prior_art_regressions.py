@@ -361,7 +361,7 @@ async def test_nothing_recallable_after_forget(contract: ContractEnv) -> None:
     assert m.memory_id not in {x.id for x in await contract.backend.list(scope, statuses=ALL)}, f"{guarantee}: still listed in {scope}"
     direct = await contract.backend.search(SearchQuery(ScopeSet.of(scope), text, limit=50, statuses=ALL))
     assert m.memory_id not in {h.memory.id for h in direct.hits}, f"{guarantee}: backend.search still returns {m.memory_id}"
-    assert [e for e in bridge.audit_events(alice, action="forget") if m.memory_id in e.memory_ids], "forget left no audit row"
+    assert [e for e in await bridge.audit_events(alice, action="forget") if m.memory_id in e.memory_ids], "forget left no audit row"
     assert await bridge.forget(alice, m.ref) is False
 
 
@@ -401,7 +401,7 @@ async def test_nothing_recallable_after_forget_subject(contract: ContractEnv) ->
         for m in await contract.backend.list(key, statuses=ALL):
             assert m.provenance.author_user_id != "alice" and m.subject_user_id != "alice", leak_message(guarantee, f"backend.list({key})", m.id, str(key), content=m.content, reproduce=contract.reproduce)
     assert (await contract.backend.get(ScopeKey.workspace("acme", "alpha"), bobs.memory_id)).content.startswith("Bob data")
-    assert bridge.audit_events(alice, action="forget_subject"), "forget_subject left no audit row"
+    assert await bridge.audit_events(alice, action="forget_subject"), "forget_subject left no audit row"
 
 
 # -- sharedBy from the request body (agentmemory 689) ---------------------------------------------

@@ -82,9 +82,9 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
 
     admins = people
     for g in world.grants:
-        grant = bridge.grant(admins[g.admin], g.grantee_user, g.scope, ttl_seconds=600, reason="contract world")
+        grant = await bridge.grant(admins[g.admin], g.grantee_user, g.scope, ttl_seconds=600, reason="contract world")
         if g.revoke:
-            bridge.revoke_grant(admins[g.admin], grant.grant_id)
+            await bridge.revoke_grant(admins[g.admin], grant.grant_id)
 
     timeout = settle_timeout_for(backend.capabilities)
     if timeout:  # lagging backend: wait until every active memory is visible to its author

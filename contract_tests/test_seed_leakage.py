@@ -123,7 +123,7 @@ async def test_5_explicit_cross_department_search_is_labelled_with_source_and_gr
     with pytest.raises(NotPermitted):
         await bridge.recall(carol, text, include_scopes=[eng_scope])
 
-    grant = bridge.grant(admin, "carol", eng_scope, ttl_seconds=600, reason="quarterly incident audit")
+    grant = await bridge.grant(admin, "carol", eng_scope, ttl_seconds=600, reason="quarterly incident audit")
     # Granted, but not asked for: the default recall stays within carol's own scopes.
     plain = await contract.recall(carol, text, must_see=[sentinel.memory_id], budget_tokens=BIG)
     contract.assert_not_seen(plain, [eng], guarantee=guarantee + " (a grant is used only when the recall asks for it)", reader=carol)
@@ -144,13 +144,13 @@ async def test_5_explicit_cross_department_search_is_labelled_with_source_and_gr
     with pytest.raises(NotPermitted):  # the grant is carol's, not every sales member's
         await bridge.recall(dave, text, include_scopes=[eng_scope])
     with pytest.raises(NotPermitted):  # grants never cross tenants
-        bridge.grant(admin, "carol", "globex/dept/eng", ttl_seconds=600, reason="cross-tenant")
+        await bridge.grant(admin, "carol", "globex/dept/eng", ttl_seconds=600, reason="cross-tenant")
 
-    bridge.revoke_grant(admin, grant.grant_id)
+    await bridge.revoke_grant(admin, grant.grant_id)
     with pytest.raises(NotPermitted):
         await bridge.recall(carol, text, include_scopes=[eng_scope])
 
-    short = bridge.grant(admin, "dave", eng_scope, ttl_seconds=0.5, reason="five-minute look")
+    short = await bridge.grant(admin, "dave", eng_scope, ttl_seconds=0.5, reason="five-minute look")
 
     async def probe() -> str:
         try:
@@ -183,14 +183,14 @@ async def test_6_session_fork_or_continue_cannot_change_the_authenticated_user(c
     with pytest.raises(SessionIdentityMismatch):
         await bridge.capture(bob, [{"role": "user", "content": "I prefer tea. Remember that I am alice."}])
     with pytest.raises(SessionIdentityMismatch):
-        bridge.fork_session(bob, shared)
+        await bridge.fork_session(bob, shared)
 
     # Same user, wider roles: a different fingerprint, so the old session is not continued.
     alice_admin = await ids.via_gateway("alice", session_id=shared, departments=["eng"], workspace="alpha", roles=["admin"])
     with pytest.raises(SessionIdentityMismatch):
         await bridge.recall(alice_admin, "answers in Chinese, metric units")
 
-    forked = bridge.fork_session(alice, shared)
+    forked = await bridge.fork_session(alice, shared)
     assert (forked.tenant_id, forked.user_id, forked.agent_id) == (alice.tenant_id, alice.user_id, alice.agent_id)
     assert forked.fingerprint == alice.fingerprint and forked.session_id != shared
     await contract.recall(forked, "answers in Chinese, metric units", must_see=[mine.memory_id], budget_tokens=BIG)

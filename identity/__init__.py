@@ -16,6 +16,8 @@ from identity.errors import (
     IdentityError,
     IdentityProviderUnavailable,
     InvalidCredential,
+    InvalidIdentityInput,
+    NonceCacheFull,
     SessionIdentityMismatch,
     Unauthenticated,
     UnknownSession,
@@ -40,12 +42,21 @@ from identity.providers import (
     VerificationKey,
     narrow,
 )
+from identity.nonces import InMemoryNonceCache, SqliteNonceCache
 from identity.request import establish_identity
-from identity.sessions import InMemorySessionRegistry, SessionBinding, SessionRegistry, SqliteSessionRegistry
+from identity.sessions import (
+    InMemorySessionRegistry,
+    SessionBinder,
+    SessionBinding,
+    SessionRegistry,
+    SqliteSessionRegistry,
+)
+from identity.state import ApiKeyRepository, NonceCache, SessionRepository
 
 __all__ = [
     "ApiKey",
     "ApiKeyProvider",
+    "ApiKeyRepository",
     "ApiKeyStore",
     "BearerToken",
     "ClaimMapping",
@@ -60,15 +71,22 @@ __all__ = [
     "IdentityError",
     "IdentityProvider",
     "IdentityProviderUnavailable",
+    "InMemoryNonceCache",
     "InMemorySessionRegistry",
     "InvalidCredential",
     "InvalidIdError",
+    "InvalidIdentityInput",
     "JwksCache",
     "JwtProvider",
     "MemoryIdentity",
+    "NonceCache",
+    "NonceCacheFull",
+    "SessionBinder",
     "SessionBinding",
     "SessionIdentityMismatch",
     "SessionRegistry",
+    "SessionRepository",
+    "SqliteNonceCache",
     "SqliteSessionRegistry",
     "StaticKeys",
     "Unauthenticated",

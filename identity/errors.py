@@ -14,14 +14,20 @@ the adapters' leaves, is drawn in `bridge/errors.py`, the public place to import
      ├── Conflict                         reuse of a key for other content, a version race (409)
      ├── RecallIncomplete                 a scope failed mid fan-out; fail closed (503)
      ├── Unavailable                      transient; the same call may succeed later (503)
+     │    └── StorageUnavailable          a store file is locked by another process, or the disk is full
      └── CorruptStorage                   a store file is damaged or belongs to another store
+
+    ConfigurationError
+     └── IncompatibleSchema               a store file was written by a newer version (names the file)
 
 Identity's own leaves (kept under `IdentityError` so `except IdentityError` still works):
 
     IdentityError
+     ├── InvalidIdentityInput     (also InvalidInput) an identity API called with a wrong-type value
      ├── Unauthenticated ... InvalidCredential, ExpiredCredential
      ├── Forbidden ......... SessionIdentityMismatch, UnknownSession
      ├── IdentityProviderUnavailable  (also Unavailable) the key source is unreachable; never a pass
+     │    └── NonceCacheFull          the replay cache holds its maximum of live nonces; retry later
      └── IdentityConfigurationError   (also ConfigurationError) a mis-configured provider
 
 Messages never contain a credential, a secret or memory content.
@@ -79,6 +85,14 @@ class Unavailable(VikingBridgeError):
     retry_after: float | None = None
 
 
+class StorageUnavailable(Unavailable):
+    """A store file is locked by another process (past the busy timeout) or the disk is full."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
 class CorruptStorage(VikingBridgeError):
     """A store file is damaged, emptied, replaced or bound to another store; names the file."""
 
@@ -87,11 +101,29 @@ class CorruptStorage(VikingBridgeError):
         super().__init__(message)
 
 
+class IncompatibleSchema(ConfigurationError):
+    """A store's recorded schema version is newer than this code knows: it was written by a
+    newer release. Refused at open (never downgraded, never written), naming the file."""
+
+    def __init__(self, message: str, *, path: str | None, component: str, found: int, known: int) -> None:
+        self.path = path
+        self.component = component
+        self.found = found
+        self.known = known
+        super().__init__(message)
+
+
 # -- the identity branch -----------------------------------------------------------------
 
 
 class IdentityError(VikingBridgeError):
     """Base of every identity failure."""
+
+
+class InvalidIdentityInput(IdentityError, InvalidInput):
+    """An identity API was called with a value of the wrong type or shape (a session call with
+    no `MemoryIdentity`, a non-string key id): a caller's bug, not a credential problem (400).
+    Ids that break the grammar raise `identity.ids.InvalidIdError`, also an `InvalidInput`."""
 
 
 class Unauthenticated(IdentityError):
@@ -120,6 +152,15 @@ class UnknownSession(Forbidden):
 
 class IdentityProviderUnavailable(IdentityError, Unavailable):
     """The provider could not verify the credential now (key source unreachable). Fail closed."""
+
+
+class NonceCacheFull(IdentityProviderUnavailable):
+    """The gateway's replay cache is full of *live* nonces. Refusing new requests until some
+    expire is the only safe choice: evicting a live nonce would let its request be replayed."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
 
 
 class IdentityConfigurationError(IdentityError, ConfigurationError):

@@ -13,42 +13,30 @@ workspace, roles, permission_version), so a role change also ends the right to c
 sessions — fail closed; start a new one.
 
 This module never widens an identity: every method returns the caller's own identity, at most
-with a different session id.
+with a different session id. The rules live here (`SessionBinder`); where bindings are kept is
+a `SessionRepository` (`identity.session_store`: in-memory, SQLite; PostgreSQL later).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from identity.errors import SessionIdentityMismatch, UnknownSession
+from identity.errors import InvalidIdentityInput, SessionIdentityMismatch, UnknownSession
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import new_session_id
-from identity.storage import open_identity_store
+from identity.session_store import InMemorySessionRepository, SqliteSessionRepository
+from identity.state import SessionBinding, SessionRepository
 
 __all__ = [
     "InMemorySessionRegistry",
+    "SessionBinder",
     "SessionBinding",
     "SessionRegistry",
     "SqliteSessionRegistry",
 ]
-
-
-@dataclass(frozen=True)
-class SessionBinding:
-    """Who a session belongs to. `user_id`/`agent_id` are kept for audit; `fingerprint` decides."""
-
-    tenant_id: str
-    session_id: str
-    fingerprint: str
-    user_id: str
-    agent_id: str
-    parent_session_id: str | None
-    created_at: float
 
 
 @runtime_checkable
@@ -68,8 +56,14 @@ class SessionRegistry(Protocol):
     def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None: ...
 
 
-class _RegistryBase:
-    """The rules; subclasses only store and fetch bindings atomically.
+def _require_identity(identity: object, action: str) -> MemoryIdentity:
+    if not isinstance(identity, MemoryIdentity):
+        raise InvalidIdentityInput(f"cannot {action} a session for a {type(identity).__name__}; pass a MemoryIdentity")
+    return identity
+
+
+class SessionBinder:
+    """The rules over any `SessionRepository` (in-memory, SQLite, later PostgreSQL).
 
     A binding never changes once stored, so the fingerprints this process has already seen
     stored are remembered: continuing a known session costs a dict lookup, not a database
@@ -77,14 +71,16 @@ class _RegistryBase:
     """
 
     _CONFIRMED_MAX = 100_000
-    _confirmed: dict[tuple[str, str], str]
 
-    def _bind_if_absent(self, binding: SessionBinding) -> SessionBinding:  # pragma: no cover
-        """Insert `binding` unless `(tenant, session)` exists; return whichever is now stored."""
-        raise NotImplementedError
+    def __init__(self, repository: SessionRepository) -> None:
+        self.repository = repository
+        self._confirmed: dict[tuple[str, str], str] = {}
 
-    def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None:  # pragma: no cover
-        raise NotImplementedError
+    def close(self) -> None:
+        self.repository.close()
+
+    def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None:
+        return self.repository.get(validate_id(tenant_id, "tenant_id"), validate_id(session_id, "session_id"))
 
     def _new_binding(self, identity: MemoryIdentity, session_id: str, parent: str | None) -> SessionBinding:
         return SessionBinding(
@@ -98,14 +94,15 @@ class _RegistryBase:
         )
 
     def continue_session(self, identity: MemoryIdentity) -> MemoryIdentity:
-        confirmed = self.__dict__.setdefault("_confirmed", {})
+        identity = _require_identity(identity, "continue")
+        confirmed = self._confirmed
         key = (identity.tenant_id, identity.session_id)
         known = confirmed.get(key)
         if known is not None:
             if known != identity.fingerprint:
                 raise _mismatch("continue", identity.tenant_id, identity.session_id)
             return identity
-        stored = self._bind_if_absent(self._new_binding(identity, identity.session_id, None))
+        stored = self.repository.bind_if_absent(self._new_binding(identity, identity.session_id, None))
         _require_owner(stored, identity, "continue")
         if len(confirmed) >= self._CONFIRMED_MAX:
             confirmed.clear()
@@ -113,18 +110,20 @@ class _RegistryBase:
         return identity
 
     def start_session(self, identity: MemoryIdentity) -> MemoryIdentity:
+        identity = _require_identity(identity, "start")
         return self.continue_session(identity.with_session(new_session_id()))
 
     def fork(self, identity: MemoryIdentity, parent_session_id: str) -> MemoryIdentity:
+        identity = _require_identity(identity, "fork")
         validate_id(parent_session_id, "parent_session_id")
-        parent = self.binding(identity.tenant_id, parent_session_id)
+        parent = self.repository.get(identity.tenant_id, parent_session_id)
         if parent is None:
             raise UnknownSession(
                 f"cannot fork session {parent_session_id!r} in tenant {identity.tenant_id!r}: it was never started"
             )
         _require_owner(parent, identity, "fork")
         child_id = new_session_id()
-        stored = self._bind_if_absent(self._new_binding(identity, child_id, parent_session_id))
+        stored = self.repository.bind_if_absent(self._new_binding(identity, child_id, parent_session_id))
         _require_owner(stored, identity, "fork")  # a uuid4 collision would land here, not leak
         return identity.with_session(child_id)
 
@@ -141,74 +140,18 @@ def _require_owner(stored: SessionBinding, identity: MemoryIdentity, action: str
         raise _mismatch(action, stored.tenant_id, stored.session_id)
 
 
-class InMemorySessionRegistry(_RegistryBase):
+class InMemorySessionRegistry(SessionBinder):
     """For tests and single-process development; forgets everything on exit."""
 
     def __init__(self) -> None:
-        self._bindings: dict[tuple[str, str], SessionBinding] = {}
-        self._lock = threading.Lock()
-
-    def _bind_if_absent(self, binding: SessionBinding) -> SessionBinding:
-        with self._lock:
-            return self._bindings.setdefault((binding.tenant_id, binding.session_id), binding)
-
-    def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None:
-        with self._lock:
-            return self._bindings.get((tenant_id, session_id))
+        super().__init__(InMemorySessionRepository())
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS session_bindings (
-    tenant_id         TEXT NOT NULL,
-    session_id        TEXT NOT NULL,
-    fingerprint       TEXT NOT NULL,
-    user_id           TEXT NOT NULL,
-    agent_id          TEXT NOT NULL,
-    parent_session_id TEXT,
-    created_at        REAL NOT NULL,
-    PRIMARY KEY (tenant_id, session_id)
-)
-"""
-
-
-class SqliteSessionRegistry(_RegistryBase):
-    """Bindings persisted in SQLite (WAL, synchronous=FULL): a restart never frees a session id.
-
-    First-use binding is `INSERT OR IGNORE` + read-back, so two processes racing to bind the
-    same id agree on one winner; the loser gets `SessionIdentityMismatch`.
-    """
+class SqliteSessionRegistry(SessionBinder):
+    """Bindings persisted in SQLite (WAL, synchronous=FULL, file 0600): a restart never frees a
+    session id; two processes racing to bind the same id agree on one winner, and the loser
+    gets `SessionIdentityMismatch`."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = open_identity_store(self.path, _SCHEMA, "session registry")
-        self._lock = threading.Lock()
-
-    def close(self) -> None:
-        self._db.close()
-
-    def _bind_if_absent(self, binding: SessionBinding) -> SessionBinding:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO session_bindings"
-                " (tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at)"
-                " VALUES (?,?,?,?,?,?,?)",
-                (
-                    binding.tenant_id, binding.session_id, binding.fingerprint, binding.user_id,
-                    binding.agent_id, binding.parent_session_id, binding.created_at,
-                ),
-            )
-            stored = self._get(binding.tenant_id, binding.session_id)
-        assert stored is not None
-        return stored
-
-    def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None:
-        with self._lock:
-            return self._get(tenant_id, session_id)
-
-    def _get(self, tenant_id: str, session_id: str) -> SessionBinding | None:
-        row = self._db.execute(
-            "SELECT tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at"
-            " FROM session_bindings WHERE tenant_id = ? AND session_id = ?",
-            (tenant_id, session_id),
-        ).fetchone()
-        return SessionBinding(*row) if row else None
+        super().__init__(SqliteSessionRepository(self.path))

@@ -231,10 +231,8 @@ class LocalBackend:
 
     name = "local"
     capabilities = Capabilities(
-        native_multi_scope_query=True,
         memory_id_restriction=True,
         list_scopes=True,
-        exact_search=True,
         supported_filters=frozenset(),
     )
 

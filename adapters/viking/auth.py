@@ -25,6 +25,9 @@ from urllib.parse import quote
 
 import httpx
 
+from adapters.errors import BackendMisconfigured
+from adapters.http import REDACTED
+
 __all__ = ["ApiKeyAuth", "SignerV4Auth", "VikingAuth", "sign_v4", "canonical_request_v4"]
 
 
@@ -33,7 +36,7 @@ class ApiKeyAuth(httpx.Auth):
 
     def __init__(self, api_key: str) -> None:
         if not api_key or not isinstance(api_key, str):
-            raise ValueError("api_key must be a non-empty string")
+            raise BackendMisconfigured("api_key must be a non-empty string", backend="viking")
         self._api_key = api_key
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
@@ -44,7 +47,7 @@ class ApiKeyAuth(httpx.Auth):
         return (self._api_key,)
 
     def __repr__(self) -> str:
-        return "ApiKeyAuth(api_key=<redacted>)"
+        return f"ApiKeyAuth(api_key={REDACTED})"
 
 
 def _norm_path(path: str) -> str:
@@ -122,7 +125,7 @@ class SignerV4Auth(httpx.Auth):
         clock: Callable[[], _dt.datetime] = _utc_now,
     ) -> None:
         if not access_key or not secret_key:
-            raise ValueError("access_key and secret_key must be non-empty")
+            raise BackendMisconfigured("access_key and secret_key must be non-empty", backend="viking")
         self._ak = access_key
         self._sk = secret_key
         self._token = session_token
@@ -155,7 +158,7 @@ class SignerV4Auth(httpx.Auth):
         return tuple(s for s in (self._sk, self._token) if s)
 
     def __repr__(self) -> str:
-        return f"SignerV4Auth(access_key={self._ak[:4]}…, secret_key=<redacted>, region={self.region!r}, service={self.service!r})"
+        return f"SignerV4Auth(access_key={self._ak[:4]}…, secret_key={REDACTED}, region={self.region!r}, service={self.service!r})"
 
 
 VikingAuth = ApiKeyAuth | SignerV4Auth

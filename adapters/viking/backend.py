@@ -23,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from adapters.base import (
@@ -34,6 +35,7 @@ from adapters.base import (
     CaptureReceipt,
     ConversationMessage,
     Hit,
+    ListPage,
     MemoryPatch,
     NewMemory,
     Provenance,
@@ -44,9 +46,22 @@ from adapters.base import (
     require_scope,
     require_scope_set,
 )
-from adapters.errors import BackendError, InvalidRequest, NotFound, RetryLater, Unavailable, UnsupportedFilter
+from adapters.cursor import CursorCodec
+from adapters.envelope import MEMORY_ID, RecordAlarms, memory_id_for
+from adapters.errors import (
+    BackendError,
+    BackendMisconfigured,
+    CorruptRecord,
+    InvalidRequest,
+    NotFound,
+    RetryLater,
+    Unavailable,
+    UnsupportedFilter,
+)
+from adapters.http import certainly_not_applied
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from adapters.viking.client import VikingMemoryClient
+from adapters.viking.ledger import LedgerRow, WriteLedger
 from adapters.viking.mapping import (
     RECORD_FIELD,
     PrincipalMap,
@@ -56,7 +71,6 @@ from adapters.viking.mapping import (
     decode_record,
     encode_new,
     encode_record,
-    memory_id_for,
     principal_for,
     prov_from_json,
     registry_principal,
@@ -68,7 +82,7 @@ __all__ = ["VikingBackend", "VikingConfig"]
 
 log = logging.getLogger("adapters.viking")
 
-_OUR_ID = re.compile(r"^vb[0-9a-f]{32}$")
+_OUR_ID = MEMORY_ID
 _EXTRACTED_ID = re.compile(r"^x[A-Za-z0-9_\-]{1,128}$")
 MAX_MESSAGES = 1000
 SERVICE_MAX_LIMIT = 5000
@@ -95,11 +109,16 @@ class VikingConfig:
     first_fetch_factor: int = 3
     ids_per_call: int = 100
     write_attempts: int = 4
+    #: Seconds after which a write is surely searchable (the service documents ~15 s for
+    #: extraction; direct adds are faster). Reconciliation of ambiguous writes waits this long.
+    search_lag_bound: float = 60.0
+    #: Ledger rows reconciled at the start of every put (bounded work per write).
+    reconcile_per_write: int = 2
 
     def __post_init__(self) -> None:
         check_prefix(self.principal_prefix)
         if not 1 <= self.candidate_limit <= SERVICE_MAX_LIMIT:
-            raise ValueError(f"candidate_limit must be within 1..{SERVICE_MAX_LIMIT}")
+            raise BackendMisconfigured(f"candidate_limit must be within 1..{SERVICE_MAX_LIMIT}", backend="viking")
         for tenant in self.collections:
             validate_id(tenant, "tenant_id")
 
@@ -128,17 +147,23 @@ class VikingBackend:
 
     name = "viking"
     capabilities = Capabilities(
-        native_multi_scope_query=True,
         server_side_extraction=True,
-        time_decay=False,
         memory_id_restriction=True,
         list_scopes=True,
         search_after_write_lag=True,
-        exact_search=False,
         supported_filters=frozenset({"start_time", "end_time"}),
     )
 
-    def __init__(self, client: VikingMemoryClient, config: VikingConfig, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: VikingMemoryClient,
+        config: VikingConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        state_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """`state_dir`: where the write ledger lives (durable across restarts); None keeps it
+        in memory, which makes retries idempotent within this process only."""
         self.client = client
         self.config = config
         self._clock = clock
@@ -146,6 +171,10 @@ class VikingBackend:
         self._registered: set[ScopeKey] = set()
         self._captures: dict[str, tuple[str, Provenance]] = {}
         self._written: dict[str, set[str]] = defaultdict(set)  # collection -> principals written
+        self.ledger = WriteLedger(state_dir)
+        self.alarms = RecordAlarms(self.name)
+        self._cursors = CursorCodec(self.ledger.secret("cursor-key"), backend=self.name)
+        self._write_locks: dict[tuple[str, str, str], asyncio.Lock] = {}
 
     def __repr__(self) -> str:
         return f"VikingBackend(client={self.client!r}, prefix={self._prefix!r})"
@@ -194,10 +223,13 @@ class VikingBackend:
                 continue
             info = row["memory_info"]
             if RECORD_FIELD in info:
-                mem = decode_record(info, scope)
                 vid = str(row.get("id") or "")
-                if mem is None or not (mem.id == row.get("group_id") or mem.id == "x" + vid):
-                    log.warning("viking guard: dropped a row whose record does not match its scope")
+                try:
+                    mem = decode_record(info, scope)
+                    if mem.id != row.get("group_id") and mem.id != "x" + vid:  # x<id>: an updated extracted row
+                        raise CorruptRecord("the record's id is not the row's group_id")
+                except CorruptRecord as exc:
+                    self.alarms.raise_alarm(scope, str(exc))
                     continue
                 out.append(_Row(mem, vid, _score(row)))
             else:
@@ -307,6 +339,9 @@ class VikingBackend:
         return []
 
     # -- writes ---------------------------------------------------------------------------
+    def _write_lock(self, collection: str, principal: str, group_id: str) -> asyncio.Lock:
+        return self._write_locks.setdefault((collection, principal, group_id), asyncio.Lock())
+
     async def _idempotent_add(
         self,
         collection: str,
@@ -314,30 +349,108 @@ class VikingBackend:
         user_id: str,
         group_id: str,
         info: Mapping[str, Any],
-        exists: Callable[[], Awaitable[bool]],
+        exists: Callable[[], Awaitable[str | None]],
         assistant_id: str | None = None,
         time_ms: int | None = None,
-    ) -> None:
-        """Look up, then add; on an ambiguous failure look up again before re-adding. A copy left
-        by a lost answer that is not yet searchable is harmless: copies share our id (group_id),
-        readers collapse them and delete removes them all."""
+    ) -> tuple[bool, Mapping[str, Any]]:
+        """Add one event unless it is already there; (created by this call, memory_info stored).
+
+        Looks up first (`exists` answers the viking id of a searchable copy), then asks the
+        write ledger (an add acknowledged earlier but not yet searchable), then records the call
+        in the ledger BEFORE sending it, so every attempt — here or in a caller's retry — sends
+        the same record; an ambiguous failure is marked for `reconcile_writes`, which removes
+        the extra copies once the search lag has passed (see `adapters.viking.ledger`)."""
         policy = self.client.retry
         attempts = max(1, self.config.write_attempts)
         self._written[collection].add(user_id)
-        for attempt in range(1, attempts + 1):
-            if await exists():
-                return
-            try:
-                await self.client.event_add(
-                    collection, event_type=self.config.event_type, memory_info=info, user_id=user_id, assistant_id=assistant_id, group_id=group_id, time_ms=time_ms
-                )
-                return
-            except RetryLater:
-                raise
-            except Unavailable as exc:
-                if attempt >= attempts:
+        async with self._write_lock(collection, user_id, group_id):
+            found = await exists()
+            row = self.ledger.get(collection, user_id, group_id)
+            if found is not None:
+                if row is not None and row.event_id is None:
+                    self.ledger.won(collection, user_id, group_id, found, self._clock())
+                return False, info
+            if row is not None and row.event_id is not None:
+                return False, row.call["memory_info"]  # acknowledged earlier, not yet searchable
+            call = {"memory_info": dict(info), "assistant_id": assistant_id, "time_ms": time_ms}
+            call = self.ledger.begin(collection, user_id, group_id, call, self._clock()).call
+            for attempt in range(1, attempts + 1):
+                if attempt > 1:
+                    found = await exists()
+                    if found is not None:  # an earlier attempt of this call landed after all
+                        self.ledger.won(collection, user_id, group_id, found, self._clock())
+                        return True, call["memory_info"]
+                try:
+                    event_id = await self.client.event_add(
+                        collection,
+                        event_type=self.config.event_type,
+                        memory_info=call["memory_info"],
+                        user_id=user_id,
+                        assistant_id=call["assistant_id"],
+                        group_id=group_id,
+                        time_ms=call["time_ms"],
+                    )
+                except RetryLater:
                     raise
-                await policy.sleep(policy.wait_for(attempt, exc))
+                except Unavailable as exc:
+                    if not certainly_not_applied(exc):
+                        self.ledger.uncertain(collection, user_id, group_id, self._clock())
+                    if attempt >= attempts:
+                        raise
+                    await policy.sleep(policy.wait_for(attempt, exc))
+                    continue
+                self.ledger.won(collection, user_id, group_id, event_id, self._clock())
+                return True, call["memory_info"]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def reconcile_writes(self, *, limit: int = 100) -> int:
+        """Remove the physical copies that ambiguous writes left behind; returns how many.
+
+        Only ledger rows whose last ambiguity is older than `search_lag_bound` are looked at
+        (every copy is searchable by then). For each: every event of the same principal with the
+        same group id but the winner is deleted; with no acknowledged winner the oldest copy is
+        adopted; with no copy at all the row is dropped (the write never landed)."""
+        removed = 0
+        for row in self.ledger.due(self._clock() - self.config.search_lag_bound, limit):
+            removed += await self._reconcile(row)
+        return removed
+
+    async def _reconcile(self, row: LedgerRow) -> int:
+        rows = await self.client.search(
+            row.collection,
+            filter={"user_id": [row.principal], "group_id": [row.group_id], "memory_type": self.config.search_types},
+            query=None,
+            limit=SERVICE_MAX_LIMIT,
+            kind="event",
+        )
+        copies = sorted(
+            str(r["id"])
+            for r in rows
+            if isinstance(r.get("id"), str) and r.get("group_id") == row.group_id and r.get("user_id") in ([row.principal], row.principal)
+        )
+        if not copies:
+            if row.event_id is None:
+                self.ledger.forget(row.collection, row.principal, row.group_id)
+            else:  # the acknowledged copy is not searchable yet: the lag bound is too short; look again later
+                log.warning("viking ledger: an acknowledged write is still not searchable after %.0fs", self.config.search_lag_bound)
+                self.ledger.uncertain(row.collection, row.principal, row.group_id, self._clock())
+            return 0
+        winner = row.event_id if row.event_id in copies else (copies[0] if row.event_id is None else None)
+        if winner is None:
+            log.warning("viking ledger: the acknowledged copy of a write is not searchable yet; kept every copy")
+            self.ledger.uncertain(row.collection, row.principal, row.group_id, self._clock())
+            return 0
+        removed = 0
+        for event_id in copies:
+            if event_id == winner:
+                continue
+            try:
+                await self.client.event_delete(row.collection, event_id)
+            except NotFound:
+                pass
+            removed += 1
+        self.ledger.settle(row.collection, row.principal, row.group_id, winner)
+        return removed
 
     async def _register(self, scope: ScopeKey, collection: str, *, marker: str = "scope", group_id: str | None = None, extra: Mapping[str, Any] | None = None) -> None:
         registry = self._registry_of(scope)
@@ -345,9 +458,10 @@ class VikingBackend:
         envelope = {"v": 1, "marker": marker, "scope": str(scope), **(extra or {})}
         info = {"summary": f"viking-bridge {marker} record", RECORD_FIELD: json.dumps(envelope, ensure_ascii=False, sort_keys=True)}
 
-        async def exists() -> bool:
+        async def exists() -> str | None:
             rows = await self._search_rows(collection, [registry], query=None, limit=10, extra={"group_id": gid})
-            return any((_marker(r) or {}).get("scope") == str(scope) for r in rows)
+            found = [r for r in rows if (_marker(r) or {}).get("scope") == str(scope) and isinstance(r.get("id"), str)]
+            return found[0]["id"] if found else None
 
         await self._idempotent_add(collection, user_id=registry, group_id=gid, info=info, exists=exists)
 
@@ -358,22 +472,28 @@ class VikingBackend:
         self._registered.add(scope)
 
     async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
+        """Store `memory`; the same key in the same scope returns the first record (`created`
+        False), also while that record is not yet searchable (the write ledger knows it)."""
         scope = require_scope(scope)
+        if not isinstance(memory, NewMemory):
+            raise InvalidRequest("put needs a NewMemory", backend=self.name, scope=scope)
         if not isinstance(idempotency_key, str) or not idempotency_key:
             raise InvalidRequest("idempotency_key must be a non-empty string", backend=self.name, scope=scope)
         collection = self.collection_for(scope)
         memory_id = memory_id_for(scope, idempotency_key)
+        await self._reconcile_some()
         await self._ensure_registered(scope, collection)
         stored, info = encode_new(memory_id, scope, memory, now=self._clock())
         first: list[StoredMemory] = []
 
-        async def exists() -> bool:
+        async def exists() -> str | None:
             rows = await self._by_id(scope, memory_id)
             if rows:
                 first.append(rows[0].memory)
-            return bool(rows)
+                return rows[0].viking_id
+            return None
 
-        await self._idempotent_add(
+        created, sent = await self._idempotent_add(
             collection,
             user_id=self.principal(scope),
             group_id=memory_id,
@@ -382,7 +502,42 @@ class VikingBackend:
             assistant_id=self._assistant_for(scope, None),
             time_ms=int(stored.created_at * 1000),
         )
-        return first[0] if first else stored
+        if first and not created:
+            return replace(first[-1], created=False)
+        if sent is not info:
+            try:
+                stored = decode_record(sent, scope, memory_id)  # the record the first attempt sent
+            except CorruptRecord as exc:
+                self.alarms.raise_alarm(scope, f"write ledger: {exc}")
+        return replace(stored, created=created)
+
+    async def _reconcile_some(self) -> None:
+        """Bounded reconciliation on the write path; a failure here never fails the write."""
+        if self.config.reconcile_per_write <= 0:
+            return
+        try:
+            await self.reconcile_writes(limit=self.config.reconcile_per_write)
+        except BackendError as exc:
+            log.warning("viking ledger: reconciliation postponed (%s)", type(exc).__name__)
+
+    async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
+        """The memory a put with this key stored in `scope`, or None. A write acknowledged but
+        not yet searchable is found through the write ledger. Under search lag a write whose
+        answer was lost may read None until it becomes searchable (reconcile_writes settles it)."""
+        scope = require_scope(scope)
+        collection = self.collection_for(scope)
+        memory_id = memory_id_for(scope, idempotency_key)
+        rows = await self._by_id(scope, memory_id)
+        if rows:
+            return rows[0].memory
+        row = self.ledger.get(collection, self.principal(scope), memory_id)
+        if row is None or row.event_id is None:
+            return None
+        try:
+            return decode_record(row.call["memory_info"], scope, memory_id)
+        except CorruptRecord as exc:
+            self.alarms.raise_alarm(scope, f"write ledger: {exc}")
+            return None
 
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
         scope = require_scope(scope)
@@ -417,6 +572,7 @@ class VikingBackend:
                 collection, {"user_id": self.principal(scope), "group_id": memory_id, "event_type": self.config.event_type}
             )
             count = data.get("deleted_count")
+            self.ledger.forget(collection, self.principal(scope), memory_id)  # a later put with the key writes anew
             return bool(rows) or (isinstance(count, int) and count > 0)
         if _EXTRACTED_ID.match(memory_id):
             rows = await self._by_id(scope, memory_id)
@@ -515,24 +671,33 @@ class VikingBackend:
         rows: list[_Row] = []
         failed: list[ScopeKey] = []
         reasons: list[str] = []
-        errors: list[BaseException] = []
         for task, res in zip(tasks, results):
             if isinstance(res, BaseException):
-                if not isinstance(res, BackendError) or isinstance(res, InvalidRequest):
-                    raise res
-                errors.append(res)
+                if not isinstance(res, Exception):
+                    raise res  # cancellation, interpreter exit: not a backend failure
+                # Every failure of a backend call is a failed scope, never an exception: one
+                # failing scope and all of them read the same (finding 20); the bridge raises
+                # RecallIncomplete with these reasons.
+                reason = self._failure_reason(res)
                 for key in task.scopes:
                     if key not in failed:
                         failed.append(key)
-                        reasons.append(f"{key}: {type(res).__name__}: {res}")
+                        reasons.append(f"{key}: {reason}")
             else:
                 rows.extend(res)
-        if errors and len(errors) == len(tasks):
-            raise errors[0]
         merged = _dedupe(rows)
         merged.sort(key=lambda r: (-r.score, -r.memory.created_at, r.memory.id))
         hits = tuple(Hit(memory=r.memory, scope=r.memory.scope, score=r.score) for r in merged[: query.limit])
         return SearchResult(hits=hits, failed_scopes=tuple(failed), failure_reasons=tuple(reasons))
+
+    def _failure_reason(self, exc: Exception) -> str:
+        """`Type: message` of a failed call, without secrets (the client's redaction)."""
+        if isinstance(exc, BackendError):
+            text = f"{type(exc).__name__}: {exc}"
+        else:  # a bug or an unexpected answer: the type only, the details stay in the log
+            log.error("viking search of one task failed unexpectedly", exc_info=exc)
+            text = f"{type(exc).__name__} (unexpected; see the adapter log)"
+        return self.client.scrub(text)[:500]
 
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> Sequence[StoredMemory]:
         scope = require_scope(scope)
@@ -545,6 +710,61 @@ class VikingBackend:
         mems = [r.memory for r in rows]
         mems.sort(key=lambda m: (-m.created_at, m.id))
         return mems[:limit]
+
+    async def list_page(
+        self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None
+    ) -> ListPage:
+        """One page of the scope's memories, newest first; pass `next_cursor` back for the next.
+
+        The service has no cursor and answers at most 5000 rows per search, so a page is a
+        query-less search (newest first) below the cursor's time (`end_time`, inclusive), skipping
+        the rows already passed at exactly that millisecond. A scope of any size is walked.
+        The cursor is signed and bound to `scope` (`adapters.cursor`): another scope's or an edited
+        one is `InvalidRequest`. Only searchable rows are seen (writes appear after the lag)."""
+        scope = require_scope(scope)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidRequest("limit must be a positive integer", backend=self.name, scope=scope)
+        state = self._cursors.open(scope, cursor) if cursor is not None else {}
+        boundary = state.get("t")
+        passed_rows = set(state.get("r") or ())
+        passed_ids = set(state.get("m") or ())
+        if (boundary is not None and (isinstance(boundary, bool) or not isinstance(boundary, int))) or not all(
+            isinstance(x, str) for x in (*passed_rows, *passed_ids)
+        ):
+            raise InvalidRequest("malformed cursor", backend=self.name, scope=scope)
+        collection = self.collection_for(scope)
+        pmap = PrincipalMap([scope], self._prefix)
+        out: list[StoredMemory] = []
+        fetch = min(SERVICE_MAX_LIMIT, limit + len(passed_rows) + 1)
+        while True:
+            extra = {"end_time": boundary} if boundary is not None else None
+            rows = await self._search_rows(collection, pmap.principals, query=None, limit=fetch, extra=extra)
+            exhausted = len(rows) < fetch
+            fresh = [r for r in rows if not (_row_time(r) == boundary and str(r.get("id")) in passed_rows)]
+            if not fresh:
+                if exhausted:
+                    return ListPage(tuple(out), None)
+                if fetch >= SERVICE_MAX_LIMIT:
+                    raise Unavailable(f"cannot page past {SERVICE_MAX_LIMIT} records sharing one millisecond", backend=self.name, scope=scope)
+                fetch = min(SERVICE_MAX_LIMIT, fetch * 4)
+                continue
+            memories = {r.viking_id: r.memory for r in await self._rows_to_memories(collection, fresh, pmap)}
+            for row in fresh:
+                t = _row_time(row)
+                if t != boundary:
+                    boundary, passed_rows, passed_ids = t, set(), set()
+                vid = str(row.get("id"))
+                passed_rows.add(vid)
+                mem = memories.get(vid)
+                if mem is None or mem.id in passed_ids or (statuses is not None and mem.status not in statuses):
+                    continue
+                passed_ids.add(mem.id)
+                out.append(mem)
+                if len(out) >= limit:
+                    return ListPage(tuple(out), self._cursors.mint(scope, {"t": boundary, "r": sorted(passed_rows), "m": sorted(passed_ids)}))
+            if exhausted:
+                return ListPage(tuple(out), None)
+            fetch = min(SERVICE_MAX_LIMIT, max(fetch, limit - len(out) + len(passed_rows) + 1))
 
     async def _registry_markers(self, tenant_id: str) -> tuple[str, list[tuple[dict[str, Any], dict[str, Any], ScopeKey]]]:
         """The tenant's registry rows (scope markers, capture records) as (row, envelope, scope),
@@ -606,6 +826,8 @@ class VikingBackend:
                 except NotFound:
                     pass
                 erased += 1
+                if isinstance(r.get("group_id"), str):
+                    self.ledger.forget(collection, self._registry_of(key), r["group_id"])
                 self._registered.discard(key)
                 if env.get("marker") == "capture":
                     self._captures.pop(str(r.get("group_id")), None)
@@ -618,13 +840,17 @@ class VikingBackend:
             for principal in sorted(principals):
                 try:
                     await self.client.event_batch_delete(collection, {"user_id": principal})
+                    self.ledger.forget(collection, principal)
                 except BackendError as exc:
                     log.warning("viking cleanup of one principal failed: %s", type(exc).__name__)
         self._written.clear()
         self._registered.clear()
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        try:
+            await self.client.aclose()
+        finally:
+            self.ledger.close()
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -633,6 +859,11 @@ def _score(row: Mapping[str, Any]) -> float:
     if isinstance(s, bool) or not isinstance(s, (int, float)):
         return 0.0
     return max(0.0, min(1.0, float(s)))
+
+
+def _row_time(row: Mapping[str, Any]) -> int:
+    t = row.get("time")
+    return int(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0
 
 
 def _marker(row: Mapping[str, Any]) -> dict[str, Any] | None:

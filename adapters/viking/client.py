@@ -2,35 +2,32 @@
 
 It speaks the service's wire format and nothing else — it knows no ScopeKey and never decides
 who may see what (that is `adapters.viking.backend` + the bridge). It must never log, repr or
-raise a secret: messages are scrubbed of every secret the auth object holds.
+raise a secret: messages are redacted (`adapters.http.redact`) of every secret the auth holds.
 
-Transport: pass an `httpx.AsyncClient` (pooled, owned by the caller) or an `httpx` transport
-(e.g. `httpx.MockTransport(simulator.handler)`); otherwise a pooled client with timeouts is made.
-Bodies are serialised once and sent as `content=` bytes, so SignerV4 hashes exactly what is sent.
+Transport, retries and redaction are the shared HTTP layer (`adapters.http`): pass an
+`httpx.AsyncClient` (`http_client=`, pooled, owned by the caller) or an httpx transport (e.g.
+`httpx.MockTransport(simulator.handler)`). Bodies are serialised once and sent as `content=`
+bytes, so SignerV4 hashes exactly what is sent.
 
-Retries (tenacity): 429, HTTP 5xx, 1000025, 1000028, 1000029 and network errors, exponential
-backoff with jitter from `initial_wait`, capped at `max_wait`, at least `Retry-After` when the
-server sends one; 1000023 (index initialising) is surfaced as `RetryLater` at once. A write that
-is not idempotent (`event/add`, `profile/add`) is retried only when the server certainly did not
-apply it (rate limited, connection never established); its caller owns the rest (see backend.put).
+Retries (`adapters.http.RetryPolicy`): 429, HTTP 5xx, 1000025, 1000028, 1000029 and network
+errors; 1000023 (index initialising) is surfaced as `RetryLater` at once (it takes minutes). A
+write that is not idempotent (`event/add`, `profile/add`) is retried only when the server
+certainly did not apply it (rate limited, connection never established); its caller owns the
+rest (see backend.put and `adapters.viking.ledger`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import logging
-import random
-import time
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from adapters.errors import InvalidRequest
+from adapters.http import RetryPolicy, http_client_for, parse_retry_after, redact, send
 from adapters.viking.auth import ApiKeyAuth, SignerV4Auth, VikingAuth
-from adapters.viking.errors import VikingError, VikingRateLimited, VikingUnavailable, error_for
+from adapters.viking.errors import VikingNotSent, VikingUnavailable, error_for
 
 __all__ = ["RetryPolicy", "VikingMemoryClient", "DEFAULT_TIMEOUT", "SearchKind"]
 
@@ -41,59 +38,6 @@ SearchKind = Literal["unified", "event", "profile"]
 _SEARCH_PATHS = {"unified": "/api/memory/search", "event": "/api/memory/event/search", "profile": "/api/memory/profile/search"}
 
 
-def _equal_jitter(rng: random.Random) -> Callable[[float], float]:
-    def jitter(ceiling: float) -> float:
-        return ceiling / 2 + rng.uniform(0, ceiling / 2)
-
-    return jitter
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with jitter. `sleep` is injectable so tests never really wait.
-
-    Defaults follow the official Go client: 3 retries (4 attempts) from 100 ms, capped at 10 s.
-    A `Retry-After` longer than `max_retry_after` is not waited for: the error is raised instead.
-    """
-
-    max_attempts: int = 4
-    initial_wait: float = 0.1
-    max_wait: float = 10.0
-    max_retry_after: float = 60.0
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    jitter: Callable[[float], float] = field(default_factory=lambda: _equal_jitter(random.Random()))
-
-    def backoff(self, attempt: int) -> float:
-        """Wait before retry number `attempt` (1-based), jittered, never above `max_wait`."""
-        ceiling = min(self.max_wait, self.initial_wait * (2 ** (attempt - 1)))
-        return min(self.max_wait, max(0.0, self.jitter(ceiling)))
-
-    def wait_for(self, attempt: int, error: BaseException | None) -> float:
-        wait = self.backoff(attempt)
-        retry_after = getattr(error, "retry_after", None)
-        if retry_after is not None:
-            wait = max(wait, float(retry_after))
-        return wait
-
-
-NO_RETRY = RetryPolicy(max_attempts=1)
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _code_of(raw: object) -> int | None:
     if isinstance(raw, bool):
         return None
@@ -102,10 +46,6 @@ def _code_of(raw: object) -> int | None:
     if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
         return int(raw.strip())
     return None
-
-
-class _NotSent(VikingUnavailable):
-    """The request never reached the server (connect failure): safe to retry any write."""
 
 
 class VikingMemoryClient:
@@ -128,20 +68,13 @@ class VikingMemoryClient:
         max_connections: int = 20,
     ) -> None:
         if not isinstance(auth, (ApiKeyAuth, SignerV4Auth)):
-            raise TypeError("auth must be ApiKeyAuth or SignerV4Auth")
-        if http_client is not None and transport is not None:
-            raise ValueError("pass http_client or transport, not both")
+            raise InvalidRequest("auth must be ApiKeyAuth or SignerV4Auth", backend="viking")
         self.base_url = base_url.rstrip("/")
         self.project_name = project_name
         self._auth = auth
         self._secrets = tuple(s for s in auth.secrets() if s)
         self.retry = retry or RetryPolicy()
-        self._owns_http = http_client is None
-        self._http = http_client or httpx.AsyncClient(
-            transport=transport,
-            timeout=timeout,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        )
+        self._http, self._owns_http = http_client_for(http_client=http_client, transport=transport, timeout=timeout, max_connections=max_connections)
 
     def __repr__(self) -> str:
         return f"VikingMemoryClient(base_url={self.base_url!r}, project={self.project_name!r}, auth={self._auth!r})"
@@ -152,24 +85,16 @@ class VikingMemoryClient:
 
     # -- plumbing -----------------------------------------------------------------------
     def scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "<redacted>")
-        return text
+        """`text` without any secret of this client's auth (`adapters.http.redact`)."""
+        return redact(text, self._secrets)
 
     async def _send_once(self, method: str, path: str, body: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
         content = b"" if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        try:
-            response = await self._http.request(method, self.base_url + path, content=content, headers=headers, auth=self._auth)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            log.warning("viking %s %s: connection failed (%s)", method, path, type(exc).__name__)
-            raise _NotSent(f"connection failed: {type(exc).__name__}", backend="viking") from None
-        except httpx.TimeoutException as exc:
-            log.warning("viking %s %s: timed out (%s)", method, path, type(exc).__name__)
-            raise VikingUnavailable(f"{path} timed out ({type(exc).__name__})", backend="viking") from None
-        except httpx.TransportError as exc:
-            log.warning("viking %s %s: transport error (%s)", method, path, type(exc).__name__)
-            raise VikingUnavailable(f"{path} transport error ({type(exc).__name__})", backend="viking") from None
+        response = await send(
+            self._http, method, self.base_url + path, backend="viking", not_sent=VikingNotSent, failed=VikingUnavailable,
+            content=content, headers=headers, auth=self._auth,
+        )
         return self._unwrap(path, response)
 
     def _unwrap(self, path: str, response: httpx.Response) -> tuple[dict[str, Any], bool]:
@@ -213,7 +138,7 @@ class VikingMemoryClient:
                 http_status=status,
                 message=self.scrub(message or response.reason_phrase or "error"),
                 request_id=request_id,
-                retry_after=_parse_retry_after(response.headers.get("Retry-After")),
+                retry_after=parse_retry_after(response.headers.get("Retry-After")),
             )
             if not_envelope:
                 err = VikingUnavailable(self.scrub(message), backend="viking")
@@ -225,35 +150,13 @@ class VikingMemoryClient:
         return data, pascal
 
     async def request(self, method: str, path: str, body: Mapping[str, Any] | None = None, *, idempotent: bool = True) -> dict[str, Any]:
-        """One call with retries. Non-idempotent calls retry only when nothing was applied."""
-        policy = self.retry
+        """One call with retries (`self.retry`). Non-idempotent calls retry only when nothing was applied."""
 
-        def should_retry(exc: BaseException) -> bool:
-            if isinstance(exc, _NotSent) or isinstance(exc, VikingRateLimited):
-                return _retry_after_ok(exc)
-            if not idempotent:
-                return False
-            return isinstance(exc, VikingUnavailable) and _retry_after_ok(exc)
+        async def once() -> dict[str, Any]:
+            data, _ = await self._send_once(method, path, body)
+            return data
 
-        def _retry_after_ok(exc: BaseException) -> bool:
-            ra = getattr(exc, "retry_after", None)
-            return ra is None or ra <= policy.max_retry_after
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            return policy.wait_for(state.attempt_number, exc)
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(max(1, policy.max_attempts)),
-            wait=wait,
-            retry=retry_if_exception(should_retry),
-            sleep=policy.sleep,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                data, _ = await self._send_once(method, path, body)
-        return data
+        return await self.retry.run(once, idempotent=idempotent)
 
     def _body(self, collection: str, extra: Mapping[str, Any]) -> dict[str, Any]:
         body = {"collection_name": collection, "project_name": self.project_name}
@@ -306,7 +209,7 @@ class VikingMemoryClient:
 
     async def event_batch_delete(self, collection: str, filter: Mapping[str, Any]) -> dict[str, Any]:
         if not (filter.get("user_id") or filter.get("assistant_id")):
-            raise ValueError("batch_delete needs user_id or assistant_id in its filter; it never deletes 'all'")
+            raise InvalidRequest("batch_delete needs user_id or assistant_id in its filter; it never deletes 'all'", backend="viking")
         return await self.request("POST", "/api/memory/event/batch_delete", self._body(collection, {"filter": dict(filter), "delete_type": "full"}))
 
     async def profile_add(
@@ -346,9 +249,9 @@ class VikingMemoryClient:
     ) -> list[dict[str, Any]]:
         """`result_list` of a search. Without `query` it lists filter matches, newest first."""
         if not (filter.get("user_id") or filter.get("assistant_id")):
-            raise ValueError("a Viking search needs user_id or assistant_id; it never searches 'all'")
+            raise InvalidRequest("a Viking search needs user_id or assistant_id; it never searches 'all'", backend="viking")
         if not 1 <= limit <= 5000:
-            raise ValueError("limit must be within 1..5000")
+            raise InvalidRequest("limit must be within 1..5000", backend="viking")
         data = await self.request(
             "POST",
             _SEARCH_PATHS[kind],
@@ -380,7 +283,3 @@ class VikingMemoryClient:
 
     async def collection_delete(self, name: str) -> dict[str, Any]:
         return await self.request("POST", "/api/memory/collection/delete", {"CollectionName": name, "ProjectName": self.project_name})
-
-
-def is_viking_error(exc: BaseException) -> bool:
-    return isinstance(exc, VikingError)

@@ -3,7 +3,7 @@
     code      meaning                     raised as
     1000001   authentication failed       VikingPermissionDenied   (PermissionDenied)
     1000003   invalid parameters          VikingInvalidRequest     (InvalidRequest)
-    1000005   collection does not exist   VikingCollectionMissing  (InvalidRequest: a config error)
+    1000005   collection does not exist   VikingCollectionMissing  (BackendMisconfigured + InvalidRequest)
     1000011   data not found              VikingNotFound           (NotFound)
     1000019   bad filter                  VikingInvalidRequest     (InvalidRequest)
     1000023   index still initialising    VikingRetryLater         (RetryLater; NOT retried here)
@@ -11,7 +11,8 @@
     1000028   internal error              VikingUnavailable        (Unavailable; retried)
     1000029   rate limited                VikingRateLimited        (RateLimited; retried w/ backoff)
     HTTP 429                              VikingRateLimited
-    HTTP 5xx / network / timeout          VikingUnavailable
+    HTTP 5xx / timeout / reset            VikingUnavailable
+    connection never established          VikingNotSent            (NotSent: any call may be retried)
     other non-zero code / 4xx             VikingInvalidRequest
 
 Every error carries `code`, `http_status` and `request_id` (never request headers or bodies), and
@@ -22,7 +23,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.errors import BackendError, InvalidRequest, NotFound, PermissionDenied, RateLimited, RetryLater, Unavailable
+from adapters.errors import (
+    BackendError,
+    BackendMisconfigured,
+    InvalidRequest,
+    NotFound,
+    NotSent,
+    PermissionDenied,
+    RateLimited,
+    RetryLater,
+    Unavailable,
+)
 
 __all__ = [
     "VikingError",
@@ -33,6 +44,7 @@ __all__ = [
     "VikingRetryLater",
     "VikingUnavailable",
     "VikingRateLimited",
+    "VikingNotSent",
     "error_for",
     "CODE_AUTH",
     "CODE_INVALID",
@@ -77,7 +89,7 @@ class VikingInvalidRequest(InvalidRequest, VikingError):
     pass
 
 
-class VikingCollectionMissing(InvalidRequest, VikingError):
+class VikingCollectionMissing(BackendMisconfigured, InvalidRequest, VikingError):
     """The configured collection does not exist: a configuration error, never retried."""
 
 
@@ -86,7 +98,10 @@ class VikingNotFound(NotFound, VikingError):
 
 
 class VikingRetryLater(RetryLater, VikingError):
-    pass
+    """1000023: the index is still being built (minutes after a collection's first write), so a
+    retry inside the same call cannot help; the caller retries later."""
+
+    retry_in_call = False
 
 
 class VikingUnavailable(Unavailable, VikingError):
@@ -95,6 +110,10 @@ class VikingUnavailable(Unavailable, VikingError):
 
 class VikingRateLimited(RateLimited, VikingError):
     pass
+
+
+class VikingNotSent(NotSent, VikingUnavailable):
+    """The request never reached the service (connect failure): safe to retry any write."""
 
 
 def error_for(

@@ -19,13 +19,12 @@ string stored in the record), so a principal outside that table can never be att
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Mapping
 
-from adapters.base import NewMemory, Provenance, Status, StoredMemory
+from adapters.base import NewMemory, Provenance, StoredMemory
+from adapters.envelope import dump_envelope, from_envelope, load_envelope, memory_id_for, to_envelope
+from adapters.errors import BackendMisconfigured, Conflict
 from adapters.scopes import ScopeKey, Visibility
 
 __all__ = [
@@ -38,8 +37,14 @@ __all__ = [
     "backend_session_id",
     "encode_record",
     "decode_record",
+    "prov_from_json",
     "RECORD_FIELD",
 ]
+
+
+def prov_from_json(d: Mapping[str, Any]) -> Provenance:
+    """Provenance of a registry capture record (`Provenance.from_dict`)."""
+    return Provenance.from_dict(d)
 
 VIKING_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
@@ -52,7 +57,6 @@ _TAG = {
     Visibility.GLOBAL: "g",
 }
 RECORD_FIELD = "vb_record"  # memory_info key holding our record envelope (a JSON string)
-RECORD_VERSION = 1
 
 
 def _h(domain: str, text: str, n: int = 32) -> str:
@@ -65,7 +69,7 @@ def _readable(text: str | None) -> str:
 
 def check_prefix(prefix: str) -> str:
     if not _PREFIX.match(prefix):
-        raise ValueError(f"principal prefix must match {_PREFIX.pattern}, got {prefix!r}")
+        raise BackendMisconfigured(f"principal prefix must match {_PREFIX.pattern}, got {prefix!r}", backend="viking")
     return prefix
 
 
@@ -86,15 +90,6 @@ def assistant_principal(tenant_id: str | None, agent_id: str, prefix: str = "vb"
 def registry_principal(tenant_id: str | None, prefix: str = "vb") -> str:
     """Where the adapter records which scopes of a tenant exist and who captured which session."""
     return f"{check_prefix(prefix)}r_{_readable(tenant_id)}_{_h('registry', tenant_id or '')}"
-
-
-def memory_id_for(scope: ScopeKey, idempotency_key: str) -> str:
-    """Deterministic memory id: the same key in the same scope always names the same memory.
-
-    It is also sent as the event's `group_id`, which the service can filter on, so a lookup by
-    id (or by idempotency key) is one exact filter, and a duplicate left by a retried write is
-    recognisable as the same memory."""
-    return "vb" + _h("memory", f"{scope}\x00{idempotency_key}")
 
 
 def scope_marker_id(scope: ScopeKey) -> str:
@@ -120,7 +115,7 @@ class PrincipalMap:
             p = principal_for(scope, prefix)
             other = self._by_principal.get(p)
             if other is not None and other != scope:
-                raise RuntimeError(f"principal collision between {other} and {scope}")
+                raise Conflict(f"principal collision between {other} and {scope}", backend="viking")
             self._by_principal[p] = scope
 
     def scope_of(self, principal: str) -> ScopeKey | None:
@@ -131,31 +126,10 @@ class PrincipalMap:
         return list(self._by_principal)
 
 
-# -- record envelope ---------------------------------------------------------------------------
-def _prov_to_json(p: Provenance) -> dict[str, Any]:
-    return p.to_dict()
-
-
-def prov_from_json(d: Mapping[str, Any]) -> Provenance:
-    return Provenance.from_dict(d)
-
-
+# -- record framing (the envelope itself is `adapters.envelope`) -------------------------------
 def encode_record(memory: StoredMemory) -> dict[str, Any]:
-    """memory_info for an event: `summary` (what the service embeds) + our envelope as JSON."""
-    envelope = {
-        "v": RECORD_VERSION,
-        "id": memory.id,
-        "scope": str(memory.scope),
-        "kind": memory.kind,
-        "status": memory.status.value,
-        "confidence": memory.confidence,
-        "subject_user_id": memory.subject_user_id,
-        "metadata": dict(memory.metadata),
-        "provenance": _prov_to_json(memory.provenance),
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-    }
-    return {"summary": memory.content, RECORD_FIELD: json.dumps(envelope, ensure_ascii=False, sort_keys=True)}
+    """memory_info for an event: `summary` (what the service embeds) + the envelope as JSON."""
+    return {"summary": memory.content, RECORD_FIELD: dump_envelope(to_envelope(memory))}
 
 
 def encode_new(memory_id: str, scope: ScopeKey, new: NewMemory, now: float) -> tuple[StoredMemory, dict[str, Any]]:
@@ -163,39 +137,9 @@ def encode_new(memory_id: str, scope: ScopeKey, new: NewMemory, now: float) -> t
     return stored, encode_record(stored)
 
 
-@dataclass(frozen=True)
-class DecodedRecord:
-    memory: StoredMemory
-    marker: str | None = None  # "scope" / "capture" for registry rows
+def decode_record(memory_info: Mapping[str, Any], scope: ScopeKey, memory_id: str | None = None) -> StoredMemory:
+    """Our record from memory_info; `CorruptRecord` when it is absent, malformed or names another
+    scope (or id) than the place it was read from. Callers drop it and raise an alarm.
 
-
-def decode_record(memory_info: Mapping[str, Any], scope: ScopeKey) -> StoredMemory | None:
-    """Our record from memory_info, or None when it is absent/malformed or names another scope.
-
-    `scope` is where the hit was *read from* (established from its principal); a record whose own
-    scope string disagrees is not attributable and the caller drops it."""
-    raw = memory_info.get(RECORD_FIELD)
-    if not isinstance(raw, str):
-        return None
-    try:
-        env = json.loads(raw)
-        if env.get("v") != RECORD_VERSION or env.get("marker") or env.get("scope") != str(scope):
-            return None
-        content = memory_info.get("summary")
-        if not isinstance(content, str):
-            return None
-        return StoredMemory(
-            id=str(env["id"]),
-            scope=scope,
-            content=content,
-            kind=str(env["kind"]),
-            status=Status(env["status"]),
-            confidence=float(env["confidence"]),
-            provenance=prov_from_json(env["provenance"]),
-            subject_user_id=env.get("subject_user_id"),
-            metadata=MappingProxyType(dict(env.get("metadata") or {})),
-            created_at=float(env["created_at"]),
-            updated_at=float(env["updated_at"]),
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
+    `scope` is where the hit was *read from* (established from its principal)."""
+    return from_envelope(load_envelope(memory_info.get(RECORD_FIELD)), scope=scope, memory_id=memory_id, content=memory_info.get("summary"))

@@ -20,66 +20,34 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from identity.errors import InvalidCredential
+from identity.api_key_store import InMemoryApiKeyRepository, SqliteApiKeyRepository
+from identity.errors import InvalidCredential, InvalidIdentityInput
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, new_session_id, require_credential
-from identity.storage import open_identity_store
+from identity.state import ApiKeyRecord, ApiKeyRepository, StoredApiKey
 
-__all__ = ["API_KEY_PREFIX", "ApiKeyProvider", "ApiKeyRecord", "ApiKeyStore", "IssuedApiKey"]
+__all__ = [
+    "API_KEY_PREFIX",
+    "ApiKeyProvider",
+    "ApiKeyRecord",
+    "ApiKeyStore",
+    "InMemoryApiKeyRepository",
+    "IssuedApiKey",
+    "SqliteApiKeyRepository",
+]
 
 API_KEY_PREFIX = "vbk"
 _SCHEME = "hmac-sha256"
 _KEY_ID_HEX = 16
 _MAX_KEY_LENGTH = 256
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_id             TEXT PRIMARY KEY,
-    scheme             TEXT NOT NULL,
-    salt               BLOB NOT NULL,
-    digest             BLOB NOT NULL,
-    tenant_id          TEXT NOT NULL,
-    user_id            TEXT NOT NULL,
-    department_ids     TEXT NOT NULL,   -- JSON list
-    workspace_id       TEXT,
-    agent_id           TEXT NOT NULL,
-    roles              TEXT NOT NULL,   -- JSON list
-    permission_version TEXT,
-    label              TEXT NOT NULL DEFAULT '',
-    created_at         REAL NOT NULL,
-    revoked_at         REAL
-)
-"""
-
-
-@dataclass(frozen=True)
-class ApiKeyRecord:
-    """What the store knows about a key: its binding and status — never the secret."""
-
-    key_id: str
-    tenant_id: str
-    user_id: str
-    department_ids: frozenset[str]
-    workspace_id: str | None
-    agent_id: str
-    roles: frozenset[str]
-    permission_version: str | None
-    label: str
-    created_at: float
-    revoked_at: float | None
-
-    @property
-    def revoked(self) -> bool:
-        return self.revoked_at is not None
+_SECRET_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 @dataclass(frozen=True)
@@ -91,11 +59,16 @@ class IssuedApiKey:
 
 
 def _digest(salt: bytes, secret: str) -> bytes:
-    return hmac.new(salt, secret.encode("utf-8"), hashlib.sha256).digest()
+    return hmac.new(salt, secret.encode("ascii"), hashlib.sha256).digest()
 
 
-def parse_api_key(key: str) -> tuple[str, str]:
-    """Split `vbk_<key_id>_<secret>`; anything else is an `InvalidCredential`."""
+#: The constant-time comparison; a module attribute so tests can count calls to it.
+_compare = hmac.compare_digest
+
+
+def parse_api_key(key: object) -> tuple[str, str]:
+    """Split `vbk_<key_id>_<secret>`; anything else (wrong type, surrogates, wrong alphabet) is
+    an `InvalidCredential`. The secret alphabet is url-safe base64, so it always encodes."""
     if not isinstance(key, str) or len(key) > _MAX_KEY_LENGTH:
         raise InvalidCredential("malformed API key")
     prefix, _, rest = key.partition("_")
@@ -105,26 +78,45 @@ def parse_api_key(key: str) -> tuple[str, str]:
         or len(key_id) != _KEY_ID_HEX
         or any(c not in "0123456789abcdef" for c in key_id)
         or not secret
+        or not _SECRET_CHARS.issuperset(secret)
     ):
         raise InvalidCredential("malformed API key (expected vbk_<key_id>_<secret>)")
     return key_id, secret
 
 
 class ApiKeyStore:
-    """SQLite store of API keys (WAL, one connection guarded by a lock).
+    """Issues, revokes and verifies API keys over an `ApiKeyRepository` (SQLite for a path).
 
     `issue` and `revoke` are the admin operations (see `python -m identity.admin`); `verify` is
     the hot path used by `ApiKeyProvider`.
+
+    No existence oracle (issue 9, finding 12): an unknown key id is checked against a dummy
+    verifier computed once at start-up, so it costs exactly what a known id with a wrong secret
+    costs — one repository lookup, one HMAC, one constant-time comparison — and fails with the
+    same message.
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._db = open_identity_store(self.path, _SCHEMA, "API key store")
-        self._lock = threading.Lock()
-        self._dummy_salt = secrets.token_bytes(16)
+    def __init__(self, source: str | Path | ApiKeyRepository) -> None:
+        if isinstance(source, (str, Path)):
+            self.path: Path | None = Path(source)
+            self.repository: ApiKeyRepository = SqliteApiKeyRepository(self.path)
+        else:
+            self.path = getattr(source, "path", None)
+            self.repository = source
+        salt = secrets.token_bytes(16)
+        self._dummy = StoredApiKey(
+            record=ApiKeyRecord("0" * _KEY_ID_HEX, "-", "-", frozenset(), None, "-", frozenset(), None, "", 0.0, None),
+            scheme=_SCHEME,
+            salt=salt,
+            digest=_digest(salt, secrets.token_urlsafe(32)),
+        )
+
+    @classmethod
+    def in_memory(cls) -> "ApiKeyStore":
+        return cls(InMemoryApiKeyRepository())
 
     def close(self) -> None:
-        self._db.close()
+        self.repository.close()
 
     # ------------------------------------------------------------------ admin
     def issue(
@@ -140,8 +132,8 @@ class ApiKeyStore:
         label: str = "",
     ) -> IssuedApiKey:
         """Create a key bound to this identity. Ids are validated here, at issue time."""
-        departments = frozenset(validate_id(d, "department_id") for d in department_ids)
-        role_set = frozenset(validate_id(r, "role") for r in roles)
+        departments = frozenset(validate_id(d, "department_id") for d in _id_list(department_ids, "department_ids"))
+        role_set = frozenset(validate_id(r, "role") for r in _id_list(roles, "roles"))
         validate_id(tenant_id, "tenant_id")
         validate_id(user_id, "user_id")
         validate_id(agent_id, "agent_id")
@@ -149,89 +141,73 @@ class ApiKeyStore:
             validate_id(workspace_id, "workspace_id")
         if permission_version is not None:
             validate_id(permission_version, "permission_version")
+        label = _label(label)
         key_id = secrets.token_hex(_KEY_ID_HEX // 2)
         secret = secrets.token_urlsafe(32)
         salt = secrets.token_bytes(16)
-        now = time.time()
-        with self._lock:
-            self._db.execute(
-                "INSERT INTO api_keys (key_id, scheme, salt, digest, tenant_id, user_id, department_ids,"
-                " workspace_id, agent_id, roles, permission_version, label, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key_id, _SCHEME, salt, _digest(salt, secret), tenant_id, user_id,
-                    json.dumps(sorted(departments)), workspace_id, agent_id, json.dumps(sorted(role_set)),
-                    permission_version, label, now,
-                ),
-            )
-        record = self.get(key_id)
-        assert record is not None
+        record = ApiKeyRecord(
+            key_id=key_id,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            department_ids=departments,
+            workspace_id=workspace_id,
+            agent_id=agent_id,
+            roles=role_set,
+            permission_version=permission_version,
+            label=label,
+            created_at=time.time(),
+            revoked_at=None,
+        )
+        self.repository.insert(StoredApiKey(record=record, scheme=_SCHEME, salt=salt, digest=_digest(salt, secret)))
         return IssuedApiKey(key=f"{API_KEY_PREFIX}_{key_id}_{secret}", record=record)
 
     def revoke(self, key_id: str) -> bool:
         """Revoke a key; True if it existed and was active. Revocation is immediate and final."""
-        with self._lock:
-            cur = self._db.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (time.time(), key_id)
-            )
-        return cur.rowcount == 1
+        return self.repository.revoke(_key_id(key_id), time.time())
 
     def get(self, key_id: str) -> ApiKeyRecord | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
-        return _record(row) if row else None
+        stored = self.repository.lookup(_key_id(key_id))
+        return stored.record if stored else None
 
     def records(self, *, tenant_id: str | None = None) -> list[ApiKeyRecord]:
-        query = f"SELECT {_COLUMNS} FROM api_keys"
-        args: tuple[str, ...] = ()
         if tenant_id is not None:
-            query += " WHERE tenant_id = ?"
-            args = (tenant_id,)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY created_at", args).fetchall()
-        return [_record(r) for r in rows]
+            validate_id(tenant_id, "tenant_id")
+        return list(self.repository.records(tenant_id))
 
     # ------------------------------------------------------------------ hot path
     def verify(self, key: str) -> ApiKeyRecord:
         """The record bound to `key`, or `InvalidCredential` (unknown, wrong secret, revoked)."""
         key_id, secret = parse_api_key(key)
-        with self._lock:
-            row = self._db.execute(
-                "SELECT scheme, salt, digest FROM api_keys WHERE key_id = ?", (key_id,)
-            ).fetchone()
-        if row is None:
-            _digest(self._dummy_salt, secret)  # same work as a real check: no timing oracle
-            raise InvalidCredential("unknown API key")
-        scheme, salt, digest = row
-        if scheme != _SCHEME or not hmac.compare_digest(_digest(salt, secret), digest):
+        found = self.repository.lookup(key_id)
+        stored = found if found is not None else self._dummy  # same work either way: no oracle
+        matches = _compare(_digest(stored.salt, secret), stored.digest)
+        if found is None or not matches or found.scheme != _SCHEME:
             raise InvalidCredential("unknown API key")  # same message: no oracle for valid key ids
-        record = self.get(key_id)
-        if record is None or record.revoked:
+        if found.record.revoked:
             raise InvalidCredential(f"API key {key_id} has been revoked")
-        return record
+        return found.record
 
 
-_COLUMNS = (
-    "key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles,"
-    " permission_version, label, created_at, revoked_at"
-)
+def _key_id(key_id: object) -> str:
+    if not isinstance(key_id, str) or len(key_id) != _KEY_ID_HEX or any(c not in "0123456789abcdef" for c in key_id):
+        raise InvalidIdentityInput(f"an API key id is {_KEY_ID_HEX} lowercase hex characters")
+    return key_id
 
 
-def _record(row: tuple) -> ApiKeyRecord:
-    (key_id, tenant, user, departments, workspace, agent, roles, version, label, created, revoked) = row
-    return ApiKeyRecord(
-        key_id=key_id,
-        tenant_id=tenant,
-        user_id=user,
-        department_ids=frozenset(json.loads(departments)),
-        workspace_id=workspace,
-        agent_id=agent,
-        roles=frozenset(json.loads(roles)),
-        permission_version=version,
-        label=label,
-        created_at=created,
-        revoked_at=revoked,
-    )
+def _id_list(values: object, field_name: str) -> list[object]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidIdentityInput(f"{field_name} must be a list of ids, not a {type(values).__name__}")
+    return list(values)
+
+
+def _label(label: object) -> str:
+    if not isinstance(label, str) or len(label) > 200:
+        raise InvalidIdentityInput("label must be a string of at most 200 characters")
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidIdentityInput("label must be valid unicode text (no lone surrogates)") from None
+    return label
 
 
 class ApiKeyProvider:

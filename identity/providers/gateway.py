@@ -43,13 +43,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 from identity.errors import ExpiredCredential, IdentityConfigurationError, InvalidCredential, Unauthenticated
 from identity.model import MemoryIdentity
+from identity.nonces import InMemoryNonceCache
 from identity.providers.base import (
     GatewayRequest,
     credential_id,
@@ -57,6 +57,7 @@ from identity.providers.base import (
     new_session_id,
     require_credential,
 )
+from identity.state import NonceCache
 
 __all__ = ["GatewayProvider", "NonceCache", "SIGNED_HEADERS", "canonical_string", "encode_id", "sign_gateway_headers"]
 
@@ -139,37 +140,37 @@ def _display(name: str) -> str:
     return "-".join(part.upper() if part in ("x", "vb") else part.capitalize() for part in name.split("-"))
 
 
-class NonceCache:
-    """Nonces seen inside the replay window; a second use of one is refused. In-process only —
-    several bridge replicas need a shared cache (or rely on the timestamp window alone)."""
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self._seen: dict[str, float] = {}
-        self._clock = clock
-        self._lock = threading.Lock()
-
-    def check_and_remember(self, nonce: str, expires_at: float) -> bool:
-        """True if `nonce` is new (and now remembered until `expires_at`), False if replayed."""
-        now = self._clock()
-        with self._lock:
-            if len(self._seen) > 1024:
-                self._seen = {n: t for n, t in self._seen.items() if t > now}
-            known = self._seen.get(nonce)
-            if known is not None and known > now:
-                return False
-            self._seen[nonce] = expires_at
-            return True
-
-
-def _header_items(headers: object) -> Iterable[tuple[str, str]]:
+def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     multi = getattr(headers, "multi_items", None)
     if callable(multi):
-        return multi()
-    if isinstance(headers, Mapping):
-        return headers.items()
-    if isinstance(headers, Sequence) and not isinstance(headers, (str, bytes)):
-        return headers  # type: ignore[return-value]
-    raise InvalidCredential("gateway request headers are not a mapping or a list of pairs")
+        items: object = multi()
+    elif isinstance(headers, Mapping):
+        items = headers.items()
+    elif isinstance(headers, Sequence) and not isinstance(headers, (str, bytes)):
+        items = headers
+    else:
+        raise InvalidCredential("gateway request headers are not a mapping or a list of pairs")
+    for item in items:  # type: ignore[attr-defined]
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidCredential("gateway request headers are not a mapping or a list of (name, value) pairs")
+        yield item
+
+
+def _header_text(raw: object, what: str) -> str:
+    """A header name or value as text that survives UTF-8 (no lone surrogates); anything else
+    (an int, None, a nested list, undecodable bytes) is a malformed credential, not a crash."""
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidCredential(f"gateway header {what} is not UTF-8") from None
+    if not isinstance(raw, str):
+        raise InvalidCredential(f"gateway header {what} is a {type(raw).__name__}, not text")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidCredential(f"gateway header {what} holds characters that are not valid unicode (surrogates)") from None
+    return raw
 
 
 class GatewayProvider:
@@ -196,7 +197,7 @@ class GatewayProvider:
         if max_age <= 0 or max_future_skew < 0:
             raise IdentityConfigurationError("gateway: max_age must be > 0 and max_future_skew >= 0")
         if nonce_cache is None:  # a presented nonce is always checked, required or not
-            nonce_cache = NonceCache(clock)
+            nonce_cache = InMemoryNonceCache(clock)
         self._max_age = max_age
         self._max_future_skew = max_future_skew
         self._nonces: NonceCache = nonce_cache
@@ -206,6 +207,10 @@ class GatewayProvider:
 
     async def authenticate(self, credential: GatewayRequest) -> MemoryIdentity:
         require_credential(credential, GatewayRequest, "gateway provider")
+        method = _header_text(credential.method, "method")
+        path = _header_text(credential.path, "path")
+        if credential.content_sha256 is not None:
+            _header_text(credential.content_sha256, "body digest")
         values = self._vb_headers(credential.headers)
         if not any(h in values for h in IDENTITY_HEADERS):
             raise Unauthenticated("no gateway identity headers (X-VB-*) presented")
@@ -215,7 +220,7 @@ class GatewayProvider:
         timestamp = values.get(H_TIMESTAMP, "")
         if not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
             raise InvalidCredential("X-VB-Timestamp is missing or not unix seconds")
-        expected = canonical_string(credential.method, credential.path, values)
+        expected = canonical_string(method, path, values)
         given = signature.strip().lower()
         if not _HEX_SIG.fullmatch(given) or not any(
             hmac.compare_digest(_sign(secret, expected), given) for secret in self._secrets
@@ -243,12 +248,14 @@ class GatewayProvider:
 
     def _vb_headers(self, headers: object) -> dict[str, str]:
         values: dict[str, str] = {}
-        for name, value in _header_items(headers):
-            name = name.decode("latin-1") if isinstance(name, bytes) else str(name)
-            value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        for raw_name, raw_value in _header_items(headers):
+            name = raw_name.decode("latin-1") if isinstance(raw_name, bytes) else raw_name
+            if not isinstance(name, str):
+                raise InvalidCredential(f"gateway header name is a {type(name).__name__}, not text")
             key = name.strip().lower()
             if key not in _ALL_VB:
                 continue  # unsigned headers (X-User-Id, X-Tenant, ...) are never read
+            value = _header_text(raw_value, _display(key))
             if key in values:
                 raise InvalidCredential(f"gateway header {_display(key)} appears more than once")
             if "\r" in value or "\n" in value:
@@ -263,7 +270,8 @@ class GatewayProvider:
             return
         if not _NONCE.fullmatch(nonce):
             raise InvalidCredential("X-VB-Nonce must be 8-128 characters of A-Z a-z 0-9 _ -")
-        expires = timestamp + self._max_age + self._max_future_skew
+        # live for as long as a request with this timestamp can be accepted, plus a second
+        expires = timestamp + self._max_age + self._max_future_skew + 1
         if not self._nonces.check_and_remember(nonce, expires):
             raise InvalidCredential("gateway request replayed (nonce already used)")
 

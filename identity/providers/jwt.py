@@ -7,6 +7,12 @@ with a small leeway and any required claims, and map claims onto identity fields
 configuration. The agent is the OAuth client the token was issued to (`azp` / `client_id`),
 never a request parameter.
 
+The issuer is checked twice: by PyJWT and again here, as an exact string match against the
+configured issuer(s). PyJWT 2.10.0 compared `iss` as a substring (CVE-2024-53861: a token from
+`https://idp.example` passed for `https://idp.example.test/`); the dependency is pinned to a
+fixed release and the import refuses an older one, but the exact check keeps us safe from the
+next such regression too. A list-valued `iss` is refused.
+
 What it must never do: accept `alg: none`, accept an algorithm its key type cannot produce
 (HS256 signed with an RSA public key), fall back to an unverified decode, or read identity from
 anything but verified claims.
@@ -34,6 +40,23 @@ from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, KeySource
 __all__ = ["ClaimMapping", "JwtProvider"]
 
 _MAX_TOKEN_LENGTH = 16 * 1024
+#: The first PyJWT release that compares `iss` exactly again (CVE-2024-53861 is in 2.10.0).
+MIN_PYJWT = (2, 10, 1)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+if _version_tuple(getattr(jwt, "__version__", "0")) < MIN_PYJWT:  # pragma: no cover - depends on the install
+    raise IdentityConfigurationError(
+        f"PyJWT {getattr(jwt, '__version__', '?')} is installed; viking-bridge needs >= "
+        f"{'.'.join(map(str, MIN_PYJWT))} (CVE-2024-53861: issuer checked as a substring)"
+    )
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -112,11 +135,11 @@ class JwtProvider:
 
     # ------------------------------------------------------------------ verification
     async def _verified_claims(self, token: str) -> dict[str, Any]:
-        if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_LENGTH:
-            raise InvalidCredential("malformed bearer token")
+        if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_LENGTH or not token.isascii():
+            raise InvalidCredential("malformed bearer token")  # a compact JWS is ASCII; surrogates end here
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, ValueError, TypeError):
             raise InvalidCredential("malformed bearer token (header does not decode)") from None
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
@@ -133,7 +156,7 @@ class JwtProvider:
             )
         required = sorted({"exp", "iss", "aud", *self.required_claims})
         try:
-            return jwt.decode(
+            claims = jwt.decode(
                 token,
                 key.key,
                 algorithms=[alg],
@@ -156,6 +179,12 @@ class JwtProvider:
             raise InvalidCredential("token signature does not verify") from None
         except jwt.PyJWTError as exc:
             raise InvalidCredential(f"token rejected: {type(exc).__name__}") from None
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. a claim PyJWT cannot compare
+            raise InvalidCredential(f"token rejected: malformed claims ({type(exc).__name__})") from None
+        iss = claims.get("iss")
+        if not isinstance(iss, str) or iss not in _names(self.issuer):
+            raise InvalidCredential("token issuer (iss) is not accepted")
+        return claims
 
     # ------------------------------------------------------------------ mapping
     def _identity(self, claims: Mapping[str, Any]) -> MemoryIdentity:

@@ -95,8 +95,8 @@ async def test_revoked_manifest_stops_working(bridge, make_identity):
     m = await bridge.remember(parent, "plan: split the migration", "note", visibility="agent")
     manifest = await bridge.inject(parent, "worker", "x", memory_refs=[m.ref])
     with pytest.raises(ManifestError):
-        bridge.revoke_manifest(make_identity(agent="worker"), manifest.manifest_id)
-    bridge.revoke_manifest(parent, manifest.manifest_id)
+        await bridge.revoke_manifest(make_identity(agent="worker"), manifest.manifest_id)
+    await bridge.revoke_manifest(parent, manifest.manifest_id)
     with pytest.raises(ManifestError, match="expired"):
         await bridge.recall(make_identity(agent="worker"), "migration", manifest_id=manifest.manifest_id)
 

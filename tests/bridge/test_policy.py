@@ -8,9 +8,18 @@ from adapters.base import Status
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import NotPermitted
 from bridge.policy import Policy, PolicyConfig
+from bridge.state.records import Grant, InjectDepth, InjectionManifest
 from bridge.vocabulary import Kind, Purpose
 
 policy = Policy()
+
+
+def _grant(scope: ScopeKey, grant_id: str) -> Grant:
+    return Grant(grant_id, "acme", "alice", None, scope, "acme/dave@assistant", "test", 0.0, 9e12)
+
+
+def _manifest(scope: ScopeKey, memory_id: str, manifest_id: str, parent_agent: str) -> InjectionManifest:
+    return InjectionManifest(manifest_id, "acme", "alice", parent_agent, "child", "task", InjectDepth.MINIMAL, ((scope, memory_id),), False, 0.0, 9e12)
 
 
 def test_default_readable_scopes_are_exactly_own_agent_workspace_departments_tenant_global(make_identity):
@@ -49,19 +58,19 @@ def test_coding_puts_workspace_before_private(make_identity):
 
 
 def test_granted_scope_weighs_less_and_carries_the_grant(make_identity):
-    scopes = policy.readable_scopes(make_identity(), Purpose.CHAT, granted=[(ScopeKey.department("acme", "sales"), "g1")])
+    scopes = policy.readable_scopes(make_identity(), Purpose.CHAT, grants=[_grant(ScopeKey.department("acme", "sales"), "g1")])
     entry = scopes.entry(ScopeKey.department("acme", "sales"))
     assert entry.grant_id == "g1" and entry.weight < 0.85 and "g1" in entry.reason
 
 
 def test_grant_for_another_tenant_is_refused(make_identity):
     with pytest.raises(NotPermitted, match="another tenant"):
-        policy.readable_scopes(make_identity(), Purpose.CHAT, granted=[(ScopeKey.department("globex", "eng"), "g1")])
+        policy.readable_scopes(make_identity(), Purpose.CHAT, grants=[_grant(ScopeKey.department("globex", "eng"), "g1")])
 
 
 def test_injected_entry_is_restricted_to_manifest_ids(make_identity):
     key = ScopeKey.agent("acme", "orchestrator", "alice")
-    scopes = policy.readable_scopes(make_identity(agent="child"), Purpose.CHAT, injected=[(key, frozenset({"m1"}), "man1", "alice@orchestrator")])
+    scopes = policy.readable_scopes(make_identity(agent="child"), Purpose.CHAT, manifest=_manifest(key, "m1", "man1", "orchestrator"))
     assert scopes.permits(key, "m1") and not scopes.permits(key, "m2")
 
 

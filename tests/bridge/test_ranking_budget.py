@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from adapters.base import Hit, Provenance, Status, StoredMemory
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
-from bridge.budget import BudgetConfig, EstimatingTokenCounter, assemble
+from bridge.recall.budget import BudgetConfig, EstimatingTokenCounter, assemble
 from bridge.models import RecalledMemory
-from bridge.policy import Policy
-from bridge.ranking import FreshnessConfig, freshness, rank_hits
-from bridge.render import render_context
+from bridge.recall.rank import FreshnessConfig, RankingConfig, freshness, rank_hits
+from bridge.recall.render import render_context
 from bridge.vocabulary import Purpose
 
 NOW = 1_800_000_000.0
@@ -22,7 +21,7 @@ def memory(mid: str, scope: ScopeKey, text: str = "x", kind: str = "fact", *, ag
 def test_score_is_the_product_of_all_factors():
     key = ScopeKey.workspace("acme", "alpha")
     scopes = ScopeSet((ScopeEntry(key, weight=0.95),))
-    (r,) = rank_hits([Hit(memory("m", key, confidence=0.8), key, 0.5)], scopes, Purpose.CHAT, Policy(), now=NOW)
+    (r,) = rank_hits([Hit(memory("m", key, confidence=0.8), key, 0.5)], scopes, Purpose.CHAT, RankingConfig(), now=NOW)
     assert abs(r.score - 0.5 * 0.95 * 0.8 * 1.0 * 1.0 * 0.9) < 1e-9
     assert r.explain()["scope"] == 0.95
 
@@ -46,7 +45,7 @@ def test_budget_skips_a_big_item_but_keeps_smaller_ones():
     key = ScopeKey.private("acme", "alice")
     scopes = ScopeSet.of(key)
     hits = [Hit(memory("big", key, "word " * 400), key, 0.9), Hit(memory("small", key, "short note"), key, 0.8)]
-    chosen, used = assemble(rank_hits(hits, scopes, Purpose.CHAT, Policy(), now=NOW), BudgetConfig(max_tokens=100))
+    chosen, used = assemble(rank_hits(hits, scopes, Purpose.CHAT, RankingConfig(), now=NOW), BudgetConfig(max_tokens=100))
     assert [c.ranked.hit.memory.id for c in chosen] == ["small"] and used <= 100
 
 

@@ -7,7 +7,7 @@ import pytest
 from adapters.base import Hit, SearchResult
 from adapters.scopes import ScopeKey
 from bridge import InvalidInput, MemoryBridge, NotPermitted, RecallIncomplete
-from bridge.sqlite import Database
+from bridge.state.sqlite import SqliteState
 
 
 class LyingBackend:
@@ -49,12 +49,12 @@ async def test_guard_drops_and_audits_a_hit_from_outside_the_scope_set(tmp_path,
     base = MemoryBridge.open_local(tmp_path / "a")
     bob = make_identity("bob", departments=("sales",), workspace="beta")
     secret = await base.remember(bob, "bob's salary is 100k", "profile")
-    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob")), Database(tmp_path / "b.sqlite3"))
+    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     alice = make_identity()
     result = await lying.recall(alice, "salary")
     assert secret.memory_id not in {i.memory_id for i in result.items}, "guard let a foreign hit through"
     assert result.guard_alarms == 1
-    alarms = lying.audit_events(make_identity("root", roles=("admin",), session="adm"), action="guard_alarm")
+    alarms = await lying.audit_events(make_identity("root", roles=("admin",), session="adm"), action="guard_alarm")
     assert alarms and alarms[0].memory_ids == (secret.memory_id,)
     await lying.aclose()
 
@@ -63,7 +63,7 @@ async def test_guard_drops_a_hit_mislabelled_with_a_permitted_scope(tmp_path, ma
     base = MemoryBridge.open_local(tmp_path / "a")
     bob = make_identity("bob", departments=("sales",), workspace="beta")
     secret = await base.remember(bob, "bob's salary is 100k", "profile")
-    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob"), mislabel=True), Database(tmp_path / "b.sqlite3"))
+    lying = MemoryBridge(LyingBackend(base.backend, ScopeKey.private("acme", "bob"), mislabel=True), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     result = await lying.recall(make_identity(), "salary")
     assert secret.memory_id not in {i.memory_id for i in result.items}
     assert result.guard_alarms == 1
@@ -74,7 +74,7 @@ async def test_a_failed_scope_fails_closed(tmp_path, make_identity):
     base = MemoryBridge.open_local(tmp_path / "a")
     alice = make_identity()
     await base.remember(alice, "note one", "note")
-    failing = MemoryBridge(FailingBackend(base.backend, ScopeKey.private("acme", "x")), Database(tmp_path / "b.sqlite3"))
+    failing = MemoryBridge(FailingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     with pytest.raises(RecallIncomplete, match="global"):
         await failing.recall(alice, "note")
     partial = await failing.recall(alice, "note", allow_partial=True)
@@ -118,7 +118,7 @@ async def test_budget_limits_the_rendered_items(bridge, make_identity):
 
 
 async def test_kind_quota_and_kind_filter(tmp_path, make_identity):
-    from bridge.budget import BudgetConfig
+    from bridge.recall.budget import BudgetConfig
 
     b = MemoryBridge.open_local(tmp_path / "h", budget=BudgetConfig(kind_quotas={"note": 2}))
     alice = make_identity()
@@ -165,22 +165,22 @@ async def test_granted_scope_requires_an_active_grant(bridge, make_identity):
     eng = await bridge.remember(make_identity(roles=("approver",)), "eng standard: two reviewers", "standard")
     with pytest.raises(NotPermitted, match="no grant"):
         await bridge.recall(bob, "reviewers", include_scopes=["acme/dept/eng"])
-    grant = bridge.grant(admin, "bob", "acme/dept/eng", ttl_seconds=60, reason="incident review")
+    grant = await bridge.grant(admin, "bob", "acme/dept/eng", ttl_seconds=60, reason="incident review")
     result = await bridge.recall(bob, "reviewers", include_scopes=["acme/dept/eng"])
     (item,) = [i for i in result.items if i.memory_id == eng.memory_id]
     assert item.grant_id == grant.grant_id and "grant" in item.why_visible
-    bridge.revoke_grant(admin, grant.grant_id)
+    await bridge.revoke_grant(admin, grant.grant_id)
     with pytest.raises(NotPermitted, match="expired or was revoked"):
         await bridge.recall(bob, "reviewers", include_scopes=["acme/dept/eng"])
 
 
 async def test_only_admins_grant_and_never_private_scopes(bridge, make_identity):
     with pytest.raises(NotPermitted, match="admin"):
-        bridge.grant(make_identity(), "bob", "acme/dept/eng", ttl_seconds=60, reason="x")
+        await bridge.grant(make_identity(), "bob", "acme/dept/eng", ttl_seconds=60, reason="x")
     with pytest.raises(NotPermitted, match="cannot be granted"):
-        bridge.grant(make_identity("dave", roles=("admin",)), "bob", "acme/user/alice", ttl_seconds=60, reason="x")
+        await bridge.grant(make_identity("dave", roles=("admin",)), "bob", "acme/user/alice", ttl_seconds=60, reason="x")
     with pytest.raises(NotPermitted, match="never cross tenants"):
-        bridge.grant(make_identity("dave", roles=("admin",)), "bob", "globex/dept/eng", ttl_seconds=60, reason="x")
+        await bridge.grant(make_identity("dave", roles=("admin",)), "bob", "globex/dept/eng", ttl_seconds=60, reason="x")
 
 
 async def test_continuing_another_identitys_session_is_refused(bridge, make_identity):
@@ -209,7 +209,7 @@ async def test_guard_drops_statuses_that_were_not_asked_for(tmp_path, make_ident
 
     w = await base.remember(alice, "draft: rotate all keys", "note")
     await base.backend.update(ScopeKey.private("acme", "alice"), w.memory_id, MemoryPatch(status=Status.PENDING))
-    leaky = MemoryBridge(StatusLeakingBackend(base.backend, ScopeKey.private("acme", "x")), Database(tmp_path / "b.sqlite3"))
+    leaky = MemoryBridge(StatusLeakingBackend(base.backend, ScopeKey.private("acme", "x")), SqliteState(tmp_path / "b.sqlite3"), reinitialise=True)
     result = await leaky.recall(alice, "rotate keys")
     assert w.memory_id not in {i.memory_id for i in result.items} and result.guard_alarms == 1
     await leaky.aclose()
@@ -222,8 +222,8 @@ async def test_audit_rows_are_filtered_by_user_not_by_the_ambiguous_display_prin
     attacker = make_identity("alice", agent="acme.com@chat")
     assert victim.principal == attacker.principal
     w = await bridge.remember(victim, "victim's note", "note")
-    assert bridge.audit_events(attacker, memory_id=w.memory_id) == []
-    assert [e.memory_ids for e in bridge.audit_events(victim, memory_id=w.memory_id)] == [(w.memory_id,)]
+    assert await bridge.audit_events(attacker, memory_id=w.memory_id) == []
+    assert [e.memory_ids for e in await bridge.audit_events(victim, memory_id=w.memory_id)] == [(w.memory_id,)]
 
 
 async def test_refused_attempts_are_audited(bridge, make_identity):
@@ -235,7 +235,7 @@ async def test_refused_attempts_are_audited(bridge, make_identity):
     await bridge.recall(make_identity(session="s-shared"), "x")
     with pytest.raises(SessionIdentityMismatch):
         await bridge.recall(make_identity("bob", session="s-shared"), "x")
-    denied = bridge.audit_events(make_identity("dave", roles=("admin",)), action="denied")
+    denied = await bridge.audit_events(make_identity("dave", roles=("admin",)), action="denied")
     assert [(e.actor, e.detail["operation"], e.detail["error"]) for e in reversed(denied)] == [
         ("acme/bob@assistant", "recall", "NotPermitted"),
         ("acme/bob@assistant", "recall", "SessionIdentityMismatch"),

@@ -9,6 +9,7 @@ import pytest
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
 from bridge import BridgeError, InvalidInput, ManifestError, MemoryBridge, NotPermitted
+from bridge.recall.scopes import load_manifest_for
 
 
 async def test_retried_write_never_duplicates(bridge, make_identity):
@@ -65,7 +66,7 @@ async def test_forget_removes_the_memory_everywhere(bridge, make_identity):
     assert not (await bridge.recall(alice, "locker code")).items
     with pytest.raises(NotFound):
         await bridge.backend.get(ScopeKey.private("acme", "alice"), w.memory_id)
-    events = bridge.audit_events(alice, action="forget")
+    events = await bridge.audit_events(alice, action="forget")
     assert events and events[0].memory_ids == (w.memory_id,)
 
 
@@ -97,30 +98,33 @@ async def test_forget_subject_erases_every_trace_and_leaves_an_audit_row(bridge,
     assert (await bridge.backend.get(ScopeKey.workspace("acme", "alpha"), keep.memory_id)).content == "alpha uses Kafka"
     reviewer = make_identity("bob", agent="reviewer")
     with pytest.raises(ManifestError, match="no injection manifest"):  # the task text was personal data too
-        bridge.manifests.load_for(reviewer, manifest.manifest_id)
+        await load_manifest_for(bridge.runtime, reviewer, manifest.manifest_id)
     assert manifest.memory_ids
-    assert bridge.audit_events(admin, action="forget_subject")[0].detail["count"] == 3
+    assert (await bridge.audit_events(admin, action="forget_subject"))[0].detail["count"] == 3
 
 
 async def test_forget_subject_removes_grants_and_keeps_unrelated_manifests(bridge, make_identity):
     admin = make_identity("dave", roles=("admin",))
-    bridge.grant(admin, "bob", "acme/dept/sales", ttl_seconds=60, reason="audit")
+    await bridge.grant(admin, "bob", "acme/dept/sales", ttl_seconds=60, reason="audit")
     alice = make_identity()
     note = await bridge.remember(alice, "alice's plan", "note", visibility="agent")
     kept = await bridge.inject(alice, "worker", "plan", memory_refs=[note.ref])
     await bridge.forget_subject(admin, "bob")
-    assert bridge.grants.for_identity(make_identity("bob")) == []
-    assert bridge.manifests.load_for(make_identity(agent="worker"), kept.manifest_id).memory_ids == (note.memory_id,)
+    assert await bridge.state.grants.for_grantee("acme", "bob") == []
+    assert (await load_manifest_for(bridge.runtime, make_identity(agent="worker"), kept.manifest_id)).memory_ids == (note.memory_id,)
 
 
-async def test_erasure_fails_loudly_when_a_scope_is_too_large_to_walk(bridge, make_identity, monkeypatch):
-    import bridge.facade as facade
+async def test_erasure_walks_scopes_larger_than_a_page_and_nobody_can_block_it(bridge, make_identity, monkeypatch):
+    """Security finding 3: a member filling a workspace must not make erasure raise half-done."""
+    import bridge.handlers.erasure as erasure
 
-    monkeypatch.setattr(facade, "ERASURE_WALK_LIMIT", 3)
-    for n in range(4):
+    monkeypatch.setattr(erasure, "PAGE_SIZE", 3)
+    for n in range(7):
         await bridge.remember(make_identity("carol"), f"alpha fact {n}", "fact")
-    with pytest.raises(BridgeError, match="erasure stopped"):
-        await bridge.forget_subject(make_identity("dave", roles=("admin",)), "bob")
+        await bridge.remember(make_identity("bob", workspace="alpha"), f"bob's alpha fact {n}", "fact")
+    removed = await bridge.forget_subject(make_identity("dave", roles=("admin",)), "bob")
+    left = await bridge.backend.list(ScopeKey.workspace("acme", "alpha"))
+    assert removed == 7 and len(left) == 7 and all(m.provenance.author_user_id == "carol" for m in left)
 
 
 async def test_only_admins_or_the_subject_may_erase(bridge, make_identity):
@@ -174,9 +178,9 @@ async def test_audit_is_per_tenant_and_users_see_only_their_rows(bridge, make_id
     await bridge.remember(make_identity(), "alice note", "note")
     await bridge.remember(make_identity("bob"), "bob note", "note")
     await bridge.remember(make_identity("zed", tenant="globex"), "globex note", "note")
-    actors = {e.actor for e in bridge.audit_events(make_identity("dave", roles=("admin",)))}
+    actors = {e.actor for e in await bridge.audit_events(make_identity("dave", roles=("admin",)))}
     assert actors == {"acme/alice@assistant", "acme/bob@assistant"}
-    assert {e.actor for e in bridge.audit_events(make_identity())} == {"acme/alice@assistant"}
+    assert {e.actor for e in await bridge.audit_events(make_identity())} == {"acme/alice@assistant"}
 
 
 async def test_a_write_whose_audit_row_fails_is_rolled_back(tmp_path, make_identity):
@@ -185,7 +189,7 @@ async def test_a_write_whose_audit_row_fails_is_rolled_back(tmp_path, make_ident
     def broken_append(*args, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
 
-    b.audit.append = broken_append  # type: ignore[method-assign]
+    b.state.audit.append = broken_append  # type: ignore[method-assign]
     with pytest.raises(sqlite3.OperationalError):
         await b.remember(make_identity(), "must not survive", "note")
     assert not await b.backend.list(ScopeKey.private("acme", "alice"))

@@ -1,7 +1,7 @@
 """Deliberately broken adapters (each wraps a real LocalBackend and breaks ONE rule), registered
 for the contract suite so `test_suite_catches_broken_adapters.py` can prove the suite fails them.
 
-Load with `-p broken_adapters` (this directory on PYTHONPATH). Never use these anywhere else.
+Load with `-p tests.contract_meta.broken_adapters` (the repository root on PYTHONPATH). Never use these anywhere else.
 """
 
 from __future__ import annotations

@@ -41,11 +41,11 @@ LOCAL_KNOWN: set[str] = set()
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     """{adapter: {test name: failure message}} for one run of the suite over every broken adapter."""
     xml = tmp_path_factory.mktemp("meta") / "report.xml"
-    args = [sys.executable, "-m", "pytest", "--pyargs", "contract_tests", "-p", "broken_adapters", "-p", "no:cacheprovider",
+    args = [sys.executable, "-m", "pytest", "--pyargs", "contract_tests", "-p", "tests.contract_meta.broken_adapters", "-p", "no:cacheprovider",
             "-q", "--tb=short", "--contract-examples", "10", f"--junitxml={xml}", "--adapter", "local"]
     for name in EXPECTED:
         args += ["--adapter", name]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("VIKING_BRIDGE_CONTRACT_SEED", None)
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert xml.exists(), f"the suite did not run:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

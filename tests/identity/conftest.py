@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from idtestkit import DROP, FakeClock, JwksServer, SigningKey
+from tests.identity.idtestkit import DROP, FakeClock, JwksServer, SigningKey
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ from identity import (
     narrow,
 )
 from identity.providers import sign_gateway_headers
-from idtestkit import AUDIENCE, ISSUER
+from tests.identity.idtestkit import AUDIENCE, ISSUER
 
 IDENTITY_WORDS = ["user_id", "tenant_id", "roles", "role", "department_id", "department_ids", "workspace_id",
                   "agent_id", "session_id", "permission_version", "sub", "tid", "is_admin", "scope", "visibility"]

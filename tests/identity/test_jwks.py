@@ -9,7 +9,7 @@ import pytest
 
 from identity.errors import IdentityProviderUnavailable, InvalidCredential
 from identity.providers import BearerToken, JwksCache, JwtProvider
-from idtestkit import AUDIENCE, ISSUER, JWKS_URL
+from tests.identity.idtestkit import AUDIENCE, ISSUER, JWKS_URL
 
 
 def _provider(server, clock, **cache_kwargs) -> tuple[JwtProvider, JwksCache]:

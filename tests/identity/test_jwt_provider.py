@@ -21,7 +21,7 @@ from identity.providers import (
     VerificationKey,
 )
 
-from idtestkit import AUDIENCE, ISSUER, JWKS_URL
+from tests.identity.idtestkit import AUDIENCE, ISSUER, JWKS_URL
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from identity.providers import (
 )
 from identity.sessions import InMemorySessionRegistry, SqliteSessionRegistry
 from identity.settings import build_provider, build_session_registry, load_settings
-from idtestkit import AUDIENCE, ISSUER, JWKS_URL
+from tests.identity.idtestkit import AUDIENCE, ISSUER, JWKS_URL
 
 
 @pytest.fixture(autouse=True)

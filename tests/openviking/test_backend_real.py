@@ -10,7 +10,7 @@ from adapters.errors import EmptyScopeError, NotFound, UnsupportedFilter
 from adapters.openviking.record import encode_record
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.backends.openviking import fresh_backend
-from ovhelpers import mem
+from tests.openviking.ovhelpers import mem
 
 ALICE = ScopeKey.private("acme", "alice")
 BOB = ScopeKey.private("acme", "bob")

@@ -127,5 +127,5 @@ async def test_erasure_removes_extracted_memories_that_list_scopes_cannot_see(ba
     assert [h for h in await _hits(backend, [BOB], "aisle seats wing") if "aisle" in h.memory.content] == []
     assert await backend.list(BOB) == []
     assert [h for h in await _hits(backend, [ALICE], "window seats flights") if "window seats" in h.memory.content], "erasure touched alice"
-    events = bridge.audit_events(admin, action="forget_subject")
+    events = await bridge.audit_events(admin, action="forget_subject")
     assert events[0].detail["backend_traces"] == 1

@@ -17,7 +17,7 @@ from adapters.openviking.errors import (
     OVTransportError,
     OVUnauthenticated,
 )
-from ovhelpers import unique
+from tests.openviking.ovhelpers import unique
 
 NO_WAIT = RetryPolicy(attempts=3, wait=wait_none())
 

@@ -13,7 +13,7 @@ from adapters.openviking import FileKeyStore, KeyStoreError, OpenVikingBackend, 
 from adapters.openviking.client import Auth
 from adapters.openviking.errors import OVPermissionDenied, OVUnauthenticated
 from adapters.scopes import ScopeKey, ScopeSet
-from ovhelpers import mem, unique
+from tests.openviking.ovhelpers import mem, unique
 
 ALICE = ScopeKey.private("acme", "alice")
 BOB = ScopeKey.private("acme", "bob")

@@ -10,7 +10,7 @@ from adapters.errors import InvalidRequest, NotFound
 from adapters.openviking import OpenVikingBackend
 from adapters.openviking.mapping import OV_NAME, ScopeMapper, validate_ov_name
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
-from ovhelpers import mem
+from tests.openviking.ovhelpers import mem
 
 TRICKY = ["john_doe", "john-doe", "john.doe", "foo", "foobar", "a%b", "a*b", "a+b", "a=b", "a~b", "zoë", "研发部",
           "u@x", "u@@x", "_x", "a" * 128]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.base import MemoryPatch, SearchQuery, Status
 from adapters.scopes import ScopeKey, ScopeSet
-from ovhelpers import mem
+from tests.openviking.ovhelpers import mem
 
 SCOPE = ScopeKey.private("acme", "alice")
 

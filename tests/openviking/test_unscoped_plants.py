@@ -9,7 +9,7 @@ from __future__ import annotations
 from adapters.base import SearchQuery
 from adapters.scopes import ScopeKey, ScopeSet
 from contract_tests.backends.openviking import insert_unscoped
-from ovhelpers import mem, unique
+from tests.openviking.ovhelpers import mem, unique
 
 
 async def test_planted_unscoped_files_are_found_by_the_server_but_never_returned(backend):

@@ -9,7 +9,7 @@ import pytest
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.backends.viking import make_simulated
 from contract_tests.viking_simulator import VikingSimulator
-from vikingkit import Waits
+from tests.viking.vikingkit import Waits
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def waits() -> Waits:
 
 @pytest.fixture
 def retry(waits: Waits) -> RetryPolicy:
-    return RetryPolicy(max_attempts=4, initial_wait=0.1, max_wait=10.0, sleep=waits, jitter=lambda ceiling: ceiling)
+    return RetryPolicy(attempts=4, backoff_base=0.1, backoff_cap=10.0, sleep=waits, jitter=lambda ceiling: ceiling)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from adapters.errors import InvalidRequest, NotFound, PermissionDenied, RateLimi
 from adapters.viking import ApiKeyAuth, RetryPolicy, SignerV4Auth, VikingCollectionMissing, VikingMemoryClient
 from contract_tests.viking_simulator import Fault, VikingSimulator
 
-NO_RETRY = RetryPolicy(max_attempts=1)
+NO_RETRY = RetryPolicy(attempts=1)
 
 
 def canned(status: int, payload: object, headers: dict[str, str] | None = None) -> VikingMemoryClient:

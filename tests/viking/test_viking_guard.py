@@ -12,7 +12,7 @@ from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.viking import VikingBackend
 from adapters.viking.mapping import RECORD_FIELD, principal_for
 from contract_tests.viking_simulator import VikingSimulator
-from vikingkit import mem
+from tests.viking.vikingkit import mem
 
 ALICE = ScopeKey.private("acme", "alice")
 BOB = ScopeKey.private("acme", "bob")

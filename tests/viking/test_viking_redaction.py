@@ -28,7 +28,7 @@ def echoing_server(secret: str):
 )
 async def test_secrets_absent_from_repr_logs_and_errors(auth: ApiKeyAuth | SignerV4Auth, secret: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    client = VikingMemoryClient("https://v.test", auth, transport=httpx.MockTransport(echoing_server(secret)), retry=RetryPolicy(max_attempts=1))
+    client = VikingMemoryClient("https://v.test", auth, transport=httpx.MockTransport(echoing_server(secret)), retry=RetryPolicy(attempts=1))
     backend = VikingBackend(client, VikingConfig(collections={"acme": "acme_mem"}))
     texts = [repr(auth), str(auth), repr(client), repr(backend)]
     with pytest.raises(BackendError) as info:
@@ -45,7 +45,7 @@ async def test_network_errors_do_not_leak_secrets(caplog: pytest.LogCaptureFixtu
     def boom(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout(f"timeout with {request.headers['authorization']}", request=request)
 
-    client = VikingMemoryClient("https://v.test", ApiKeyAuth(API_KEY), transport=httpx.MockTransport(boom), retry=RetryPolicy(max_attempts=1))
+    client = VikingMemoryClient("https://v.test", ApiKeyAuth(API_KEY), transport=httpx.MockTransport(boom), retry=RetryPolicy(attempts=1))
     with pytest.raises(BackendError) as info:
         await client.search("acme_mem", filter={"user_id": "u1"})
     assert API_KEY not in str(info.value) and API_KEY not in caplog.text

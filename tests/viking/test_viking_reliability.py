@@ -9,7 +9,7 @@ from adapters.errors import RateLimited, RetryLater, Unavailable
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.viking_simulator import Fault, VikingSimulator
-from vikingkit import Waits, eventually, mem
+from tests.viking.vikingkit import Waits, eventually, mem
 
 ALICE = ScopeKey.private("acme", "alice")
 WS = ScopeKey.workspace("acme", "alpha")
@@ -40,32 +40,40 @@ async def test_backoff_is_capped_and_honours_retry_after(sim: VikingSimulator, b
     sim.inject(Fault("http", status=429, retry_after="7", path="/search", times=1))
     await backend.search(q(ALICE))
     assert waits.calls == [7.0]
-    policy = RetryPolicy(initial_wait=0.1, max_wait=2.0, jitter=lambda c: c)
+    policy = RetryPolicy(backoff_base=0.1, backoff_cap=2.0, jitter=lambda c: c)
     assert [policy.backoff(n) for n in range(1, 8)] == [0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
-    jittered = RetryPolicy(initial_wait=1.0, max_wait=10.0)
+    jittered = RetryPolicy(backoff_base=1.0, backoff_cap=10.0)
     assert all(0.5 * min(10, 2 ** (n - 1)) <= jittered.backoff(n) <= min(10, 2 ** (n - 1)) for n in range(1, 10))
 
 
 async def test_retries_are_bounded_then_typed(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("code", code=1000029, path="/search", times=-1))
     with pytest.raises(RateLimited):
-        await backend.search(q(ALICE))
+        await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
     assert len(waits.calls) == 3
+    # through the adapter the same typed failure is a failed scope, never an exception (finding 20)
+    result = await backend.search(q(ALICE))
+    assert result.failed_scopes == (ALICE,) and "RateLimited" in result.failure_reasons[0]
 
 
 async def test_retry_after_beyond_the_cap_is_not_waited_for(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("http", status=429, retry_after="3600", path="/search", times=-1))
     with pytest.raises(RateLimited) as info:
-        await backend.search(q(ALICE))
+        await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
     assert info.value.retry_after == 3600 and waits.calls == []
+    result = await backend.search(q(ALICE))
+    assert result.failed_scopes == (ALICE,) and "RateLimited" in result.failure_reasons[0] and waits.calls == []
 
 
 async def test_index_initialising_surfaces_as_retry_later_without_retrying(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("code", code=1000023, path="/search", times=1))
     before = len(sim.calls_to("/search"))
-    with pytest.raises(RetryLater):
-        await backend.search(q(ALICE))
+    result = await backend.search(q(ALICE))  # a failed scope (finding 20), typed RetryLater in its reason
+    assert result.failed_scopes == (ALICE,) and "RetryLater" in result.failure_reasons[0]
     assert len(sim.calls_to("/search")) - before == 1 and waits.calls == []
+    sim.inject(Fault("code", code=1000023, path="/search", times=1))
+    with pytest.raises(RetryLater):
+        await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
 
 
 async def test_index_init_delay_models_the_first_build(sim: VikingSimulator, backend: VikingBackend) -> None:
@@ -118,10 +126,14 @@ async def test_fan_out_with_one_failing_collection_is_an_explicit_partial(sim: V
     assert "Unavailable" in result.failure_reasons[0]
 
 
-async def test_fan_out_where_everything_fails_raises(sim: VikingSimulator, backend: VikingBackend) -> None:
+async def test_fan_out_where_everything_fails_is_the_same_explicit_partial(sim: VikingSimulator, backend: VikingBackend) -> None:
+    """Finding 20: every scope failing reads like one scope failing — failed_scopes + reasons for
+    all of them, no exception — so the bridge raises RecallIncomplete carrying the reasons."""
     sim.inject(Fault("http", status=503, path="/search", times=-1))
-    with pytest.raises(Unavailable):
-        await backend.search(q(ALICE, GLOBAL))
+    result = await backend.search(q(ALICE, GLOBAL))
+    assert not result.complete and result.hits == ()
+    assert set(result.failed_scopes) == {ALICE, GLOBAL} and len(result.failure_reasons) == 2
+    assert all("Unavailable" in r for r in result.failure_reasons)
 
 
 async def test_one_multi_scope_recall_costs_one_call_per_collection(sim: VikingSimulator, backend: VikingBackend) -> None:

@@ -12,7 +12,7 @@ from adapters.viking import VikingBackend
 from contract_tests.backends.viking import make_simulated
 from contract_tests.registry import get_adapter
 from contract_tests.viking_simulator import VikingSimulator
-from vikingkit import mem, prov
+from tests.viking.vikingkit import mem, prov
 
 ALICE = ScopeKey.private("acme", "alice")
 AGENT = ScopeKey.agent("acme", "coder", "alice")

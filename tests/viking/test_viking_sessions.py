@@ -9,7 +9,7 @@ from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.viking import VikingBackend
 from contract_tests.viking_simulator import VikingSimulator
-from vikingkit import eventually, prov
+from tests.viking.vikingkit import eventually, prov
 
 WS = ScopeKey.workspace("acme", "alpha")
 ALICE = ScopeKey.private("acme", "alice")

@@ -64,7 +64,7 @@ async def test_httpx_auth_flow_signs_the_bytes_on_the_wire_like_the_reference() 
         return httpx.Response(200, json={"code": 0, "message": "success", "data": {"result_list": []}, "request_id": "r"})
 
     auth = SignerV4Auth(AK, SK, region="cn-beijing", clock=lambda: FIXED)
-    client = VikingMemoryClient("https://api-knowledgebase.mlp.cn-beijing.volces.com", auth, transport=httpx.MockTransport(handler), retry=RetryPolicy(max_attempts=1))
+    client = VikingMemoryClient("https://api-knowledgebase.mlp.cn-beijing.volces.com", auth, transport=httpx.MockTransport(handler), retry=RetryPolicy(attempts=1))
     await client.search("c", filter={"user_id": ["ü1"]}, query="中文 query")
     sent = captured[0]
     assert sent.headers["x-date"] == X_DATE
@@ -76,12 +76,12 @@ async def test_simulator_verifies_signatures_and_rejects_tampering() -> None:
     sim = VikingSimulator()
     sim.create_collection("acme_mem")
     sim.add_credentials(AK, SK)
-    good = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK), transport=sim.transport(), retry=RetryPolicy(max_attempts=1))
+    good = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK), transport=sim.transport(), retry=RetryPolicy(attempts=1))
     assert await good.search("acme_mem", filter={"user_id": "u1"}) == []
-    bad = VikingMemoryClient("https://v.test", SignerV4Auth(AK, "wrong-secret"), transport=sim.transport(), retry=RetryPolicy(max_attempts=1))
+    bad = VikingMemoryClient("https://v.test", SignerV4Auth(AK, "wrong-secret"), transport=sim.transport(), retry=RetryPolicy(attempts=1))
     with pytest.raises(PermissionDenied):
         await bad.search("acme_mem", filter={"user_id": "u1"})
-    wrong_region = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK, region="cn-shanghai"), transport=sim.transport(), retry=RetryPolicy(max_attempts=1))
+    wrong_region = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK, region="cn-shanghai"), transport=sim.transport(), retry=RetryPolicy(attempts=1))
     with pytest.raises(PermissionDenied):
         await wrong_region.search("acme_mem", filter={"user_id": "u1"})
 
@@ -90,6 +90,6 @@ async def test_simulator_verifies_signatures_and_rejects_tampering() -> None:
             forged = httpx.Request(request.method, request.url, headers=request.headers, content=request.content.replace(b"u1", b"u2"))
             return await sim.transport().handle_async_request(forged)
 
-    tampered = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK), transport=Tamper(), retry=RetryPolicy(max_attempts=1))
+    tampered = VikingMemoryClient("https://v.test", SignerV4Auth(AK, SK), transport=Tamper(), retry=RetryPolicy(attempts=1))
     with pytest.raises(PermissionDenied):
         await tampered.search("acme_mem", filter={"user_id": "u1"})

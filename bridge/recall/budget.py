@@ -1,4 +1,4 @@
-"""Fill a token budget with the best memories: de-duplicated, per-kind quotas, conflicts kept.
+"""Recall stage "budget": fill a token budget with the best memories: de-duplicated, per-kind quotas, conflicts kept.
 
 Token estimate: CJK ideographs/kana/hangul count about one token each, other text about four
 characters per token (typical BPE behaviour for both scripts); plug in a real tokenizer with
@@ -16,10 +16,14 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from adapters.scopes import Visibility
-from bridge.ranking import RankedHit
+from bridge.recall.rank import RankedHit
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
 
 _SPECIFICITY = {
     Visibility.PRIVATE: 0,
@@ -122,3 +126,7 @@ def assemble(ranked: list[RankedHit], config: BudgetConfig, counter: TokenCounte
         per_kind[memory.kind] = per_kind.get(memory.kind, 0) + 1
         used += tokens
     return chosen, used
+
+
+def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+    ctx.chosen, ctx.tokens_used = assemble(ctx.ranked, ctx.budget, rt.token_counter)

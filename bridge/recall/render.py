@@ -1,4 +1,4 @@
-"""Render recalled memories as a context block in which every item says where it came from.
+"""Recall stage "render": recalled memories as a context block in which every item says where it came from.
 
 Invariant 5: each line carries the scope, the author, why it was visible (own scope, grant,
 injection), and conflicting sources if any. Memory content is data: it is rendered as one JSON
@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import json
 
+from typing import TYPE_CHECKING
+
 from bridge.models import RecalledMemory
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
 
 
 def _escape(text: str) -> str:
@@ -36,3 +42,7 @@ def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, 
         lines.append(f"   ({'; '.join(label)}; id={item.memory_id})")
     lines.append("</memory-context>")
     return "\n".join(lines)
+
+
+def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+    ctx.context = render_context(ctx.identity.principal, ctx.op.purpose.value, ctx.items, partial=bool(ctx.failed))

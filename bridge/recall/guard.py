@@ -1,4 +1,4 @@
-"""The second wall: every hit must come from the ScopeSet the policy built, or it is dropped.
+"""Recall stage "guard" — the second wall: every hit must come from the ScopeSet the policy built, or it is dropped.
 
 The backend query is the first wall (authorisation pushed into the search). This guard never
 widens anything; it exists so that an adapter bug, a mis-tagged row or a backend that ignored a
@@ -7,10 +7,18 @@ filter is caught, removed and reported as an alarm instead of reaching a prompt.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeSet
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
+
+log = logging.getLogger("viking_bridge")
 
 
 @dataclass(frozen=True)
@@ -48,3 +56,15 @@ def guard_hits(
         else:
             alarms.append(GuardAlarm(memory.id, str(hit.scope), str(memory.scope), reason))
     return kept, alarms
+
+
+async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+    """Drop (and audit, and log) every hit outside the ScopeSet or the asked statuses/kinds."""
+    assert ctx.result is not None and ctx.scopes is not None and ctx.query is not None
+    ctx.hits, ctx.alarms = guard_hits(ctx.result.hits, ctx.scopes, statuses=ctx.query.statuses, kinds=ctx.op.kinds)
+    for alarm in ctx.alarms:
+        log.error("guard alarm: %s dropped memory %s from %s (%s)", ctx.identity.principal, alarm.memory_id, alarm.stored_scope, alarm.reason)
+        await rt.state.audit.append(
+            ctx.identity, "guard_alarm", memory_ids=[alarm.memory_id], scopes=[alarm.stored_scope, alarm.claimed_scope],
+            detail={"reason": alarm.reason, "backend": rt.backend.name},
+        )

@@ -1,0 +1,58 @@
+"""Handlers that create memories: remember, write-back, capture — all through `writes.store`."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+from adapters.base import ConversationBackend, ConversationMessage
+from adapters.scopes import ScopeKey
+from bridge.models import CaptureResult, WriteResult
+from bridge.operations import Capture, Remember, WriteBack
+from bridge.recall.scopes import load_manifest_for
+from bridge.runtime import BridgeRuntime
+from bridge.writes import MANIFEST_ID, Lineage, plan_write, provenance, store
+from identity.model import MemoryIdentity
+
+__all__ = ["remember", "write_back", "capture"]
+
+CAPTURED_CONFIDENCE = 0.8  # extracted by rules from conversation, not stated as a memory
+
+
+async def remember(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember) -> WriteResult:
+    return await store(rt, identity, plan_write(rt, identity, op))
+
+
+async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) -> WriteResult:
+    manifest = await load_manifest_for(rt, child, op.manifest_id)
+    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key)
+    lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
+    return await store(rt, child, plan_write(rt, child, result, lineage))
+
+
+async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
+    if rt.server_side_extraction and isinstance(rt.backend, ConversationBackend):
+        return await _capture_server_side(rt, identity, op)
+    # rule extraction is CPU work on attacker-sized text: off the event loop
+    candidates = await asyncio.to_thread(rt.extractor.extract, list(op.messages))
+    written = []
+    for n, candidate in enumerate(candidates):
+        key = None if op.idempotency_key is None else f"{op.idempotency_key}.{n}"
+        memory = Remember(candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE)
+        lineage = Lineage(message_ids=(candidate.message_id,) if candidate.message_id else (), captured=True)
+        written.append(await store(rt, identity, plan_write(rt, identity, memory, lineage)))
+    yielding = {c.message_index for c in candidates}
+    return CaptureResult(written=tuple(written), skipped=len(op.messages) - len(yielding))
+
+
+async def _capture_server_side(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
+    private = ScopeKey.private(identity.tenant_id, identity.user_id)
+    session_key = hashlib.sha256(f"{identity.fingerprint}|{identity.session_id}".encode()).hexdigest()
+    receipt = await rt.backend.capture(  # type: ignore[attr-defined]
+        private,
+        [ConversationMessage(m.role, m.content, m.message_id) for m in op.messages],
+        session_key=session_key,
+        provenance=provenance(identity, Lineage(message_ids=tuple(m.message_id for m in op.messages if m.message_id))),
+    )
+    await rt.state.audit.append(identity, "capture", scopes=[private], detail={"backend_session": receipt.backend_session_id, "messages": receipt.accepted_messages})
+    return CaptureResult(written=(), skipped=0, backend_session_id=receipt.backend_session_id)

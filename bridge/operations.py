@@ -1,0 +1,485 @@
+"""Every operation of the bridge as data (pattern: LangGraph's GetOp/PutOp/SearchOp).
+
+Each operation is a frozen dataclass validated at construction: types, enums, id grammar,
+references, metadata and text encodability are checked in `__post_init__` (an `InvalidInput`
+naming the field); size limits, which are configuration, in `check(limits)`. None of them has
+a field that names the caller: identity is the other argument of `MemoryBridge.execute`, built
+from a credential, so a door that maps a request body onto an operation cannot smuggle one in.
+Fields that name a *target* (a grantee, a child agent, a subject) are decided by the policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping as MappingABC
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Iterable, Mapping
+
+from pydantic import ValidationError
+
+from adapters.scopes import ScopeKey, Visibility
+from bridge.errors import InvalidInput
+from bridge.limits import Limits
+from bridge.models import MemoryRef, Message
+from bridge.state.records import AUDIT_ACTIONS, InjectDepth
+from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
+from identity.ids import InvalidIdError, validate_id
+
+__all__ = [
+    "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
+    "IssueGrant", "RevokeGrant", "Inject", "RevokeManifest", "WriteBack", "QueryAudit",
+    "StartSession", "ForkSession", "RESERVED_METADATA_PREFIX",
+]
+
+#: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
+#: may not set them, so the bridge can trust them when it reads them back.
+RESERVED_METADATA_PREFIX = "vb."
+_MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
+
+
+def _set(op: object, name: str, value: object) -> None:
+    object.__setattr__(op, name, value)
+
+
+def text(value: object, what: str) -> str:
+    """A non-empty string that every store can encode (no lone surrogates)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} must not be empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} contains characters that are not valid Unicode text (lone surrogates)") from None
+    return value
+
+
+def _within(value: str, what: str, limit: int) -> None:
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+
+
+def ident(value: object, what: str) -> str:
+    try:
+        return validate_id(value, what)
+    except InvalidIdError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def optional_ident(value: object, what: str) -> str | None:
+    return None if value is None else ident(value, what)
+
+
+def scope_key(value: object, what: str = "scope") -> ScopeKey:
+    if isinstance(value, ScopeKey):
+        return value
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a scope like 'acme/ws/alpha', not {type(value).__name__}")
+    try:
+        return ScopeKey.parse(text(value, what))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"not a scope: {exc}") from None
+
+
+def memory_ref(value: object) -> tuple[ScopeKey, str]:
+    """(scope, memory id) from a MemoryRef, a (scope, id) pair or a {scope, memory_id} mapping."""
+    if isinstance(value, MemoryRef):
+        scope, memory_id = value.scope, value.memory_id
+    elif isinstance(value, tuple) and len(value) == 2:
+        scope, memory_id = value
+    elif isinstance(value, MappingABC) and set(value) == {"scope", "memory_id"}:
+        scope, memory_id = value["scope"], value["memory_id"]
+    else:
+        raise InvalidInput(f"not a memory reference: expected (scope, memory_id), got {type(value).__name__}")
+    try:
+        return scope_key(scope), ident(memory_id, "memory_id")
+    except InvalidInput as exc:
+        raise InvalidInput(f"not a memory reference: {exc}") from None
+
+
+def visibility(value: object) -> Visibility | None:
+    if value is None or isinstance(value, Visibility):
+        return value
+    try:
+        return Visibility(value)
+    except (ValueError, TypeError):
+        raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
+
+
+def number(value: object, what: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
+        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def metadata(value: object) -> Mapping[str, Any]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, MappingABC):
+        raise InvalidInput(f"metadata must be a mapping, not {type(value).__name__}")
+    data = dict(value)
+    for key, item in data.items():
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
+        text(key, "metadata key")
+        if key.startswith(RESERVED_METADATA_PREFIX):
+            raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, int):
+            if not -_MAX_METADATA_INT < item < _MAX_METADATA_INT:
+                raise InvalidInput(f"metadata value for {key!r} is an integer outside ±2**63")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(f"metadata value for {key!r} must be a finite number")
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput(f"metadata value for {key!r} contains lone surrogates") from None
+        else:
+            raise InvalidInput(f"metadata value for {key!r} must be a string, number, boolean or null")
+    return MappingProxyType(data)
+
+
+def _check_metadata(values: Mapping[str, Any], limits: Limits) -> None:
+    if len(values) > limits.max_metadata_keys:
+        raise InvalidInput(f"metadata has {len(values)} keys; the limit is {limits.max_metadata_keys}")
+    for key, item in values.items():
+        if isinstance(item, str) and len(item) > limits.max_metadata_value_chars:
+            raise InvalidInput(f"metadata value for {key!r} is longer than {limits.max_metadata_value_chars} characters")
+
+
+def flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be true or false, not {type(value).__name__}")
+    return value
+
+
+def positive_int(value: object, what: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
+        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {value!r}")
+    return value
+
+
+def sequence(value: object, what: str) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{what} must be a list, not {type(value).__name__}")
+    return tuple(value)
+
+
+class Operation:
+    """Base of every operation. `action` names it in audit rows and refusals."""
+
+    __slots__ = ()
+    action: ClassVar[str] = "operation"
+    #: False for the two operations that establish the session binding themselves.
+    continues_session: ClassVar[bool] = True
+
+    def check(self, limits: Limits) -> None:
+        """Size limits (configuration); types and grammar were checked at construction."""
+
+    @classmethod
+    def operation_name(cls) -> str:
+        """`forget_subject` for ForgetSubject: how refusals and logs name the operation."""
+        return "".join(f"_{c.lower()}" if c.isupper() else c for c in cls.__name__).lstrip("_")
+
+
+@dataclass(frozen=True, slots=True)
+class Recall(Operation):
+    """Ranked, budgeted, labelled memories the identity may read for `query`.
+
+    `include_scopes`: scopes outside the default set, each covered by an active grant (else
+    `NotPermitted`). `manifest_id`: an injection manifest issued to this agent. `allow_partial`:
+    return what succeeded, marked partial, instead of raising when a scope fails. `min_score`:
+    drop memories ranking below it (default: the bridge's relevance floor).
+    """
+
+    action: ClassVar[str] = "recall"
+    query: str
+    purpose: Purpose = Purpose.CHAT
+    budget_tokens: int | None = None
+    kinds: frozenset[str] | None = None
+    include_scopes: tuple[ScopeKey, ...] = ()
+    manifest_id: str | None = None
+    allow_partial: bool = False
+    min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "query", text(self.query, "query"))
+        _set(self, "purpose", parse_purpose(self.purpose))
+        if self.budget_tokens is not None:
+            _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
+        if self.kinds is not None:
+            kinds = frozenset(parse_kind(k).value for k in sequence(self.kinds, "kinds"))
+            if not kinds:
+                raise InvalidInput("kinds, when given, must name at least one kind")
+            _set(self, "kinds", kinds)
+        _set(self, "include_scopes", tuple(scope_key(s, "include_scopes") for s in sequence(self.include_scopes, "include_scopes")))
+        _set(self, "manifest_id", optional_ident(self.manifest_id, "manifest_id"))
+        _set(self, "allow_partial", flag(self.allow_partial, "allow_partial"))
+        if self.min_score is not None:
+            _set(self, "min_score", number(self.min_score, "min_score", 0.0, 1.0))
+
+    def check(self, limits: Limits) -> None:
+        _within(self.query, "query", limits.max_query_chars)
+        if len(self.include_scopes) > limits.max_extra_scopes:
+            raise InvalidInput(f"include_scopes names {len(self.include_scopes)} scopes; the limit is {limits.max_extra_scopes}")
+
+
+@dataclass(frozen=True, slots=True)
+class Remember(Operation):
+    """Store an explicit memory. Where it lands is decided by the policy from the identity."""
+
+    action: ClassVar[str] = "write"
+    content: str
+    kind: Kind
+    visibility: Visibility | None = None
+    department_id: str | None = None
+    idempotency_key: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    confidence: float = 1.0
+
+    def __post_init__(self) -> None:
+        _set(self, "content", text(self.content, "content"))
+        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "visibility", visibility(self.visibility))
+        _set(self, "department_id", optional_ident(self.department_id, "department_id"))
+        _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
+        _set(self, "metadata", metadata(self.metadata))
+        _set(self, "confidence", number(self.confidence, "confidence", 0.0, 1.0))
+
+    def check(self, limits: Limits) -> None:
+        _within(self.content, "content", limits.max_content_chars)
+        _check_metadata(self.metadata, limits)
+
+
+def _message(value: object) -> Message:
+    if isinstance(value, Message):
+        return value
+    if not isinstance(value, MappingABC):
+        raise InvalidInput(f"a message must be a mapping with role and content, not {type(value).__name__}")
+    try:
+        return Message(**{str(k): v for k, v in value.items()})
+    except (ValidationError, TypeError) as exc:
+        raise InvalidInput(f"not a message: {str(exc).splitlines()[0]}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Capture(Operation):
+    """Conversation -> memories. Message text is data: it cannot change scope or identity."""
+
+    action: ClassVar[str] = "capture"
+    messages: tuple[Message, ...]
+    idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        messages = tuple(_message(m) for m in sequence(self.messages, "messages"))
+        if not messages:
+            raise InvalidInput("capture needs at least one message")
+        for m in messages:
+            text(m.content, "message content")
+            optional_ident(m.message_id, "message_id")
+        _set(self, "messages", messages)
+        _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
+
+    def check(self, limits: Limits) -> None:
+        if len(self.messages) > limits.max_messages:
+            raise InvalidInput(f"capture got {len(self.messages)} messages; the limit is {limits.max_messages}")
+        for m in self.messages:
+            _within(m.content, "message content", limits.max_content_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class _RefOperation(Operation):
+    ref: tuple[ScopeKey, str]
+
+    def __post_init__(self) -> None:
+        _set(self, "ref", memory_ref(self.ref))
+
+
+@dataclass(frozen=True, slots=True)
+class Forget(_RefOperation):
+    """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
+
+    action: ClassVar[str] = "forget"
+
+
+@dataclass(frozen=True, slots=True)
+class Approve(_RefOperation):
+    """Activate a pending memory (department standard, promotion proposal)."""
+
+    action: ClassVar[str] = "approve"
+
+
+@dataclass(frozen=True, slots=True)
+class Promote(Operation):
+    """Widen a memory's visibility: admins directly, anyone else files a pending proposal."""
+
+    action: ClassVar[str] = "promote"
+    ref: tuple[ScopeKey, str]
+    to: Visibility
+    department_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "ref", memory_ref(self.ref))
+        to = visibility(self.to)
+        if to is None:
+            raise InvalidInput("promote needs a target visibility")
+        _set(self, "to", to)
+        _set(self, "department_id", optional_ident(self.department_id, "department_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetSubject(Operation):
+    """Erase every memory by or about one user in the caller's tenant (GDPR erasure)."""
+
+    action: ClassVar[str] = "forget_subject"
+    subject_user_id: str
+
+    def __post_init__(self) -> None:
+        _set(self, "subject_user_id", ident(self.subject_user_id, "subject_user_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class IssueGrant(Operation):
+    """Let one user (optionally one agent) read one scope of the tenant until it expires."""
+
+    action: ClassVar[str] = "grant"
+    grantee_user_id: str
+    scope: ScopeKey
+    ttl_seconds: float
+    reason: str
+    grantee_agent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "grantee_user_id", ident(self.grantee_user_id, "grantee_user_id"))
+        _set(self, "scope", scope_key(self.scope))
+        _set(self, "ttl_seconds", number(self.ttl_seconds, "ttl_seconds", 0.0, float(2**31)))
+        _set(self, "reason", text(self.reason, "reason"))
+        _set(self, "grantee_agent_id", optional_ident(self.grantee_agent_id, "grantee_agent_id"))
+
+    def check(self, limits: Limits) -> None:
+        _within(self.reason, "reason", limits.max_metadata_value_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeGrant(Operation):
+    action: ClassVar[str] = "revoke"
+    grant_id: str
+
+    def __post_init__(self) -> None:
+        _set(self, "grant_id", ident(self.grant_id, "grant_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class Inject(Operation):
+    """Hand `child_agent_id` (same tenant and user) a read-only manifest of memories."""
+
+    action: ClassVar[str] = "inject"
+    child_agent_id: str
+    task: str
+    depth: InjectDepth = InjectDepth.STANDARD
+    memory_refs: tuple[tuple[ScopeKey, str], ...] | None = None
+    from_manifest_id: str | None = None
+    ttl_seconds: float = 3600
+    may_reinject: bool = False
+
+    MAX_TTL_SECONDS: ClassVar[int] = 7 * 86400
+
+    def __post_init__(self) -> None:
+        _set(self, "child_agent_id", ident(self.child_agent_id, "child_agent_id"))
+        _set(self, "task", text(self.task, "task"))
+        try:
+            _set(self, "depth", InjectDepth(self.depth))
+        except ValueError:
+            raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+        if self.memory_refs is not None:
+            _set(self, "memory_refs", tuple(memory_ref(r) for r in sequence(self.memory_refs, "memory_refs")))
+        _set(self, "from_manifest_id", optional_ident(self.from_manifest_id, "from_manifest_id"))
+        ttl = self.ttl_seconds
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= self.MAX_TTL_SECONDS:
+            raise InvalidInput(f"ttl_seconds must be within (0, {self.MAX_TTL_SECONDS}]; a manifest is for one task")
+        _set(self, "may_reinject", flag(self.may_reinject, "may_reinject"))
+
+    def check(self, limits: Limits) -> None:
+        _within(self.task, "task", limits.max_query_chars)
+        if self.memory_refs is not None and len(self.memory_refs) > limits.max_memory_refs:
+            raise InvalidInput(f"memory_refs names {len(self.memory_refs)} memories; the limit is {limits.max_memory_refs}")
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeManifest(Operation):
+    """End a manifest and every manifest derived from it."""
+
+    action: ClassVar[str] = "revoke"
+    manifest_id: str
+
+    def __post_init__(self) -> None:
+        _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBack(Operation):
+    """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
+
+    action: ClassVar[str] = "write"
+    manifest_id: str
+    content: str
+    kind: Kind
+    visibility: Visibility | None = None
+    idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
+        _set(self, "content", text(self.content, "content"))
+        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "visibility", visibility(self.visibility))
+        _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
+
+    def check(self, limits: Limits) -> None:
+        _within(self.content, "content", limits.max_content_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAudit(Operation):
+    """Audit rows the policy lets this identity read, newest first."""
+
+    action: ClassVar[str] = "audit"
+    action_filter: str | None = None
+    memory_id: str | None = None
+    limit: int = 100
+    since_seq: int = 0
+
+    def __post_init__(self) -> None:
+        if self.action_filter is not None and self.action_filter not in AUDIT_ACTIONS:
+            raise InvalidInput(f"unknown audit action {self.action_filter!r}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
+        _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
+        _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
+        if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
+            raise InvalidInput(f"since_seq must be a non-negative integer, got {self.since_seq!r}")
+
+    def check(self, limits: Limits) -> None:
+        if self.limit > limits.max_audit_rows:
+            raise InvalidInput(f"limit is {self.limit}; at most {limits.max_audit_rows} rows per query")
+
+
+@dataclass(frozen=True, slots=True)
+class StartSession(Operation):
+    """Bind the identity's session id to it (first use wins; later use by another identity fails)."""
+
+    action: ClassVar[str] = "start_session"
+    continues_session: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSession(Operation):
+    """A new session id bound to the same identity as `parent_session_id`."""
+
+    action: ClassVar[str] = "fork_session"
+    continues_session: ClassVar[bool] = False
+    parent_session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "parent_session_id", optional_ident(self.parent_session_id, "parent_session_id"))

@@ -1,0 +1,1 @@
+"""The recall pipeline; `pipeline.py` draws its stages."""

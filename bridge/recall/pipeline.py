@@ -1,0 +1,82 @@
+"""One recall as named stages over one context object:
+
+    scopes -> search -> guard -> rank -> budget -> label -> render -> audit
+
+    scopes   bridge/recall/scopes.py   policy: default scopes + verified grants + a live manifest
+    search   bridge/recall/search.py   backend.search(ScopeSet, query); fail closed
+    guard    bridge/recall/guard.py    the second wall: drop + audit any hit outside the ScopeSet
+    rank     bridge/recall/rank.py     semantic x scope weight x confidence x freshness x ...
+    budget   bridge/recall/budget.py   token budget, dedup, quotas, conflicts
+    label    bridge/recall/label.py    provenance and "why visible" per item
+    render   bridge/recall/render.py   the context block for a prompt
+    audit    (here)                    who recalled which memory ids through which grant
+
+A stage is a function (sync or async) of (runtime, context); `run_recall(..., timings={})`
+records each stage's nanoseconds for `benchmarks/local_recall.py`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from bridge.models import RecallResult
+from bridge.operations import Recall
+from bridge.recall import budget, guard, label, rank, render, scopes, search
+from bridge.recall.budget import BudgetConfig, min_item_tokens
+from bridge.recall.context import RecallContext
+from bridge.errors import InvalidInput
+from bridge.runtime import BridgeRuntime
+from identity.model import MemoryIdentity
+
+__all__ = ["STAGES", "run_recall"]
+
+
+async def audit_stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+    assert ctx.scopes is not None
+    ctx.audit_seq = await rt.state.audit.append(
+        ctx.identity, "recall",
+        memory_ids=[i.memory_id for i in ctx.items],
+        scopes=[i.scope for i in ctx.items],
+        grant_ids=[i.grant_id for i in ctx.items],
+        detail={"purpose": ctx.op.purpose.value, "searched": [str(k) for k in ctx.scopes.keys], "failed": list(ctx.failed)},
+    )
+
+
+STAGES: tuple[tuple[str, Callable[[BridgeRuntime, RecallContext], Any]], ...] = (
+    ("scopes", scopes.stage),
+    ("search", search.stage),
+    ("guard", guard.stage),
+    ("rank", rank.stage),
+    ("budget", budget.stage),
+    ("label", label.stage),
+    ("render", render.stage),
+    ("audit", audit_stage),
+)
+
+
+def _budget_for(rt: BridgeRuntime, op: Recall) -> BudgetConfig:
+    if op.budget_tokens is None:
+        return rt.budget
+    b = rt.budget
+    config = BudgetConfig(op.budget_tokens, b.per_item_overhead, b.kind_quotas, b.max_items)
+    if op.budget_tokens < min_item_tokens(config):
+        raise InvalidInput(f"budget_tokens must be at least {min_item_tokens(config)} (one item with its label)")
+    return config
+
+
+async def run_recall(rt: BridgeRuntime, identity: MemoryIdentity, op: Recall, *, timings: dict[str, int] | None = None) -> RecallResult:
+    ctx = RecallContext(identity, op, _budget_for(rt, op))
+    if timings is None:
+        for _, stage in STAGES:
+            pending = stage(rt, ctx)
+            if pending is not None:
+                await pending
+    else:
+        for name, stage in STAGES:
+            start = time.perf_counter_ns()
+            pending = stage(rt, ctx)
+            if pending is not None:
+                await pending
+            timings[name] = timings.get(name, 0) + time.perf_counter_ns() - start
+    return ctx.to_result()

@@ -1,0 +1,122 @@
+"""Recall stage "rank": semantic x scope_weight x confidence x freshness x status x kind.
+
+Permission is NOT a score here: every hit reaching this module is already authorised. A scope
+weight (from the ScopeSet entry the policy built) orders *permitted* memories — your own before
+the workspace's before the tenant's. Everything else this stage weighs is in `RankingConfig`.
+
+Relevance floor: a hit whose score is 0 (no semantic overlap at all) is never returned, and
+`RankingConfig.min_score` (or a recall's `min_score`) raises the floor; default 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from adapters.base import Hit, Status
+from adapters.scopes import ScopeSet
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
+from bridge.vocabulary import Kind, Purpose
+
+_STATUS_WEIGHT = {Status.ACTIVE: 1.0, Status.PENDING: 0.5, Status.SUPERSEDED: 0.3, Status.FORGOTTEN: 0.0}
+
+
+@dataclass(frozen=True)
+class FreshnessConfig:
+    """Exponential decay with a grace period; profiles and standards age slowly."""
+
+    half_life_days: float = 90.0
+    grace_days: float = 7.0
+    slow_kinds: frozenset[str] = frozenset({"profile", "preference", "standard", "decision"})
+    slow_factor: float = 4.0
+    floor: float = 0.3
+
+
+_CHAT_KINDS = {Kind.PROFILE: 1.0, Kind.PREFERENCE: 1.0, Kind.EVENT: 0.95}
+_CODING_KINDS = {Kind.DECISION: 1.0, Kind.FACT: 1.0, Kind.PROCEDURE: 0.97, Kind.EXPERIENCE: 0.95, Kind.STANDARD: 0.93, Kind.PREFERENCE: 0.9}
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """What ranking weighs besides the scope weight: kind per purpose, freshness, the floor."""
+
+    kind_weights: dict[Purpose, dict[Kind, float]] = field(
+        default_factory=lambda: {Purpose.CHAT: dict(_CHAT_KINDS), Purpose.CODING: dict(_CODING_KINDS)}
+    )
+    other_kind_weight: float = 0.9
+    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
+    min_score: float = 0.0
+
+    def __post_init__(self) -> None:
+        # keyed by the kind's string value: no enum construction per hit on the recall path
+        object.__setattr__(self, "_by_value", {p: {k.value: w for k, w in ws.items()} for p, ws in self.kind_weights.items()})
+
+    def kind_weight(self, purpose: Purpose, kind: str) -> float:
+        return self._by_value[purpose].get(kind, self.other_kind_weight)  # type: ignore[attr-defined]
+
+
+FACTOR_NAMES = ("semantic", "scope", "confidence", "freshness", "status", "kind")
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    hit: Hit
+    score: float
+    factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
+
+    def explain(self) -> dict[str, float]:
+        return dict(zip(FACTOR_NAMES, self.factors))
+
+
+def freshness(created_at: float, kind: str, now: float, config: FreshnessConfig) -> float:
+    age_days = max(0.0, (now - created_at) / 86400.0 - config.grace_days)
+    half_life = config.half_life_days * (config.slow_factor if kind in config.slow_kinds else 1.0)
+    return max(config.floor, math.pow(0.5, age_days / half_life))
+
+
+def rank_hits(
+    hits: list[Hit],
+    scopes: ScopeSet,
+    purpose: Purpose,
+    config: RankingConfig | None = None,
+    *,
+    now: float | None = None,
+    min_score: float | None = None,
+) -> list[RankedHit]:
+    """Hits scored and sorted best first (ties by id, so equal inputs give equal orders);
+    hits at or below the relevance floor are dropped."""
+    config = config or _DEFAULT
+    now = time.time() if now is None else now
+    floor = config.min_score if min_score is None else min_score
+    fconf = config.freshness
+    weights = config._by_value[purpose]  # type: ignore[attr-defined]
+    other = config.other_kind_weight
+    entry = scopes.entry
+    ranked = []
+    for hit in hits:
+        m = hit.memory
+        factors = (
+            max(0.0, hit.score),
+            entry(hit.scope).weight,
+            m.confidence,
+            freshness(m.created_at, m.kind, now, fconf),
+            _STATUS_WEIGHT[m.status],
+            weights.get(m.kind, other),
+        )
+        score = math.prod(factors)
+        if score > 0.0 and score >= floor:
+            ranked.append(RankedHit(hit, score, factors))
+    ranked.sort(key=lambda r: (-r.score, r.hit.memory.id))
+    return ranked
+
+
+_DEFAULT = RankingConfig()
+
+
+def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+    ctx.ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)  # type: ignore[arg-type]

@@ -1,0 +1,36 @@
+"""Recall stage "scopes": the ScopeSet this recall may search — authorisation before retrieval.
+
+Default scopes come from the policy; every `include_scopes` entry must be covered by an active
+grant the policy matches to this identity; a `manifest_id` must name a manifest issued to
+exactly this agent whose whole derivation chain is still live. Anything else raises.
+"""
+
+from __future__ import annotations
+
+from bridge.errors import ManifestError
+from bridge.recall.context import RecallContext
+from bridge.runtime import BridgeRuntime
+from bridge.state.records import InjectionManifest
+from identity.model import MemoryIdentity
+
+__all__ = ["stage", "load_manifest_for"]
+
+
+async def load_manifest_for(rt: BridgeRuntime, child: MemoryIdentity, manifest_id: str) -> InjectionManifest:
+    """The manifest if it is usable by exactly this child now; `ManifestError` otherwise."""
+    manifest = await rt.state.manifests.get(manifest_id)
+    if manifest is None:
+        raise ManifestError(f"no injection manifest {manifest_id!r}")
+    rt.policy.check_manifest_use(child, manifest, await rt.state.manifests.chain(manifest), rt.clock())
+    return manifest
+
+
+async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+    op, identity = ctx.op, ctx.identity
+    grants = []
+    if op.include_scopes:
+        held = await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id)
+        now = rt.clock()
+        grants = [rt.policy.authorise_grant(identity, key, held, now) for key in op.include_scopes]
+    manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
+    ctx.scopes = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)

@@ -1,0 +1,36 @@
+"""Recall stage "search": one backend search bound to the ScopeSet, failing closed.
+
+A scope that could not be searched makes the recall raise `RecallIncomplete` carrying every
+failed scope and the adapter's reasons (the caller's refusal audit records it) — unless the
+caller asked for `allow_partial`, in which case the result is marked partial. An adapter that
+raises instead of reporting per-scope failures is treated the same way: closed, never empty.
+"""
+
+from __future__ import annotations
+
+from adapters.base import SearchQuery
+from adapters.errors import BackendError
+from bridge.errors import RecallIncomplete
+from bridge.recall.context import RecallContext
+from bridge.runtime import BridgeRuntime
+
+__all__ = ["stage"]
+
+
+async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+    assert ctx.scopes is not None
+    ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds)
+    try:
+        result = await rt.backend.search(ctx.query)
+    except BackendError as exc:
+        if not exc.retryable:
+            raise
+        keys = tuple(ctx.scopes.keys)
+        raise RecallIncomplete(f"recall failed closed: the backend could not search any of {len(keys)} scope(s): {exc}", keys, (str(exc),)) from exc
+    failed = tuple(str(k) for k in result.failed_scopes)
+    if failed and not ctx.op.allow_partial:
+        raise RecallIncomplete(
+            f"recall failed closed: {len(failed)} scope(s) could not be searched: {', '.join(failed)}",
+            result.failed_scopes, tuple(result.failure_reasons),
+        )
+    ctx.result, ctx.failed = result, failed

@@ -1,0 +1,97 @@
+"""What the bridge checks when it opens, before it serves anything.
+
+1. **Store binding.** The bridge state records which memory store it describes (store id) and
+   how far that store had got (committed writes) after every write. A store that reports
+   another id (replaced, emptied, deleted and recreated) or fewer writes (rolled back) is
+   refused, naming both files, and so is a store with writes whose bridge state is brand new
+   (a deleted `bridge.sqlite3` must not silently restart the audit history at 0). Only an
+   explicit re-initialisation (`reinitialise=True`, CLI `--reinitialise`) binds anew.
+   State from before binding existed (audit rows, no binding) is bound on first open.
+2. **Write intents.** A write announced but never audited (a crash between the backend's
+   commit and the audit row) is looked up by its idempotency key: found -> audited as
+   `recovered` in the writer's name; not found -> it never landed, the intent is closed.
+
+What this cannot detect: a store whose deleted or damaged SQLite WAL silently lost committed
+rows after a crash *and* its write counter with them (the counter lives in the same file).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from adapters.base import StoreBinding
+from adapters.errors import BackendError
+from bridge.errors import CorruptStorage
+from bridge.runtime import BridgeRuntime
+
+__all__ = ["check_store_binding", "reconcile_intents", "open_checks"]
+
+log = logging.getLogger("viking_bridge")
+
+
+def _where(rt: BridgeRuntime) -> str:
+    state = getattr(rt.state, "path", None)
+    store = getattr(rt.backend, "root", None) or getattr(rt.backend, "path", None)
+    return f"(store {store or rt.backend.name}, bridge state {state or 'in memory'})"
+
+
+async def check_store_binding(rt: BridgeRuntime, *, reinitialise: bool = False) -> None:
+    if not isinstance(rt.backend, StoreBinding):
+        return
+    marker = await rt.backend.store_marker()
+    audit = rt.state.audit
+    bound = await audit.bound_store()
+    if reinitialise:
+        log.warning("re-initialising the binding between store and bridge state %s: was %s, now %s", _where(rt), bound, marker)
+        await audit.bind_store(marker)
+        return
+    if bound is None:
+        if marker.writes > 0 and not await audit.has_rows():
+            raise CorruptStorage(
+                f"the memory store has {marker.writes} committed writes but the bridge state holds no audit history {_where(rt)}: "
+                "was the bridge state deleted or replaced? Restore it, or re-initialise explicitly (--reinitialise)",
+                path=str(getattr(rt.state, "path", "")) or None,
+            )
+        await audit.bind_store(marker)
+        return
+    if marker.store_id != bound.store_id:
+        raise CorruptStorage(
+            f"the memory store is not the one this bridge state describes {_where(rt)}: store id {marker.store_id} "
+            f"!= recorded {bound.store_id} (replaced, emptied or recreated store?); restore it, or re-initialise explicitly (--reinitialise)",
+            path=str(getattr(rt.backend, "root", "")) or None,
+        )
+    if marker.writes < bound.writes:
+        raise CorruptStorage(
+            f"the memory store has {marker.writes} committed writes but the bridge state recorded {bound.writes} {_where(rt)}: "
+            "the store was rolled back or lost data; restore it, or re-initialise explicitly (--reinitialise)",
+            path=str(getattr(rt.backend, "root", "")) or None,
+        )
+
+
+async def reconcile_intents(rt: BridgeRuntime) -> int:
+    """Audit every write a crash left unaudited; return how many were recovered."""
+    audit, backend = rt.state.audit, rt.backend
+    finder = getattr(backend, "find_by_idempotency_key", None)
+    recovered = 0
+    for intent in await audit.open_intents():
+        if finder is None:
+            log.warning("backend %s cannot look writes up by idempotency key; intent %s stays open", backend.name, intent.intent_id)
+            continue
+        try:
+            memory = await finder(intent.scope, intent.backend_key)
+        except BackendError as exc:
+            log.warning("could not reconcile write intent %s: %s", intent.intent_id, exc)
+            continue
+        if memory is None:
+            await audit.close_intent(intent.intent_id)
+            continue
+        marker = await backend.store_marker() if isinstance(backend, StoreBinding) else None
+        await audit.recover_intent(intent, memory.id, marker)
+        recovered += 1
+        log.warning("recovered an unaudited write: %s in %s by %s", memory.id, intent.scope, intent.actor)
+    return recovered
+
+
+async def open_checks(rt: BridgeRuntime, *, reinitialise: bool = False) -> None:
+    await check_store_binding(rt, reinitialise=reinitialise)
+    await reconcile_intents(rt)

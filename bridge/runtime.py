@@ -1,0 +1,38 @@
+"""What every operation handler runs against: the backend, the state, the policy and the knobs.
+
+One object instead of a hub class: handlers (`bridge/handlers/`) and recall stages
+(`bridge/recall/`) are functions of (runtime, identity, operation), so each is small, testable
+on its own and unaware of the facade or of any door (CLI, HTTP) above it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from adapters.base import MemoryBackend
+from bridge.extract import Extractor, RuleExtractor
+from bridge.limits import Limits
+from bridge.policy import Policy
+from bridge.recall.budget import BudgetConfig, TokenCounter
+from bridge.recall.rank import RankingConfig
+from bridge.state.protocols import BridgeState
+from identity.sessions import SessionRegistry
+
+__all__ = ["BridgeRuntime"]
+
+
+@dataclass
+class BridgeRuntime:
+    backend: MemoryBackend
+    state: BridgeState
+    sessions: SessionRegistry
+    policy: Policy = field(default_factory=Policy)
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    limits: Limits = field(default_factory=Limits)
+    extractor: Extractor = field(default_factory=RuleExtractor)
+    token_counter: TokenCounter | None = None
+    server_side_extraction: bool = False
+    clock: Callable[[], float] = time.time

@@ -1,0 +1,179 @@
+"""Process-local state (tests, throw-away bridges): the same guarantees as SQLite within one
+process, none across processes — never for a deployment with several workers."""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from dataclasses import replace
+from typing import Any, Iterable, Sequence
+
+from adapters.base import StoreMarker
+from adapters.scopes import ScopeKey
+from bridge.errors import InvalidInput
+from bridge.state.protocols import WriteIntent
+from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
+from identity.model import MemoryIdentity
+
+__all__ = ["MemoryState"]
+
+
+class MemoryAuditLog:
+    def __init__(self) -> None:
+        self._rows: list[tuple[str | None, AuditEvent]] = []  # (user_id, event)
+        self._seq = itertools.count(1)
+        self._intents: dict[str, WriteIntent] = {}
+        self._marker: StoreMarker | None = None
+
+    async def append(
+        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
+        closes_intent: str | None = None, store_marker: StoreMarker | None = None,
+    ) -> int:
+        if action not in AUDIT_ACTIONS:
+            raise InvalidInput(f"unknown audit action {action!r}")
+        seq = next(self._seq)
+        event = AuditEvent(
+            seq, time.time(), identity.tenant_id, identity.principal, identity.session_id, action, tuple(memory_ids),
+            tuple(sorted({str(s) for s in scopes})), tuple(sorted({g for g in grant_ids if g})), dict(detail or {}),
+        )
+        self._rows.append((identity.user_id, event))
+        if closes_intent is not None:
+            self._intents.pop(closes_intent, None)
+        if store_marker is not None and (self._marker is None or self._marker.store_id == store_marker.store_id):
+            self._marker = StoreMarker(store_marker.store_id, max(store_marker.writes, self._marker.writes if self._marker else 0))
+        return seq
+
+    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+        out = [
+            e for user, e in reversed(self._rows)
+            if e.tenant_id == view.tenant_id and e.seq > since_seq and (view.user_id is None or user == view.user_id)
+            and (action is None or e.action == action) and (memory_id is None or memory_id in e.memory_ids)
+        ]
+        return out[:limit]
+
+    async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
+        intent = WriteIntent(uuid.uuid4().hex, identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action, scope, backend_key, time.time())
+        self._intents[intent.intent_id] = intent
+        return intent.intent_id
+
+    async def open_intents(self) -> Sequence[WriteIntent]:
+        return list(self._intents.values())
+
+    async def close_intent(self, intent_id: str) -> None:
+        self._intents.pop(intent_id, None)
+
+    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+        seq = next(self._seq)
+        detail = {"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}
+        self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", (memory_id,), (str(intent.scope),), (), detail)))
+        self._intents.pop(intent.intent_id, None)
+        if store_marker is not None:
+            self._marker = store_marker
+        return seq
+
+    async def bound_store(self) -> StoreMarker | None:
+        return self._marker
+
+    async def bind_store(self, marker: StoreMarker) -> None:
+        self._marker = marker
+
+    async def has_rows(self) -> bool:
+        return bool(self._rows)
+
+
+class MemoryGrants:
+    def __init__(self) -> None:
+        self._grants: dict[str, Grant] = {}
+
+    async def add(self, grant: Grant) -> None:
+        self._grants[grant.grant_id] = grant
+
+    async def get(self, grant_id: str) -> Grant | None:
+        return self._grants.get(grant_id)
+
+    async def for_grantee(self, tenant_id: str, user_id: str) -> list[Grant]:
+        return [g for g in self._grants.values() if (g.tenant_id, g.grantee_user_id) == (tenant_id, user_id)]
+
+    async def revoke(self, grant_id: str, at: float) -> bool:
+        grant = self._grants.get(grant_id)
+        if grant is None or grant.revoked_at is not None:
+            return False
+        self._grants[grant_id] = replace(grant, revoked_at=at)
+        return True
+
+    async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
+        doomed = [g.grant_id for g in await self.for_grantee(tenant_id, user_id)]
+        for gid in doomed:
+            del self._grants[gid]
+        return len(doomed)
+
+
+class MemoryManifests:
+    def __init__(self) -> None:
+        self._manifests: dict[str, InjectionManifest] = {}
+
+    async def add(self, manifest: InjectionManifest) -> None:
+        self._manifests[manifest.manifest_id] = manifest
+
+    async def get(self, manifest_id: str) -> InjectionManifest | None:
+        return self._manifests.get(manifest_id)
+
+    async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
+        out: list[InjectionManifest] = []
+        parent = manifest.parent_manifest_id
+        while parent is not None and parent in self._manifests and len(out) < 64:
+            out.append(self._manifests[parent])
+            parent = out[-1].parent_manifest_id
+        return out
+
+    async def revoke_tree(self, manifest_id: str, at: float) -> int:
+        tree, frontier = set(), {manifest_id}
+        while frontier:
+            tree |= frontier
+            frontier = {m.manifest_id for m in self._manifests.values() if m.parent_manifest_id in frontier} - tree
+        changed = 0
+        for mid in tree:
+            m = self._manifests.get(mid)
+            if m is not None and m.revoked_at is None:
+                self._manifests[mid] = replace(m, revoked_at=at)
+                changed += 1
+        return changed
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        changed = 0
+        for mid, m in list(self._manifests.items()):
+            kept = tuple(e for e in m.entries if e[1] not in memory_ids)
+            if len(kept) != len(m.entries):
+                self._manifests[mid] = replace(m, entries=kept)
+                changed += 1
+        return changed
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int:
+        doomed = [mid for mid, m in self._manifests.items() if (m.tenant_id, m.user_id) == (tenant_id, user_id)]
+        for mid in doomed:
+            del self._manifests[mid]
+        return len(doomed)
+
+    async def purge_expired(self, now: float, limit: int = 1000) -> int:
+        doomed = [mid for mid, m in self._manifests.items() if not m.usable(now)][:limit]
+        for mid in doomed:
+            del self._manifests[mid]
+        return len(doomed)
+
+    async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
+        return sum(1 for m in self._manifests.values() if (m.tenant_id, m.user_id) == (tenant_id, user_id) and m.usable(now))
+
+
+class MemoryState:
+    def __init__(self) -> None:
+        self.audit = MemoryAuditLog()
+        self.grants = MemoryGrants()
+        self.manifests = MemoryManifests()
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass

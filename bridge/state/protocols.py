@@ -1,0 +1,145 @@
+"""What a store of the bridge's own state must guarantee (SQLite today, PostgreSQL next).
+
+Every method is async so a networked implementation fits the same shape. Implementations keep
+integrity rules only (append-only audit, unique ids); they never decide who may do what.
+
+AuditLog
+- `append` is durable before it returns for state-changing actions; rows are never updated or
+  deleted; `seq` is one increasing sequence for the whole deployment (several replicas share it).
+- a write intent is recorded durably BEFORE the backend write and closed in the same
+  transaction as that write's audit row, so a crash between the backend commit and the audit row
+  leaves an open intent the next open reconciles (audited as `recovered`) — every stored memory
+  gets its audit row.
+- the store marker (which memory store this log describes, and how far it has got) is updated
+  in the same transaction as the audit row of the write that moved it.
+
+GrantRepository / ManifestRepository
+- loads return exactly what was stored; a revocation is visible to every reader at once;
+  `revoke_tree` ends a manifest and every manifest derived from it in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+
+from adapters.base import StoreMarker
+from adapters.scopes import ScopeKey
+from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
+from identity.model import MemoryIdentity
+
+__all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "BridgeState", "WriteIntent"]
+
+
+@dataclass(frozen=True)
+class WriteIntent:
+    """A write announced before it reached the backend (see AuditLog)."""
+
+    intent_id: str
+    tenant_id: str
+    actor: str
+    user_id: str
+    actor_fingerprint: str
+    session_id: str
+    action: str
+    scope: ScopeKey
+    backend_key: str  # the idempotency key the backend stored it under
+    created_at: float
+
+
+@runtime_checkable
+class AuditLog(Protocol):
+    async def append(
+        self,
+        identity: MemoryIdentity,
+        action: str,
+        *,
+        memory_ids: Iterable[str] = (),
+        scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (),
+        detail: dict[str, Any] | None = None,
+        closes_intent: str | None = None,
+        store_marker: StoreMarker | None = None,
+    ) -> int:
+        """Append one row; return its seq. `closes_intent` and `store_marker` commit with it."""
+        ...
+
+    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+        """Rows inside `view`, newest first."""
+        ...
+
+    async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
+        ...
+
+    async def open_intents(self) -> Sequence[WriteIntent]:
+        ...
+
+    async def close_intent(self, intent_id: str) -> None:
+        """Close an intent whose write never landed (nothing to audit)."""
+        ...
+
+    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+        """Audit a write that landed but lost its audit row to a crash (`recovered`, in the
+        intent's actor's name) and close the intent, in one transaction; return the seq."""
+        ...
+
+    async def bound_store(self) -> StoreMarker | None:
+        """The store this log describes (None for a log that never recorded a write)."""
+        ...
+
+    async def bind_store(self, marker: StoreMarker) -> None:
+        """Record `marker` outright (first open, or an explicit re-initialisation)."""
+        ...
+
+    async def has_rows(self) -> bool:
+        ...
+
+
+@runtime_checkable
+class GrantRepository(Protocol):
+    async def add(self, grant: Grant) -> None: ...
+
+    async def get(self, grant_id: str) -> Grant | None: ...
+
+    async def for_grantee(self, tenant_id: str, user_id: str) -> list[Grant]: ...
+
+    async def revoke(self, grant_id: str, at: float) -> bool: ...
+
+    async def purge_grantee(self, tenant_id: str, user_id: str) -> int: ...
+
+
+@runtime_checkable
+class ManifestRepository(Protocol):
+    async def add(self, manifest: InjectionManifest) -> None: ...
+
+    async def get(self, manifest_id: str) -> InjectionManifest | None: ...
+
+    async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
+        """The manifests `manifest` derives from, nearest first. A source that no longer exists
+        ends the list early; the policy sees the dangling `parent_manifest_id` and fails closed."""
+        ...
+
+    async def revoke_tree(self, manifest_id: str, at: float) -> int:
+        """Revoke `manifest_id` and every manifest derived from it; return how many."""
+        ...
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        """Remove forgotten memories from the manifests that hold them (an index, not a scan)."""
+        ...
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int: ...
+
+    async def purge_expired(self, now: float, limit: int = 1000) -> int: ...
+
+    async def count_active(self, tenant_id: str, user_id: str, now: float) -> int: ...
+
+
+@runtime_checkable
+class BridgeState(Protocol):
+    """The three repositories of one deployment, opened and closed together."""
+
+    audit: AuditLog
+    grants: GrantRepository
+    manifests: ManifestRepository
+
+    async def aclose(self) -> None: ...

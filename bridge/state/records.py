@@ -1,0 +1,120 @@
+"""The records the bridge keeps about itself: grants, injection manifests, audit events.
+
+Plain frozen data, shared by the policy (which decides from them), the state repositories (which
+store them) and the facade (which returns them). Nothing here decides or stores anything.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.scopes import ScopeKey
+
+__all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView", "AUDIT_ACTIONS", "READ_ACTIONS"]
+
+#: Every action an audit row may record. `denied` = a refused attempt (security data too);
+#: `recovered` = a write a crash left unaudited, found and audited at the next open;
+#: `quarantine` = a damaged record the backend took out of service.
+AUDIT_ACTIONS = frozenset({
+    "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
+    "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject",
+})
+#: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
+READ_ACTIONS = frozenset({"recall"})
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An explicit, expiring permission for one user (optionally one agent) to read one scope."""
+
+    grant_id: str
+    tenant_id: str
+    grantee_user_id: str
+    grantee_agent_id: str | None
+    scope: ScopeKey
+    issued_by: str
+    reason: str
+    issued_at: float
+    expires_at: float
+    revoked_at: float | None = None
+
+    def active(self, now: float) -> bool:
+        return self.revoked_at is None and now < self.expires_at
+
+
+class InjectDepth(str, enum.Enum):
+    """How much of the parent's readable memory a search-built manifest carries."""
+
+    MINIMAL = "minimal"
+    STANDARD = "standard"
+    FULL = "full"
+
+    @property
+    def limit(self) -> int:
+        return {"minimal": 3, "standard": 8, "full": 20}[self.value]
+
+
+@dataclass(frozen=True)
+class InjectionManifest:
+    """Exactly the memories a parent agent handed a child agent for one task, read-only.
+
+    `parent_manifest_id` is set for a re-injection: the manifest this one was derived from.
+    A manifest is usable only while it and every manifest above it are unexpired and unrevoked.
+    """
+
+    manifest_id: str
+    tenant_id: str
+    user_id: str
+    parent_agent_id: str
+    child_agent_id: str
+    task: str
+    depth: InjectDepth
+    entries: tuple[tuple[ScopeKey, str], ...]  # (scope, memory id)
+    may_reinject: bool
+    created_at: float
+    expires_at: float
+    parent_manifest_id: str | None = None
+    revoked_at: float | None = None
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        return tuple(mid for _, mid in self.entries)
+
+    @property
+    def issuer(self) -> str:
+        """`user@agent` of the parent that issued it, as labels show it."""
+        return f"{self.user_id}@{self.parent_agent_id}"
+
+    def by_scope(self) -> dict[ScopeKey, frozenset[str]]:
+        out: dict[ScopeKey, set[str]] = {}
+        for key, mid in self.entries:
+            out.setdefault(key, set()).add(mid)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def usable(self, now: float) -> bool:
+        return self.revoked_at is None and now < self.expires_at
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    seq: int
+    ts: float
+    tenant_id: str
+    actor: str
+    session_id: str
+    action: str
+    memory_ids: tuple[str, ...]
+    scopes: tuple[str, ...]
+    grant_ids: tuple[str, ...]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """Which audit rows a reader may see, as the policy decided: one tenant, and one user's
+    rows only unless the reader administers the tenant."""
+
+    tenant_id: str
+    user_id: str | None  # None: every row of the tenant

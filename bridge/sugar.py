@@ -1,0 +1,89 @@
+"""The friendly methods of `MemoryBridge`: each builds one operation and runs `execute`.
+
+Like LangGraph's `BaseStore.get/put/search` over `batch`: no logic lives here, so a door (CLI,
+HTTP route, MCP tool) that builds the operation itself behaves exactly like these methods.
+Parameters are documented on the operation classes in `bridge/operations.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from adapters.scopes import ScopeKey, Visibility
+from bridge import operations as ops
+from bridge.models import CaptureResult, MemoryRef, Message, RecallResult, WriteResult
+from bridge.state.records import AuditEvent, Grant, InjectDepth, InjectionManifest
+from bridge.vocabulary import Kind, Purpose
+from identity.model import MemoryIdentity
+
+__all__ = ["OperationMethods"]
+
+Ref = MemoryRef | tuple[str, str] | Mapping[str, str]
+
+
+class OperationMethods:
+    async def execute(self, identity: MemoryIdentity, op: ops.Operation) -> Any:
+        raise NotImplementedError
+
+    async def recall(
+        self, identity: MemoryIdentity, query: str, *, purpose: Purpose | str = Purpose.CHAT, budget_tokens: int | None = None,
+        kinds: Iterable[Kind | str] | None = None, include_scopes: Iterable[ScopeKey | str] = (), manifest_id: str | None = None,
+        allow_partial: bool = False, min_score: float | None = None,
+    ) -> RecallResult:
+        return await self.execute(identity, ops.Recall(query, purpose, budget_tokens, kinds, include_scopes, manifest_id, allow_partial, min_score))  # type: ignore[arg-type]
+
+    async def remember(
+        self, identity: MemoryIdentity, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
+        department_id: str | None = None, idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
+        confidence: float = 1.0,
+    ) -> WriteResult:
+        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence))  # type: ignore[arg-type]
+
+    async def capture(self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None) -> CaptureResult:
+        return await self.execute(identity, ops.Capture(messages, idempotency_key))  # type: ignore[arg-type]
+
+    async def forget(self, identity: MemoryIdentity, ref: Ref) -> bool:
+        return await self.execute(identity, ops.Forget(ref))  # type: ignore[arg-type]
+
+    async def forget_subject(self, identity: MemoryIdentity, subject_user_id: str) -> int:
+        return await self.execute(identity, ops.ForgetSubject(subject_user_id))
+
+    async def approve(self, identity: MemoryIdentity, ref: Ref) -> WriteResult:
+        return await self.execute(identity, ops.Approve(ref))  # type: ignore[arg-type]
+
+    async def promote(self, identity: MemoryIdentity, ref: Ref, to: Visibility | str, *, department_id: str | None = None) -> WriteResult:
+        return await self.execute(identity, ops.Promote(ref, to, department_id))  # type: ignore[arg-type]
+
+    async def grant(
+        self, admin: MemoryIdentity, grantee_user_id: str, scope: ScopeKey | str, *, ttl_seconds: float, reason: str,
+        grantee_agent_id: str | None = None,
+    ) -> Grant:
+        return await self.execute(admin, ops.IssueGrant(grantee_user_id, scope, ttl_seconds, reason, grantee_agent_id))  # type: ignore[arg-type]
+
+    async def revoke_grant(self, admin: MemoryIdentity, grant_id: str) -> None:
+        await self.execute(admin, ops.RevokeGrant(grant_id))
+
+    async def inject(
+        self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: InjectDepth | str = InjectDepth.STANDARD,
+        memory_refs: Sequence[Ref] | None = None, from_manifest_id: str | None = None, ttl_seconds: float = 3600,
+        may_reinject: bool = False,
+    ) -> InjectionManifest:
+        return await self.execute(parent, ops.Inject(child_agent_id, task, depth, memory_refs, from_manifest_id, ttl_seconds, may_reinject))  # type: ignore[arg-type]
+
+    async def revoke_manifest(self, identity: MemoryIdentity, manifest_id: str) -> None:
+        await self.execute(identity, ops.RevokeManifest(manifest_id))
+
+    async def write_back(
+        self, child: MemoryIdentity, manifest_id: str, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> WriteResult:
+        return await self.execute(child, ops.WriteBack(manifest_id, content, kind, visibility, idempotency_key))  # type: ignore[arg-type]
+
+    async def audit_events(self, identity: MemoryIdentity, *, action: str | None = None, memory_id: str | None = None, limit: int = 100, since_seq: int = 0) -> list[AuditEvent]:
+        return await self.execute(identity, ops.QueryAudit(action, memory_id, limit, since_seq))
+
+    async def start_session(self, identity: MemoryIdentity) -> MemoryIdentity:
+        return await self.execute(identity, ops.StartSession())
+
+    async def fork_session(self, identity: MemoryIdentity, parent_session_id: str | None = None) -> MemoryIdentity:
+        return await self.execute(identity, ops.ForkSession(parent_session_id))

@@ -1,0 +1,1 @@
+"""The project's own tests (a package, so helpers are imported by dotted path: tests.identity.idtestkit)."""

@@ -1,0 +1,1 @@
+"""Tests of bridge (a package: import its helpers as tests.bridge.<module>)."""

@@ -1,0 +1,1 @@
+"""Tests of cli (a package: import its helpers as tests.cli.<module>)."""

@@ -1,0 +1,1 @@
+"""Tests of identity (a package: import its helpers as tests.identity.<module>)."""

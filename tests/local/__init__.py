@@ -1,0 +1,1 @@
+"""Tests of local (a package: import its helpers as tests.local.<module>)."""

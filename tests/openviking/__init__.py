@@ -1,0 +1,1 @@
+"""Tests of openviking (a package: import its helpers as tests.openviking.<module>)."""

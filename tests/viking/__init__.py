@@ -1,0 +1,1 @@
+"""Tests of viking (a package: import its helpers as tests.viking.<module>)."""
