@@ -35,7 +35,7 @@ inline on the event loop (a put's fsync blocks for ~1 ms).
 Damaged rows (finding 16). A row whose vector blob has the wrong length or holds NaN/inf, whose
 status is unknown or whose JSON does not decode is quarantined: recorded in the `quarantine`
 table (persisted, seen by every process), removed from the searchable set, logged at ERROR, counted
-(`quarantine_alarms`), reported to `on_quarantine`, and listed by `quarantined()` for the
+(`alarms`, as in the remote adapters), reported to `on_quarantine`, and listed by `quarantined()` for the
 bridge's audit. The rest of the scope keeps being served. A quarantined row whose fields still
 decode is still returned by `get`, `list` and `list_page` (so erasure finds it); one that does
 not decode is skipped there (`get` raises `DamagedRecord`), and `erase_subject_traces` deletes
@@ -81,6 +81,7 @@ from adapters.base import (
     require_scope_set,
 )
 from adapters.embedding import Embedder, HashingEmbedder
+from adapters.envelope import RecordAlarms
 from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_errors
@@ -257,8 +258,8 @@ class LocalBackend:
         self._kind_codes: dict[str, int] = {}
         #: partition loads per ScopeKey since open (a reload after another process's write counts)
         self.partition_loads: collections.Counter[ScopeKey] = collections.Counter()
-        #: rows this process quarantined since open (the alarm counter)
-        self.quarantine_alarms = 0
+        #: rows this process quarantined since open: the same alarm surface as the remote adapters
+        self.alarms = RecordAlarms(self.name)
         expect = expect_existing or expected_store_id is not None
         with storage_errors(self._db_file):
             preflight(self.path, expect_existing=expect)
@@ -422,8 +423,7 @@ class LocalBackend:
             except BackendError as exc:
                 log.error("could not record %d quarantined row(s) in %s: %s", len(rows), self._db_file, exc)
         for _, scope_text, mid, reason in fresh:
-            self.quarantine_alarms += 1
-            log.error("quarantined memory %s of scope %s in %s: %s", mid, scope_text, self._db_file, reason)
+            self.alarms.raise_alarm(scope_text, f"memory {mid} quarantined in {self._db_file}: {reason}")
             if self._on_quarantine is not None:
                 try:
                     self._on_quarantine(QuarantinedRow(scope_text, mid, reason, now))
@@ -845,6 +845,11 @@ class LocalBackend:
             return False
 
     # -- lifecycle ----------------------------------------------------------------------
+    @property
+    def quarantine_alarms(self) -> int:
+        """How many rows this process has quarantined since it opened the store."""
+        return self.alarms.count
+
     @property
     def store_id(self) -> str:
         return self._store_id

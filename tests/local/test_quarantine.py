@@ -61,7 +61,7 @@ async def test_one_damaged_row_is_quarantined_and_the_rest_of_the_scope_is_serve
     conn = raw(tmp_path)
     reason = _damage(conn, how, bad.id)
     conn.close()
-    caplog.set_level(logging.ERROR, logger="adapters.local.backend")
+    caplog.set_level(logging.ERROR)
     hits = (await b.search(SearchQuery(ScopeSet.of(ALICE), "release checklist step", limit=10))).hits
     assert sorted(h.memory.id for h in hits) == sorted(m.id for m in good)  # the others, every one of them
     assert b.quarantine_alarms == 1

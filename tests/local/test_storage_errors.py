@@ -203,7 +203,7 @@ def test_every_raise_in_the_local_backend_is_a_member_of_the_error_tree():
 
 
 def test_storage_errors_map_sqlite_result_codes(tmp_path):
-    from adapters.local.errors import StorageUnavailable, storage_error
+    from adapters.local.errors import StorageIOError, storage_error
 
     def err(code: int, text: str) -> sqlite3.Error:
         e = sqlite3.OperationalError(text)
@@ -216,6 +216,6 @@ def test_storage_errors_map_sqlite_result_codes(tmp_path):
     assert isinstance(storage_error(err(13, "database or disk is full"), path), StorageFull)
     assert isinstance(storage_error(err(11, "database disk image is malformed"), path), CorruptStore)
     assert isinstance(storage_error(err(26, "file is not a database"), path), CorruptStore)
-    assert isinstance(storage_error(err(10, "disk I/O error"), path), StorageUnavailable)
+    assert isinstance(storage_error(err(10, "disk I/O error"), path), StorageIOError)
     assert isinstance(storage_error(sqlite3.OperationalError("database is locked"), path), StorageBusy)  # no code: by text
-    assert isinstance(storage_error(PermissionError(13, "Permission denied"), path), StorageUnavailable)
+    assert isinstance(storage_error(PermissionError(13, "Permission denied"), path), StorageIOError)
