@@ -148,3 +148,41 @@ async def test_a_wider_existing_store_directory_is_warned_about(tmp_path, caplog
     assert any("wide" in r.getMessage() and "0755" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     assert stat.S_IMODE((wide / "memories.sqlite3").stat().st_mode) == 0o600
     await b.aclose()
+
+
+def _write_then_crash(path: str, queue) -> None:
+    import asyncio
+
+    async def go() -> None:
+        b = LocalBackend(path)
+        await b.put_many([(ALICE, mem(f"only in the wal {i}"), f"w{i}") for i in range(5)])
+        queue.put((await b.store_marker()).writes)
+        queue.close()
+        queue.join_thread()  # the answer is out before the "crash"
+        os._exit(0)  # a crash: no close, so no checkpoint; the commits live only in the WAL
+
+    asyncio.run(go())
+
+
+async def test_a_deleted_wal_loses_commits_silently_but_lowers_the_write_count(tmp_path):
+    """What SQLite cannot detect (module docstring): deleting the WAL after a crash drops its
+    commits without any error. The store opens; only `writes` below the recorded high-water
+    mark gives it away, which is the comparison the bridge makes."""
+    import multiprocessing
+
+    path = tmp_path / "s"
+    await _store_with_rows(path, n=2)  # checkpointed into the database file at close
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_write_then_crash, args=(str(path), queue))
+    proc.start()
+    recorded = queue.get(timeout=120)
+    proc.join(60)
+    wal = path / "memories.sqlite3-wal"
+    assert recorded == 7 and wal.stat().st_size > 0
+    wal.unlink()
+    (path / "memories.sqlite3-shm").unlink(missing_ok=True)
+    b = LocalBackend(path, expect_existing=True)  # opens without complaint: SQLite cannot tell
+    marker = await b.store_marker()
+    assert b.count() == 2 and marker.writes == 2 < recorded
+    await b.aclose()
