@@ -13,7 +13,8 @@
           ├── OVNotReady                 UNAVAILABLE, NOT_INITIALIZED, NO_VECTOR_DB,
           │                              MODEL_UNAVAILABLE / HTTP 503   -> RetryLater
           ├── OVServerError              INTERNAL, UNKNOWN, *_FAILED, DEADLINE_EXCEEDED, 5xx -> Unavailable
-          ├── OVTransportError           connect/read timeouts, resets  -> Unavailable
+          ├── OVTransportError           read timeouts, resets          -> Unavailable
+          │    └── OVNotSent             connection never established   -> NotSent (any call may retry)
           └── OVProtocolError            not an OpenViking envelope     -> Unavailable
 
 Messages carry the server's code and message with any credential scrubbed out.
@@ -28,6 +29,7 @@ from adapters.errors import (
     Conflict,
     InvalidRequest,
     NotFound,
+    NotSent,
     PermissionDenied,
     RateLimited,
     RetryLater,
@@ -37,7 +39,7 @@ from adapters.errors import (
 __all__ = [
     "OpenVikingError", "OVInvalidArgument", "OVNotFound", "OVConflict", "OVFailedPrecondition",
     "OVUnauthenticated", "OVPermissionDenied", "OVRateLimited", "OVNotReady", "OVServerError",
-    "OVTransportError", "OVProtocolError", "error_for",
+    "OVTransportError", "OVNotSent", "OVProtocolError", "error_for",
 ]
 
 
@@ -82,7 +84,7 @@ class OVRateLimited(OpenVikingError, RateLimited):
     code = "RESOURCE_EXHAUSTED"
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        OpenVikingError.__init__(self, message, **kw)  # runs RateLimited.__init__ via the MRO
+        OpenVikingError.__init__(self, message, **kw)  # runs Unavailable.__init__ via the MRO
         self.retry_after = retry_after
 
 
@@ -95,6 +97,12 @@ class OVServerError(OpenVikingError, Unavailable):
 
 
 class OVTransportError(OpenVikingError, Unavailable):
+    code = "TRANSPORT"
+
+
+class OVNotSent(OVTransportError, NotSent):
+    """The request never reached the server (connect refused, pool timeout): nothing was applied."""
+
     code = "TRANSPORT"
 
 

@@ -133,9 +133,9 @@ async def insert_unscoped(backend: OpenVikingBackend, tenant_id: str, content: s
         return "m" + hashlib.sha256(f"unscoped\x00{label}\x00{content}".encode()).hexdigest()[:32]
 
     def header(scope: str, memory_id: str) -> str:
-        h = {"v": 1, "id": memory_id, "scope": scope, "kind": "note", "status": "active", "confidence": 1.0, "subject": None,
+        h = {"v": 1, "id": memory_id, "scope": scope, "kind": "note", "status": "active", "confidence": 1.0, "subject_user_id": None,
              "metadata": {}, "created_at": time.time(), "updated_at": time.time(),
-             "prov": {"author_user_id": "nobody", "author_agent_id": "nobody", "session_id": None, "source_message_ids": [],
+             "provenance": {"author_user_id": "nobody", "author_agent_id": "nobody", "session_id": None, "source_message_ids": [],
                       "injected_by": None, "derived_from": [], "grant_id": None}}
         return f"{HEADER_PREFIX}{json.dumps(h, separators=(',', ':'))}-->\n"
 
