@@ -145,6 +145,7 @@ class OpenVikingBackend:
             supported_filters=frozenset(),
         )
         self.alarms = RecordAlarms(self.name)
+        self._ls_window = 1000  # fs/ls entries per call (0.5.2's node_limit default and our cap)
         self._cursors = CursorCodec(cursor_key, backend=self.name)
 
     @classmethod
@@ -403,7 +404,7 @@ class OpenVikingBackend:
             return ListPage(tuple(out), self._cursors.mint(scope, next_state) if next_state is not None else None)
 
         if phase == "r":
-            window = min(1000, limit + 50)
+            window = max(1, min(self._ls_window, limit + 50))
             offset = max(0, hint - window)
             while True:
                 try:

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import httpx
 
-from adapters.errors import BackendMisconfigured
+from adapters.errors import BackendMisconfigured, InvalidRequest
 from adapters.http import REDACTED, RetryPolicy, http_client_for, parse_retry_after, redact, send
 from adapters.openviking.errors import (
     OpenVikingError,
@@ -41,6 +41,11 @@ from adapters.openviking.errors import (
 __all__ = ["SecretKey", "Auth", "RetryPolicy", "OpenVikingClient", "TaskTimeout"]  # RetryPolicy: adapters.http
 
 _API = "/api/v1"
+
+
+class SecretNotSerialisable(InvalidRequest, TypeError):
+    """A SecretKey was pickled; keys never leave the process by accident (also a TypeError, as
+    the pickle protocol expects)."""
 
 
 class SecretKey:
@@ -68,7 +73,7 @@ class SecretKey:
         return hash(("SecretKey", self._value))
 
     def __reduce__(self) -> Any:  # never pickle a key by accident
-        raise TypeError("SecretKey cannot be pickled")
+        raise SecretNotSerialisable("SecretKey cannot be pickled", backend="openviking")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import httpx
 from adapters.openviking import OpenVikingBackend
 from contract_tests.openviking_server.server import OpenVikingServer, default_venv_path, venv_status
 from contract_tests.registry import register_adapter
+from identity.errors import ConfigurationError
 
 __all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend", "insert_unscoped"]
 
@@ -53,7 +54,7 @@ def shared_server(auth_mode: str) -> tuple[str, str]:
         return live
     with _lock:
         if auth_mode in _failures:
-            raise RuntimeError(_failures[auth_mode])
+            raise ConfigurationError(_failures[auth_mode])
         server = _servers.get(auth_mode)
         if server is None:
             try:
