@@ -35,6 +35,7 @@ from adapters.errors import (
     RetryLater,
     Unavailable,
 )
+from adapters.http import status_category
 
 __all__ = [
     "OpenVikingError", "OVInvalidArgument", "OVNotFound", "OVConflict", "OVFailedPrecondition",
@@ -123,9 +124,12 @@ _BY_CODE: dict[str, type[OpenVikingError]] = {
     "UNAVAILABLE": OVNotReady, "NOT_INITIALIZED": OVNotReady, "NO_VECTOR_DB": OVNotReady,
     "MODEL_UNAVAILABLE": OVNotReady, "BOT_RESTARTED": OVNotReady,
 }
-_BY_STATUS: dict[int, type[OpenVikingError]] = {
-    400: OVInvalidArgument, 401: OVUnauthenticated, 403: OVPermissionDenied, 404: OVNotFound, 409: OVConflict,
-    410: OVFailedPrecondition, 412: OVFailedPrecondition, 422: OVInvalidArgument, 429: OVRateLimited, 503: OVNotReady,
+#: OpenViking's own meaning of a few statuses (its API answers them with an envelope code too).
+_BY_STATUS: dict[int, type[OpenVikingError]] = {401: OVUnauthenticated, 410: OVFailedPrecondition, 412: OVFailedPrecondition, 503: OVNotReady}
+#: The shared HTTP status categories (`adapters.http.status_category`) as OpenViking leaves.
+_LEAF_OF_CATEGORY: dict[type[BackendError], type[OpenVikingError]] = {
+    InvalidRequest: OVInvalidArgument, PermissionDenied: OVPermissionDenied, NotFound: OVNotFound,
+    Conflict: OVConflict, RateLimited: OVRateLimited, Unavailable: OVServerError,
 }
 
 
@@ -135,6 +139,5 @@ def error_for(code: str | None, http_status: int | None) -> type[OpenVikingError
         return _BY_CODE[code]
     if http_status in _BY_STATUS:
         return _BY_STATUS[http_status]  # type: ignore[index]
-    if http_status is not None and 400 <= http_status < 500:
-        return OVInvalidArgument
-    return OVServerError
+    category = status_category(http_status) if http_status is not None else None
+    return _LEAF_OF_CATEGORY.get(category, OVServerError) if category is not None else OVServerError

@@ -8,8 +8,15 @@ where the ScopeSet becomes the query filter, and where every hit is checked agai
 - every ScopeKey -> one opaque principal sent as `user_id` (`mapping.principal_for`), agent
   scopes also carry an informational `assistant_id`;
 - a record's fields (kind, status, confidence, provenance, subject, metadata, our id) travel in
-  `memory_info.vb_record`; our id is deterministic from (scope, idempotency key) and is sent as
-  `group_id`, so id lookups and deletes are exact filters and retried writes dedupe;
+  `memory_info.vb_record` (the shared envelope, `adapters.envelope`); our id is deterministic
+  from (scope, idempotency key) and is sent as `group_id`, so id lookups and deletes are exact
+  filters; a record that does not decode is dropped and alarmed (`self.alarms`), never returned;
+- the service makes event ids itself and a write is searchable only after a lag, so retries are
+  made idempotent by a bridge-side write ledger (`adapters.viking.ledger`): the exact call is
+  recorded before it is sent, and `reconcile_writes` removes the copies a lost answer left;
+- `search` never raises for a failed backend call: the scopes land in `failed_scopes` with a
+  redacted reason (one scope failing and all of them read alike); it raises only for a malformed
+  query or a scope with no collection configured;
 - a hit leaves only if its single user_id maps back to a queried scope, its stored scope string
   agrees, and `ScopeSet.permits(scope, id)` holds; anything else is dropped and logged.
 
