@@ -379,6 +379,8 @@ class VikingBackend:
                 return False, info
             if row is not None and row.event_id is not None:
                 return False, row.call["memory_info"]  # acknowledged earlier, not yet searchable
+            if row is not None:  # an earlier call (or a process that died mid-call) never got an answer
+                self.ledger.uncertain(collection, user_id, group_id, self._clock())
             call = {"memory_info": dict(info), "assistant_id": assistant_id, "time_ms": time_ms}
             call = self.ledger.begin(collection, user_id, group_id, call, self._clock()).call
             for attempt in range(1, attempts + 1):
@@ -419,7 +421,10 @@ class VikingBackend:
         adopted; with no copy at all the row is dropped (the write never landed)."""
         removed = 0
         for row in self.ledger.due(self._clock() - self.config.search_lag_bound, limit):
-            removed += await self._reconcile(row)
+            async with self._write_lock(row.collection, row.principal, row.group_id):  # not while a put of it runs
+                current = self.ledger.get(row.collection, row.principal, row.group_id)
+                if current is not None and current.touched_at <= self._clock() - self.config.search_lag_bound:
+                    removed += await self._reconcile(current)
         return removed
 
     async def _reconcile(self, row: LedgerRow) -> int:
