@@ -242,7 +242,11 @@ async def test_a_swapped_or_rolled_back_store_is_refused(tmp_path, swap):
         replacement = other / "store"
     shutil.rmtree(home / "store")
     shutil.copytree(replacement, home / "store")
-    b = MemoryBridge.open_local(home)
+    try:  # another store is refused as the store opens; an older backup of this one on first use
+        b = MemoryBridge.open_local(home)
+    except CorruptStorage as exc:
+        assert swap == "another-store" and "not the expected store" in str(exc) and "bridge.sqlite3" in str(exc), str(exc)
+        return
     try:
         with pytest.raises(CorruptStorage, match="rolled back|not the one"):
             await b.recall(ALICE, "acknowledged write")
