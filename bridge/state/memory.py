@@ -68,10 +68,10 @@ class MemoryAuditLog:
     async def close_intent(self, intent_id: str) -> None:
         self._intents.pop(intent_id, None)
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         seq = next(self._seq)
         detail = {"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}
-        self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", (memory_id,), (str(intent.scope),), (), detail)))
+        self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", tuple(memory_ids), (str(intent.scope),), (), detail)))
         self._intents.pop(intent.intent_id, None)
         self._advance(store_marker)
         return seq

@@ -195,10 +195,10 @@ class SqliteAuditLog:
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent_id,))
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
             time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
-            _json_list([memory_id]), json.dumps([str(intent.scope)]), "[]",
+            _json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
         with self.db.transaction() as conn:

@@ -254,3 +254,73 @@ async def test_a_swapped_or_rolled_back_store_is_refused(tmp_path, swap):
             await b.remember(ALICE, "must not be accepted", "note")
     finally:
         await b.aclose()
+
+
+def _crash_on_audit_of(b: MemoryBridge, crashing_action: str) -> None:
+    real_append = b.state.audit.append
+
+    async def append(identity, action, **kwargs):
+        if action == crashing_action:
+            raise SimulatedCrash()
+        return await real_append(identity, action, **kwargs)
+
+    b.state.audit.append = append  # type: ignore[method-assign]
+
+
+async def test_a_forget_whose_audit_row_was_lost_to_a_crash_is_audited_at_reopen(tmp_path):
+    """Finding 14's class: a hard delete is a change too; no memory disappears unaudited."""
+    home = tmp_path / "home"
+    b = MemoryBridge.open_local(home)
+    doomed = await b.remember(ALICE, "forget me", "note")
+    kept = await b.remember(ALICE, "keep me", "note")
+    manifest = await b.inject(ALICE, "worker", "notes", memory_refs=[doomed.ref, kept.ref])
+    _crash_on_audit_of(b, "forget")
+    with pytest.raises(SimulatedCrash):
+        await b.forget(ALICE, doomed.ref)
+    assert doomed.memory_id not in {m.id for m in await b.backend.list(PRIVATE)}, "premise: the delete landed"
+    await b.aclose()
+
+    reopened = MemoryBridge.open_local(home)
+    try:
+        (row,) = await _recovered(reopened)
+        assert row.memory_ids == (doomed.memory_id,) and row.detail["operation"] == "forget" and row.actor == ALICE.principal
+        assert await reopened.state.audit.open_intents() == []
+        entries = (await reopened.state.manifests.get(manifest.manifest_id)).entries
+        assert [mid for _, mid in entries] == [kept.memory_id], "the forgotten id is still in a manifest"
+    finally:
+        await reopened.aclose()
+
+
+async def test_a_forget_that_never_reached_the_backend_leaves_no_recovered_row(tmp_path):
+    home = tmp_path / "home"
+    b = MemoryBridge.open_local(home)
+    w = await b.remember(ALICE, "still here", "note")
+    await b.state.audit.begin_intent(ALICE, "forget", PRIVATE, w.memory_id)  # announced, then the process died
+    await b.aclose()
+    reopened = MemoryBridge.open_local(home)
+    try:
+        await reopened.recall(ALICE, "still here")
+        assert await _recovered(reopened) == [] and await reopened.state.audit.open_intents() == []
+    finally:
+        await reopened.aclose()
+
+
+async def test_an_erasure_killed_midway_is_audited_as_interrupted_at_reopen(tmp_path):
+    """Finding 3 + 14: a kill -9 mid-erasure runs no `finally`; the announced intent still says
+    an erasure started and did not finish, so the next open records it and a re-run completes it."""
+    home = tmp_path / "home"
+    admin = make_identity("dave", roles=("admin",))
+    b = MemoryBridge.open_local(home)
+    for n in range(3):
+        await b.remember(make_identity("bob"), f"bob's note {n}", "note")
+    _crash_on_audit_of(b, "forget_subject")
+    with pytest.raises(SimulatedCrash):
+        await b.forget_subject(admin, "bob")
+    await b.aclose()
+    reopened = MemoryBridge.open_local(home)
+    try:
+        (row,) = await reopened.audit_events(admin, action="recovered")
+        assert row.detail["operation"] == "forget_subject" and row.actor == admin.principal and row.memory_ids == ()
+        assert await reopened.forget_subject(admin, "bob") == 0  # idempotent: the re-run finds nothing left
+    finally:
+        await reopened.aclose()

@@ -182,7 +182,7 @@ async def test_write_intents_close_with_their_audit_row_or_recover(state):
     assert (intent.actor, intent.user_id, intent.scope, intent.backend_key, intent.action) == (ALICE.principal, "alice", scope, "vb-key-2", "promote")
     await state.audit.append(ALICE, "write", memory_ids=["m1"], closes_intent=one)
     await state.audit.close_intent(three)
-    seq = await state.audit.recover_intent(intent, "m2")
+    seq = await state.audit.recover_intent(intent, ("m2",))
     assert await state.audit.open_intents() == []
     (row,) = await state.audit.query(AuditView("acme", "alice"), action="recovered")
     assert row.seq == seq and row.memory_ids == ("m2",) and row.actor == ALICE.principal and row.detail["operation"] == "promote"
@@ -198,7 +198,7 @@ async def test_store_marker_only_moves_forward(state):
     assert await audit.bound_store() == StoreMarker("store-a", 7)
     await audit.begin_intent(ALICE, "write", ScopeKey.private("acme", "alice"), "k")
     (intent,) = await audit.open_intents()
-    await audit.recover_intent(intent, "m", StoreMarker("store-a", 6))
+    await audit.recover_intent(intent, ("m",), StoreMarker("store-a", 6))
     assert await audit.bound_store() == StoreMarker("store-a", 7), "recovery moved the store marker backwards"
     await audit.append(ALICE, "write", store_marker=StoreMarker("store-b", 99))  # not the bound store: ignored
     assert await audit.bound_store() == StoreMarker("store-a", 7)
