@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
-from bridge.errors import InvalidInput, NotPermitted, RecallIncomplete
+from bridge.errors import CorruptStorage, InvalidInput, NotPermitted, RecallIncomplete
 from bridge.handlers import HANDLERS
 from bridge.operations import Operation
 from bridge.recovery import open_checks
@@ -86,6 +86,12 @@ class MemoryBridge(OperationMethods):
                 home / "store", embedder=kwargs.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
                 on_quarantine=quarantined.append,
             )
+        except CorruptStorage as exc:
+            state.close()
+            raise CorruptStorage(
+                f"{exc}; the bridge state {state.path} is bound to store {bound}: restore that store, "
+                "or re-initialise explicitly (--reinitialise)", path=exc.path,
+            ) from None
         except BaseException:
             state.close()
             raise

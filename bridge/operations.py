@@ -19,10 +19,10 @@ from bridge.limits import Limits
 from bridge.models import Message
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
 from bridge.validation import (
-    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, memory_ref, message, metadata, number, optional_ident,
-    positive_int, scope_key, sequence, text, visibility, within,
+    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
+    positive_int, purpose, scope_key, sequence, shown, text, visibility, within,
 )
-from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
+from bridge.vocabulary import Kind, Purpose
 
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
@@ -35,10 +35,9 @@ def _set(op: object, name: str, value: object) -> None:
 
 
 class Operation:
-    """Base of every operation. `action` names it in audit rows and refusals."""
+    """Base of every operation; `operation_name()` names it in refusals and logs."""
 
     __slots__ = ()
-    action: ClassVar[str] = "operation"
     #: False for the two operations that establish the session binding themselves.
     continues_session: ClassVar[bool] = True
 
@@ -61,7 +60,6 @@ class Recall(Operation):
     drop memories ranking below it (default: the bridge's relevance floor).
     """
 
-    action: ClassVar[str] = "recall"
     query: str
     purpose: Purpose = Purpose.CHAT
     budget_tokens: int | None = None
@@ -73,11 +71,11 @@ class Recall(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "query", text(self.query, "query"))
-        _set(self, "purpose", parse_purpose(self.purpose))
+        _set(self, "purpose", purpose(self.purpose))
         if self.budget_tokens is not None:
             _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
         if self.kinds is not None:
-            kinds = frozenset(parse_kind(k).value for k in sequence(self.kinds, "kinds"))
+            kinds = frozenset(kind(k).value for k in sequence(self.kinds, "kinds"))
             if not kinds:
                 raise InvalidInput("kinds, when given, must name at least one kind")
             _set(self, "kinds", kinds)
@@ -97,7 +95,6 @@ class Recall(Operation):
 class Remember(Operation):
     """Store an explicit memory. Where it lands is decided by the policy from the identity."""
 
-    action: ClassVar[str] = "write"
     content: str
     kind: Kind
     visibility: Visibility | None = None
@@ -108,7 +105,7 @@ class Remember(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "department_id", optional_ident(self.department_id, "department_id"))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
@@ -124,7 +121,6 @@ class Remember(Operation):
 class Capture(Operation):
     """Conversation -> memories. Message text is data: it cannot change scope or identity."""
 
-    action: ClassVar[str] = "capture"
     messages: tuple[Message, ...]
     idempotency_key: str | None = None
 
@@ -157,21 +153,18 @@ class _RefOperation(Operation):
 class Forget(_RefOperation):
     """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
 
-    action: ClassVar[str] = "forget"
 
 
 @dataclass(frozen=True, slots=True)
 class Approve(_RefOperation):
     """Activate a pending memory (department standard, promotion proposal)."""
 
-    action: ClassVar[str] = "approve"
 
 
 @dataclass(frozen=True, slots=True)
 class Promote(Operation):
     """Widen a memory's visibility: admins directly, anyone else files a pending proposal."""
 
-    action: ClassVar[str] = "promote"
     ref: tuple[ScopeKey, str]
     to: Visibility
     department_id: str | None = None
@@ -189,7 +182,6 @@ class Promote(Operation):
 class ForgetSubject(Operation):
     """Erase every memory by or about one user in the caller's tenant (GDPR erasure)."""
 
-    action: ClassVar[str] = "forget_subject"
     subject_user_id: str
 
     def __post_init__(self) -> None:
@@ -200,7 +192,6 @@ class ForgetSubject(Operation):
 class IssueGrant(Operation):
     """Let one user (optionally one agent) read one scope of the tenant until it expires."""
 
-    action: ClassVar[str] = "grant"
     grantee_user_id: str
     scope: ScopeKey
     ttl_seconds: float
@@ -220,7 +211,6 @@ class IssueGrant(Operation):
 
 @dataclass(frozen=True, slots=True)
 class RevokeGrant(Operation):
-    action: ClassVar[str] = "revoke"
     grant_id: str
 
     def __post_init__(self) -> None:
@@ -231,7 +221,6 @@ class RevokeGrant(Operation):
 class Inject(Operation):
     """Hand `child_agent_id` (same tenant and user) a read-only manifest of memories."""
 
-    action: ClassVar[str] = "inject"
     child_agent_id: str
     task: str
     depth: InjectDepth = InjectDepth.STANDARD
@@ -248,7 +237,7 @@ class Inject(Operation):
         try:
             _set(self, "depth", InjectDepth(self.depth))
         except ValueError:
-            raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+            raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         if self.memory_refs is not None:
             _set(self, "memory_refs", tuple(memory_ref(r) for r in sequence(self.memory_refs, "memory_refs")))
         _set(self, "from_manifest_id", optional_ident(self.from_manifest_id, "from_manifest_id"))
@@ -267,7 +256,6 @@ class Inject(Operation):
 class RevokeManifest(Operation):
     """End a manifest and every manifest derived from it."""
 
-    action: ClassVar[str] = "revoke"
     manifest_id: str
 
     def __post_init__(self) -> None:
@@ -278,7 +266,6 @@ class RevokeManifest(Operation):
 class WriteBack(Operation):
     """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
 
-    action: ClassVar[str] = "write"
     manifest_id: str
     content: str
     kind: Kind
@@ -288,7 +275,7 @@ class WriteBack(Operation):
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
 
@@ -300,19 +287,18 @@ class WriteBack(Operation):
 class QueryAudit(Operation):
     """Audit rows the policy lets this identity read, newest first."""
 
-    action: ClassVar[str] = "audit"
-    action_filter: str | None = None
+    action: str | None = None  # only rows of this audit action
     memory_id: str | None = None
     limit: int = 100
     since_seq: int = 0
 
     def __post_init__(self) -> None:
-        if self.action_filter is not None and self.action_filter not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {self.action_filter!r}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
+        if self.action is not None and (not isinstance(self.action, str) or self.action not in AUDIT_ACTIONS):
+            raise InvalidInput(f"unknown audit action {shown(self.action)}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
         _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
         if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
-            raise InvalidInput(f"since_seq must be a non-negative integer, got {self.since_seq!r}")
+            raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
 
     def check(self, limits: Limits) -> None:
         if self.limit > limits.max_audit_rows:
@@ -323,7 +309,6 @@ class QueryAudit(Operation):
 class StartSession(Operation):
     """Bind the identity's session id to it (first use wins; later use by another identity fails)."""
 
-    action: ClassVar[str] = "start_session"
     continues_session: ClassVar[bool] = False
 
 
@@ -331,7 +316,6 @@ class StartSession(Operation):
 class ForkSession(Operation):
     """A new session id bound to the same identity as `parent_session_id`."""
 
-    action: ClassVar[str] = "fork_session"
     continues_session: ClassVar[bool] = False
     parent_session_id: str | None = None
 

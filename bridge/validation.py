@@ -18,12 +18,35 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
 from bridge.models import MemoryRef, Message
+from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
 from identity.ids import InvalidIdError, validate_id
 
 #: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
 #: may not set them, so the bridge can trust them when it reads them back.
 RESERVED_METADATA_PREFIX = "vb."
 _MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
+
+
+def shown(value: object) -> str:
+    """A short repr for an error message that cannot itself fail (repr of a 5,000-digit int
+    raises ValueError; an arbitrary object's repr may raise anything)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def kind(value: object) -> Kind:
+    if not isinstance(value, str):  # parse_kind would str() it: 10**5000 and objects break that
+        raise InvalidInput(f"kind must be a string, not {type(value).__name__}")
+    return parse_kind(value)
+
+
+def purpose(value: object) -> Purpose:
+    if not isinstance(value, str):
+        raise InvalidInput(f"purpose must be a string, not {type(value).__name__}")
+    return parse_purpose(value)
 
 
 def text(value: object, what: str) -> str:
@@ -45,6 +68,8 @@ def within(value: str, what: str, limit: int) -> None:
 
 
 def ident(value: object, what: str) -> str:
+    if not isinstance(value, str):  # InvalidIdError reprs the value, which can itself raise
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
     try:
         return validate_id(value, what)
     except InvalidIdError as exc:
@@ -88,12 +113,13 @@ def visibility(value: object) -> Visibility | None:
     try:
         return Visibility(value)
     except (ValueError, TypeError):
-        raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
+        raise InvalidInput(f"unknown visibility {shown(value)}; expected one of: {', '.join(v.value for v in Visibility)}") from None
 
 
 def number(value: object, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {value!r}")
+    # no math.isfinite on an int: a 5,000-digit int overflows float conversion; compare it directly
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
+        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {shown(value)}")
     return float(value)
 
 
@@ -105,7 +131,7 @@ def metadata(value: object) -> Mapping[str, Any]:
     data = dict(value)
     for key, item in data.items():
         if not isinstance(key, str) or not key or len(key) > 64:
-            raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
+            raise InvalidInput(f"metadata key {shown(key)} must be a non-empty string of at most 64 characters")
         text(key, "metadata key")
         if key.startswith(RESERVED_METADATA_PREFIX):
             raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
@@ -143,7 +169,7 @@ def flag(value: object, what: str) -> bool:
 
 def positive_int(value: object, what: str, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
-        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {value!r}")
+        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {shown(value)}")
     return value
 
 

@@ -15,13 +15,16 @@ missing directory, a missing or 0-byte database file, a database file without a 
 WAL left without its database, or a store with another id.
 
 What SQLite cannot detect. The WAL holds commits not yet checkpointed into the database file.
-If `memories.sqlite3-wal` is deleted (or damaged) while no connection has it open, SQLite opens
-the database file without those commits and says nothing: the rows they held are silently
-gone, and `writes` is silently lower. The store cannot tell this from a clean state; only the
-bridge can, by comparing `writes` with the high-water mark it recorded (a lower count means
-lost commits). Likewise a whole-directory copy taken from an older backup passes every check
-here except that comparison. Damage inside a page that no query reads stays undetected until it
-is read (`PRAGMA integrity_check` finds it; it is not run at open because it reads everything).
+If `memories.sqlite3-wal` is deleted, truncated or damaged after a crash (while no connection
+has it open), SQLite opens the database file without those commits and says nothing: the rows
+they held are silently gone, and `writes` goes back with them (the counter lives in the same
+file). The store cannot tell this from a clean state (a test shows it opening without a word).
+Only a record kept elsewhere can: the bridge compares `writes` with the high-water mark it
+recorded after its last write, so a lower count reveals the loss; commits made after the last
+record it kept are lost without a trace. Likewise an older copy of the whole directory restored
+from a backup passes every check here except that comparison. Damage inside a page that no
+query reads stays undetected until it is read (`PRAGMA integrity_check` finds it; it is not
+run at open because it reads the whole file).
 
 Concurrency. Two processes may open one data directory: SQLite's WAL gives one writer at a time
 (others wait up to `busy_timeout_s`, then `StorageBusy`) and readers never block. Every
@@ -34,9 +37,10 @@ inline on the event loop (a put's fsync blocks for ~1 ms).
 
 Damaged rows (finding 16). A row whose vector blob has the wrong length or holds NaN/inf, whose
 status is unknown or whose JSON does not decode is quarantined: recorded in the `quarantine`
-table (persisted, seen by every process), removed from the searchable set, logged at ERROR, counted
-(`quarantine_alarms`), reported to `on_quarantine`, and listed by `quarantined()` for the
-bridge's audit. The rest of the scope keeps being served. A quarantined row whose fields still
+table (persisted, seen by every process), removed from the searchable set, alarmed (logged at
+ERROR and counted by `alarms`, as in the remote adapters), reported to the `on_quarantine` hook,
+and listed by `quarantined()` for the bridge's audit. The rest of the scope keeps being served;
+a quarantined row stays out of search until it is deleted. A quarantined row whose fields still
 decode is still returned by `get`, `list` and `list_page` (so erasure finds it); one that does
 not decode is skipped there (`get` raises `DamagedRecord`), and `erase_subject_traces` deletes
 the subject's quarantined rows.
@@ -55,7 +59,6 @@ import dataclasses
 import functools
 import inspect
 import logging
-import math
 import sqlite3
 import threading
 import time
@@ -71,7 +74,6 @@ from adapters.base import (
     ListPage,
     MemoryPatch,
     NewMemory,
-    Provenance,
     SearchQuery,
     SearchResult,
     Status,
@@ -81,19 +83,21 @@ from adapters.base import (
     require_scope_set,
 )
 from adapters.embedding import Embedder, HashingEmbedder
+from adapters.envelope import RecordAlarms
 from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_errors
 from adapters.local.partitions import Partition
-from adapters.local.records import (  # noqa: F401  (the decode caches are re-exported for tests)
+from adapters.local.records import (
     COLUMNS as _COLUMNS,
     STATUS_CODES as _STATUS_CODES,
     RowDamage,
-    _metadata_template,
     _provenance_from_json,
     clear_decode_caches,
     content_hash,
     encodable,
+    lenient_text,
     metadata_json,
     provenance_json,
     row_to_memory,
@@ -101,7 +105,6 @@ from adapters.local.records import (  # noqa: F401  (the decode caches are re-ex
 from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, tighten_files
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from identity.errors import VikingBridgeError
-from identity.ids import validate_id
 from identity.storage import connect_durable
 
 __all__ = ["LocalBackend", "QuarantinedRow", "DB_FILENAME", "SCHEMA_VERSION"]
@@ -158,65 +161,6 @@ def _guarded(method: Callable) -> Callable:
     return run_sync
 
 
-def _valid_key(value: object, what: str) -> str:
-    """An id the identity grammar accepts; anything else is `InvalidRequest` (a member of the tree)."""
-    if not isinstance(value, str):
-        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}", backend="local")
-    try:
-        validate_id(value, what)
-    except VikingBridgeError:
-        raise
-    except ValueError as exc:
-        raise InvalidRequest(str(exc), backend="local") from None
-    return value
-
-
-def _valid_statuses(statuses: object, *, allow_none: bool) -> frozenset[Status] | None:
-    if statuses is None and allow_none:
-        return None
-    if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
-        raise InvalidRequest("statuses must be a non-empty set of Status", backend="local")
-    return frozenset(statuses)
-
-
-def _valid_limit(limit: object, maximum: int | None = None) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
-        raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="local")
-    return limit
-
-
-def _check_new(memory: object) -> NewMemory:
-    if not isinstance(memory, NewMemory):
-        raise InvalidRequest(f"put expects NewMemory, got {type(memory).__name__}", backend="local")
-    if not isinstance(memory.content, str) or not isinstance(memory.kind, str) or not memory.kind:
-        raise InvalidRequest("content and kind must be strings (kind non-empty)", backend="local")
-    encodable(memory.content, "content")
-    encodable(memory.kind, "kind")
-    if not isinstance(memory.provenance, Provenance) or not isinstance(memory.status, Status):
-        raise InvalidRequest("provenance must be a Provenance and status a Status", backend="local")
-    if memory.subject_user_id is not None and not isinstance(memory.subject_user_id, str):
-        raise InvalidRequest("subject_user_id must be a string or None", backend="local")
-    if memory.created_at is not None and (not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
-        raise InvalidRequest("created_at must be a finite number of epoch seconds", backend="local")
-    return memory
-
-
-def _check_patch(patch: object) -> MemoryPatch:
-    if not isinstance(patch, MemoryPatch):
-        raise InvalidRequest(f"update expects MemoryPatch, got {type(patch).__name__}", backend="local")
-    if patch.content is not None:
-        if not isinstance(patch.content, str):
-            raise InvalidRequest("patch content must be a string", backend="local")
-        encodable(patch.content, "content")
-    if patch.status is not None and not isinstance(patch.status, Status):
-        raise InvalidRequest("patch status must be a Status", backend="local")
-    if patch.confidence is not None and (
-        not isinstance(patch.confidence, (int, float)) or isinstance(patch.confidence, bool) or not 0.0 <= patch.confidence <= 1.0
-    ):
-        raise InvalidRequest("patch confidence must be a number in [0, 1]", backend="local")
-    return patch
-
-
 def _vector_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
@@ -257,13 +201,14 @@ class LocalBackend:
         self._kind_codes: dict[str, int] = {}
         #: partition loads per ScopeKey since open (a reload after another process's write counts)
         self.partition_loads: collections.Counter[ScopeKey] = collections.Counter()
-        #: rows this process quarantined since open (the alarm counter)
-        self.quarantine_alarms = 0
+        #: rows this process quarantined since open: the same alarm surface as the remote adapters
+        self.alarms = RecordAlarms(self.name)
         expect = expect_existing or expected_store_id is not None
         with storage_errors(self._db_file):
             preflight(self.path, expect_existing=expect)
             private_dir(self.path)
             self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
+            self._db.text_factory = lenient_text
         try:
             with storage_errors(self._db_file):
                 tighten_files(self.path)
@@ -359,7 +304,7 @@ class LocalBackend:
             return part
         self.partition_loads[scope] += 1
         rows = self._db.execute(
-            "SELECT m.rowid, m.id, m.status, m.kind, m.vector FROM memories m WHERE m.scope = ?"
+            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob' FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
         ).fetchall()
@@ -370,9 +315,10 @@ class LocalBackend:
         for r in rows:
             if r[2] not in _STATUS_CODE_BY_VALUE:
                 damaged.append((r[0], str(scope), r[1], "unknown status"))
-            elif not isinstance(r[4], bytes) or len(r[4]) != want:
-                size = len(r[4]) if isinstance(r[4], (bytes, str)) else 0
-                damaged.append((r[0], str(scope), r[1], f"vector has {size} bytes, expected {want}"))
+            elif not r[5] or not isinstance(r[4], bytes):
+                damaged.append((r[0], str(scope), r[1], "vector is not stored as a blob"))
+            elif len(r[4]) != want:
+                damaged.append((r[0], str(scope), r[1], f"vector has {len(r[4])} bytes, expected {want}"))
             else:
                 good.append(r)
         if good:
@@ -420,8 +366,7 @@ class LocalBackend:
             except BackendError as exc:
                 log.error("could not record %d quarantined row(s) in %s: %s", len(rows), self._db_file, exc)
         for _, scope_text, mid, reason in fresh:
-            self.quarantine_alarms += 1
-            log.error("quarantined memory %s of scope %s in %s: %s", mid, scope_text, self._db_file, reason)
+            self.alarms.raise_alarm(scope_text, f"memory {mid} quarantined in {self._db_file}: {reason}")
             if self._on_quarantine is not None:
                 try:
                     self._on_quarantine(QuarantinedRow(scope_text, mid, reason, now))
@@ -498,8 +443,8 @@ class LocalBackend:
                 raise InvalidRequest("put_many expects (scope, memory, idempotency_key) tuples", backend=self.name)
             scope, memory, key = item
             require_scope(scope)
-            _valid_key(key, "idempotency_key")
-            memory = _check_new(memory)
+            valid_key(key, "idempotency_key")
+            memory = check_new(memory)
             prepared.append((scope, memory, key, content_hash(memory), provenance_json(memory.provenance), metadata_json(memory.metadata)))
         vectors = await self._embed([m.content for _, m, *_ in prepared])
         now = time.time()
@@ -556,7 +501,7 @@ class LocalBackend:
     @_guarded
     async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
         require_scope(scope)
-        patch = _check_patch(patch)
+        patch = check_patch(patch)
         meta = metadata_json(patch.metadata) if patch.metadata is not None else None
         vector = None
         if patch.content is not None:
@@ -626,8 +571,8 @@ class LocalBackend:
         (scope, rowid) mapping happens under the lock, before any concurrent swap-remove.
         """
         require_scope_set(scopes)  # also a forged, empty one
-        _valid_limit(limit)
-        allowed = tuple(sorted(_STATUS_CODES[s] for s in _valid_statuses(statuses, allow_none=False)))  # type: ignore[union-attr]
+        valid_limit(limit)
+        allowed = tuple(sorted(_STATUS_CODES[s] for s in valid_statuses(statuses, allow_none=False)))  # type: ignore[union-attr]
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if query.shape != (self.embedder.dimension,) or not np.isfinite(query).all():
             raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
@@ -735,8 +680,8 @@ class LocalBackend:
     @_guarded
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
         require_scope(scope)
-        statuses = _valid_statuses(statuses, allow_none=True)
-        _valid_limit(limit)
+        statuses = valid_statuses(statuses, allow_none=True)
+        valid_limit(limit)
         sql = f"SELECT {_COLUMNS} FROM memories WHERE scope = ?"
         params: list[object] = [str(scope)]
         if statuses is not None:
@@ -752,8 +697,8 @@ class LocalBackend:
         """One page of `scope` in rowid (insertion) order. Rows written during a walk appear at
         its end; rows deleted during it (erasure deletes as it walks) never shift a page."""
         require_scope(scope)
-        statuses = _valid_statuses(statuses, allow_none=True)
-        _valid_limit(limit, _MAX_PAGE)
+        statuses = valid_statuses(statuses, allow_none=True)
+        valid_limit(limit, _MAX_PAGE)
         after = _FIRST_ROWID if cursor is None else decode_cursor(self._cursor_key, scope, cursor)
         sql = f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND rowid > ?"
         params: list[object] = [str(scope), after]
@@ -773,14 +718,14 @@ class LocalBackend:
     @_guarded
     async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
         require_scope(scope)
-        _valid_key(idempotency_key, "idempotency_key")
+        valid_key(idempotency_key, "idempotency_key")
         with self._lock:
             row = self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), idempotency_key)).fetchone()
             return None if row is None else self._decode(row, scope)
 
     @_guarded
     async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:
-        _valid_key(tenant_id, "tenant_id")
+        valid_key(tenant_id, "tenant_id")
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT scope FROM memories WHERE tenant_id = ? ORDER BY scope", (tenant_id,)).fetchall()
         keys = []
@@ -803,8 +748,8 @@ class LocalBackend:
         quarantined rows that did not decode (so `list` skipped them) — in the subject's own
         private/agent scopes, or naming the subject as subject or author — and drop the decode
         caches that may still hold the subject's provenance or metadata in this process."""
-        _valid_key(tenant_id, "tenant_id")
-        _valid_key(subject_user_id, "subject_user_id")
+        valid_key(tenant_id, "tenant_id")
+        valid_key(subject_user_id, "subject_user_id")
         removed = 0
         with self._lock:
             with self._write() as touch:
@@ -843,6 +788,11 @@ class LocalBackend:
             return False
 
     # -- lifecycle ----------------------------------------------------------------------
+    @property
+    def quarantine_alarms(self) -> int:
+        """How many rows this process has quarantined since it opened the store."""
+        return self.alarms.count
+
     @property
     def store_id(self) -> str:
         return self._store_id

@@ -1,20 +1,21 @@
 """How the local store fails: SQLite's raw errors mapped into the project's one error tree.
 
-    adapters.errors.Unavailable (identity.errors.Unavailable)
+    adapters.errors.Unavailable + identity.errors.StorageUnavailable (both are Unavailable)
      ├── StorageBusy          another connection held the write lock past `busy_timeout_s`;
      │                        retryable (the lock holder finishes, the retry goes through)
      ├── StorageFull          the disk or the database's page limit is full; NOT retryable:
      │                        a full disk needs an operator, retrying in a loop only adds load.
      │                        Still an `Unavailable` (HTTP 503): nothing is wrong with the request.
-     ├── StorageUnavailable   any other I/O failure (cannot open, read-only file, I/O error,
+     ├── StorageIOError       any other I/O failure (cannot open, read-only file, I/O error,
      │                        an unexpected SQLite error); not retryable
      └── EmbeddingFailed      the embedder raised (retryable) or returned vectors of the wrong
                               shape or with NaN (not retryable: nothing is stored)
     adapters.errors.BackendError + identity.errors.CorruptStorage
      └── CorruptStore         the file is damaged, not a database, emptied, missing although a
           │                   store was expected, or another store; `path` names the file
-          └── DamagedRecord   one row cannot be decoded (unknown status, broken JSON); the row is
-                              quarantined, the rest of the store keeps serving
+          └── DamagedRecord   (also adapters.errors.CorruptRecord) one row cannot be decoded
+                              (unknown status, broken JSON); the row is quarantined, the rest of
+                              the store keeps serving
 
 What this module must never do: put memory content, metadata or any secret into a message
 (SQLite's own messages carry none), or let a raw `sqlite3.Error` reach a caller: every public
@@ -28,11 +29,12 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from adapters.errors import BackendError, Unavailable
+from adapters.errors import BackendError, CorruptRecord, Unavailable
 from adapters.scopes import ScopeKey
 from identity.errors import CorruptStorage
+from identity.errors import StorageUnavailable as _StorageUnavailable
 
-__all__ = ["StorageBusy", "StorageFull", "StorageUnavailable", "EmbeddingFailed", "CorruptStore", "DamagedRecord", "storage_error", "storage_errors"]
+__all__ = ["StorageBusy", "StorageFull", "StorageIOError", "EmbeddingFailed", "CorruptStore", "DamagedRecord", "storage_error", "storage_errors"]
 
 BACKEND = "local"
 
@@ -44,35 +46,30 @@ _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 
 
-class StorageBusy(Unavailable):
+class _LocalStorageUnavailable(Unavailable, _StorageUnavailable):
+    """Base of the local store's storage failures; `path` names the database file."""
+
+    def __init__(self, message: str, *, path: str | Path, retry_after: float | None = None, scope: ScopeKey | None = None) -> None:
+        super().__init__(message, retry_after=retry_after, backend=BACKEND, scope=scope)
+        self.path = str(path)  # after super(): identity's StorageUnavailable initialises it to None
+
+
+class StorageBusy(_LocalStorageUnavailable):
     """The database was locked by another connection for longer than the busy timeout."""
 
     retryable = True
 
-    def __init__(self, message: str, *, path: str | Path, retry_after: float | None = None, scope: ScopeKey | None = None) -> None:
-        self.path = str(path)
-        self.retry_after = retry_after
-        super().__init__(message, backend=BACKEND, scope=scope)
 
-
-class StorageFull(Unavailable):
+class StorageFull(_LocalStorageUnavailable):
     """The disk (or the database's `max_page_count`) is full. An operator must make room."""
 
     retryable = False
 
-    def __init__(self, message: str, *, path: str | Path, scope: ScopeKey | None = None) -> None:
-        self.path = str(path)
-        super().__init__(message, backend=BACKEND, scope=scope)
 
-
-class StorageUnavailable(Unavailable):
+class StorageIOError(_LocalStorageUnavailable):
     """The store cannot be read or written for another reason (I/O error, permissions)."""
 
     retryable = False
-
-    def __init__(self, message: str, *, path: str | Path, scope: ScopeKey | None = None) -> None:
-        self.path = str(path)
-        super().__init__(message, backend=BACKEND, scope=scope)
 
 
 class EmbeddingFailed(Unavailable):
@@ -91,7 +88,7 @@ class CorruptStore(BackendError, CorruptStorage):
         self.path = str(path)
 
 
-class DamagedRecord(CorruptStore):
+class DamagedRecord(CorruptStore, CorruptRecord):
     """One row of the store cannot be decoded. Raised for that row only; the row is quarantined."""
 
     def __init__(self, message: str, *, path: str | Path, scope: ScopeKey | None = None, memory_id: str | None = None) -> None:
@@ -106,15 +103,15 @@ def storage_error(exc: BaseException, path: str | Path) -> BackendError:
     text = str(exc)
     lowered = text.lower()
     if primary in (_SQLITE_BUSY, _SQLITE_LOCKED) or (primary is None and "locked" in lowered):
-        return StorageBusy(f"the store at {path} is locked by another connection ({text}); retry later", path=path)
+        return StorageBusy(f"the store at {path} is locked by another connection ({text}); retry later", path=path, retry_after=1.0)
     if primary == _SQLITE_FULL or (primary is None and "is full" in lowered):
         return StorageFull(f"the store at {path} cannot grow: {text}; free disk space, then retry", path=path)
     if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or (primary is None and ("malformed" in lowered or "not a database" in lowered)):
         return CorruptStore(f"the store file {path} is damaged ({text}); restore it from a backup", path=path)
     if isinstance(exc, OSError):
-        return StorageUnavailable(f"the store at {path} cannot be used: {exc.strerror or text}", path=path)
+        return StorageIOError(f"the store at {path} cannot be used: {exc.strerror or text}", path=path)
     name = getattr(exc, "sqlite_errorname", type(exc).__name__)
-    return StorageUnavailable(f"the store at {path} failed: {name}: {text}", path=path)
+    return StorageIOError(f"the store at {path} failed: {name}: {text}", path=path)
 
 
 @contextlib.contextmanager

@@ -49,8 +49,7 @@ class Partition:
         rowids = np.zeros(new_capacity, dtype=np.int64)
         status = np.zeros(new_capacity, dtype=np.int8)
         kind = np.zeros(new_capacity, dtype=np.int32)
-        if self.size:
-            assert self.matrix is not None
+        if self.size and self.matrix is not None:
             matrix[: self.size] = self.matrix[: self.size]
             rowids[: self.size] = self.rowids[: self.size]
             status[: self.size] = self.status[: self.size]
@@ -60,9 +59,8 @@ class Partition:
     def append(self, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, vectors: np.ndarray) -> None:
         n = len(rowids)
         self._reserve(n)
-        assert self.matrix is not None
         s = self.size
-        self.matrix[s : s + n] = vectors
+        self.matrix[s : s + n] = vectors  # type: ignore[index]  # _reserve allocated it
         self.rowids[s : s + n] = rowids
         self.status[s : s + n] = status
         self.kind[s : s + n] = kind
@@ -79,7 +77,8 @@ class Partition:
         if pos is None:
             return False
         last = self.size - 1
-        assert self.matrix is not None
+        if self.matrix is None:  # a found position implies rows, hence a matrix; never reached
+            return False
         if pos != last:
             self.matrix[pos] = self.matrix[last]
             self.rowids[pos] = self.rowids[last]
@@ -113,7 +112,8 @@ class Partition:
 
     def scores_into(self, query: np.ndarray, out: np.ndarray) -> None:
         """`out[:] = matrix @ query` for the live rows, without an intermediate array."""
-        assert self.matrix is not None and len(out) == self.size
+        if self.matrix is None or self.size == 0:
+            return
         np.matmul(self.matrix[: self.size], query, out=out)
 
     def scores(self, query: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "clear_decode_caches"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -76,7 +76,7 @@ def _provenance_from_json(text: str) -> Provenance:
 def _metadata_template(text: str) -> dict:
     value = json.loads(text)
     if not isinstance(value, dict):
-        raise TypeError("metadata is not an object")
+        raise RowDamage("metadata does not decode")
     return value
 
 
@@ -91,10 +91,23 @@ def clear_decode_caches() -> None:
     _metadata_template.cache_clear()
 
 
+def lenient_text(raw: bytes) -> str:
+    """The connection's text factory: a TEXT value that is not valid UTF-8 (a damaged page, a
+    foreign writer) decodes with surrogate escapes instead of failing the whole fetch, and
+    `row_to_memory` then refuses that one row."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
 def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
     """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
     the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row."""
     _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
+    try:
+        for text in (mid, scope, content, kind, prov, meta, subject):
+            if isinstance(text, str):
+                text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RowDamage("a text column is not valid UTF-8") from None
     state = _STATUS_BY_VALUE.get(status)
     if state is None:
         raise RowDamage("unknown status")
@@ -104,7 +117,7 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -
         raise RowDamage("provenance does not decode") from None
     try:
         metadata = _metadata_from_json(meta)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise RowDamage("metadata does not decode") from None
     if not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str):
         raise RowDamage("a text column holds another type")

@@ -29,7 +29,8 @@ import uuid
 from pathlib import Path
 
 from adapters.errors import EmbedderMismatch, InvalidRequest
-from adapters.local.errors import CorruptStore, StorageUnavailable
+from adapters.local.errors import CorruptStore
+from identity.storage import ensure_private_dir
 
 __all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "private_dir", "tighten_files"]
 
@@ -111,24 +112,8 @@ def preflight(directory: Path, *, expect_existing: bool) -> None:
 
 
 def private_dir(directory: Path) -> None:
-    """Create the store directory 0700 (finding 7). Uses `identity.storage.ensure_private_dir`
-    when that exists; otherwise creates it 0700 itself and warns about a wider existing one."""
-    from identity import storage
-
-    ensure = getattr(storage, "ensure_private_dir", None)
-    if ensure is not None:
-        ensure(directory)
-        return
-    try:
-        existed = directory.is_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not existed:
-            os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask; say it exactly
-        mode = stat.S_IMODE(directory.stat().st_mode)
-    except OSError as exc:
-        raise StorageUnavailable(f"the store directory {directory} cannot be created: {exc.strerror or exc}", path=directory) from None
-    if mode & 0o077:
-        log.warning("store directory %s has mode %04o: other local users can reach its files; chmod 700 it", directory, mode)
+    """Create the store directory 0700, warning about a wider existing one (finding 7)."""
+    ensure_private_dir(directory)
 
 
 def tighten_files(directory: Path) -> None:

@@ -12,7 +12,8 @@
     audit    (here)                    who recalled which memory ids through which grant
 
 A stage is a function (sync or async) of (runtime, context); `run_recall(..., timings={})`
-records each stage's nanoseconds for `benchmarks/local_recall.py`.
+records each stage's nanoseconds (and "result": building the RecallResult) for
+`benchmarks/local_recall.py`.
 """
 
 from __future__ import annotations
@@ -74,11 +75,14 @@ async def run_recall(rt: BridgeRuntime, identity: MemoryIdentity, op: Recall, *,
             pending = stage(rt, ctx)
             if pending is not None:
                 await pending
-    else:
-        for name, stage in STAGES:
-            start = time.perf_counter_ns()
-            pending = stage(rt, ctx)
-            if pending is not None:
-                await pending
-            timings[name] = timings.get(name, 0) + time.perf_counter_ns() - start
-    return ctx.to_result()
+        return ctx.to_result()
+    for name, stage in STAGES:
+        start = time.perf_counter_ns()
+        pending = stage(rt, ctx)
+        if pending is not None:
+            await pending
+        timings[name] = timings.get(name, 0) + time.perf_counter_ns() - start
+    start = time.perf_counter_ns()
+    result = ctx.to_result()
+    timings["result"] = timings.get("result", 0) + time.perf_counter_ns() - start
+    return result

@@ -41,6 +41,7 @@ PLANTS: dict[str, dict[str, str]] = {
     "contract_suite_imports_tests": {"contract_tests/leak.py": "import tests.kit\n"},
     "benchmark_imports_contract_suite": {"benchmarks/leak.py": "from contract_tests import harness\n"},
     "benchmark_imports_tests": {"benchmarks/leak.py": "import tests.kit\n"},
+    "settings_import_the_facade": {"bridge/settings.py": "import bridge.leak\n", "bridge/leak.py": "import bridge.facade\n"},
     "import_cycle_inside_bridge": {"bridge/leak.py": "import bridge.policy\n", "bridge/policy.py": "import bridge.leak\n"},
 }
 
@@ -57,7 +58,6 @@ def _miniature(tmp_path: Path) -> Path:
     for module in ("base", "harness", "cli", "kit"):
         for package in ("adapters", "contract_tests", "tests"):
             (project / package / f"{module}.py").write_text("")
-    (project / "bridge" / "settings.py").write_text("import bridge.facade\n")  # the ignored known import
     shutil.copy(ROOT / "pyproject.toml", project / "pyproject.toml")
     return project
 

@@ -1,0 +1,88 @@
+"""Finding 17: another process's commit drops only the partitions it changed. Counted by
+partition loads (no timing): a write to scope A never reloads this process's cache of scope B,
+and a recall of A sees the new memory (and never a deleted one)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+
+from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
+from adapters.local import LocalBackend
+from adapters.scopes import ScopeKey, ScopeSet
+
+A = ScopeKey.workspace("acme", "alpha")
+B = ScopeKey.workspace("acme", "beta")
+PROV = Provenance("alice", "assistant", "s1")
+
+
+def mem(text: str, **kw) -> NewMemory:
+    return NewMemory(content=text, kind="note", provenance=PROV, **kw)
+
+
+async def ids(backend: LocalBackend, scope: ScopeKey, text: str) -> set[str]:
+    return {h.memory.id for h in (await backend.search(SearchQuery(ScopeSet.of(scope), text, limit=50, statuses=frozenset(Status)))).hits}
+
+
+async def test_a_write_to_scope_a_elsewhere_does_not_reload_scope_b_here(tmp_path):
+    reader = LocalBackend(tmp_path / "s")
+    writer = LocalBackend(tmp_path / "s")  # its own connection: commits look foreign to `reader`
+    await writer.put_many([(A, mem(f"alpha {i}"), f"a{i}") for i in range(5)] + [(B, mem(f"beta {i}"), f"b{i}") for i in range(5)])
+    assert len(await ids(reader, A, "alpha")) == 5 and len(await ids(reader, B, "beta")) == 5
+    assert reader.partition_loads == {A: 1, B: 1}
+    fresh = await writer.put(A, mem("alpha brand new"), idempotency_key="a-new")
+    assert len(await ids(reader, B, "beta")) == 5
+    assert reader.partition_loads[B] == 1  # B was not touched: not reloaded
+    assert fresh.id in await ids(reader, A, "alpha brand new")  # A was: the new memory is seen
+    assert reader.partition_loads[A] == 2
+    # every kind of write invalidates exactly its own scope: update, status change, delete
+    await writer.update(A, fresh.id, MemoryPatch(content="alpha rewritten"))
+    assert "alpha rewritten" in {h.memory.content for h in (await reader.search(SearchQuery(ScopeSet.of(A), "alpha rewritten"))).hits}
+    await writer.update(A, fresh.id, MemoryPatch(status=Status.SUPERSEDED))
+    assert fresh.id not in {h.memory.id for h in (await reader.search(SearchQuery(ScopeSet.of(A), "alpha rewritten"))).hits}
+    assert await writer.delete(A, fresh.id)
+    assert fresh.id not in await ids(reader, A, "alpha rewritten")
+    assert len(await ids(reader, B, "beta")) == 5 and reader.partition_loads[B] == 1
+    await reader.aclose(); await writer.aclose()
+
+
+async def test_own_writes_need_no_reload_and_interleaved_foreign_writes_are_never_hidden(tmp_path):
+    """The stamp of this process's write must not mask a foreign write to the same scope that
+    landed just before it (both are absorbed under the write lock)."""
+    me = LocalBackend(tmp_path / "s")
+    other = LocalBackend(tmp_path / "s")
+    await me.put(A, mem("alpha seed"), idempotency_key="seed")
+    assert len(await ids(me, A, "alpha")) == 1
+    theirs = await other.put(A, mem("alpha theirs"), idempotency_key="theirs")
+    mine = await me.put(A, mem("alpha mine"), idempotency_key="mine")  # no read in between
+    assert {theirs.id, mine.id} <= await ids(me, A, "alpha")
+    loads = me.partition_loads[A]
+    await me.put(A, mem("alpha mine again"), idempotency_key="mine2")
+    assert len(await ids(me, A, "alpha")) == 4 and me.partition_loads[A] == loads  # own write: appended, no reload
+    await me.aclose(); await other.aclose()
+
+
+def _write_scope(path: str, scope_text: str, n: int) -> None:
+    async def go() -> None:
+        backend = LocalBackend(path)
+        scope = ScopeKey.parse(scope_text)
+        for i in range(n):
+            await backend.put(scope, mem(f"alpha from the other process {i}"), idempotency_key=f"p{i}")
+        await backend.aclose()
+
+    asyncio.run(go())
+
+
+async def test_commits_of_another_process_reload_only_the_scope_they_wrote(tmp_path):
+    path = str(tmp_path / "s")
+    reader = LocalBackend(path)
+    await reader.put_many([(A, mem(f"alpha {i}"), f"a{i}") for i in range(3)] + [(B, mem(f"beta {i}"), f"b{i}") for i in range(3)])
+    await ids(reader, A, "alpha")
+    await ids(reader, B, "beta")
+    proc = multiprocessing.get_context("spawn").Process(target=_write_scope, args=(path, str(A), 20))
+    proc.start()
+    await asyncio.to_thread(proc.join, 120)
+    assert proc.exitcode == 0
+    assert len(await ids(reader, B, "beta")) == 3 and reader.partition_loads[B] == 1
+    assert len(await ids(reader, A, "alpha")) == 23 and reader.partition_loads[A] == 2  # 20 commits, one reload
+    await reader.aclose()
