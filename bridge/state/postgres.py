@@ -186,28 +186,30 @@ class PgAuditLog:
 
         await self.pool.run(run, "audit log")
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
             time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
-            [memory_id], [str(intent.scope)], [],
+            list(memory_ids), [str(intent.scope)], [],
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
 
-        async def run(conn: Conn) -> int | None:
-            # the intent row is the claim: of two replicas reconciling at once, one deletes it and audits
+        async def run(conn: Conn) -> int:
+            # the intent row is the claim: of two replicas reconciling one intent at once, one
+            # deletes it and audits; the other finds the row the winner wrote
             claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent.intent_id,))
             if claimed.rowcount == 0:
-                return None
+                found = await (await conn.execute(
+                    "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
+                    (intent.tenant_id, intent.intent_id),
+                )).fetchone()
+                if found is not None:
+                    return int(found[0])
             seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)
             return int(seq)
 
-        seq = await self.pool.run(run, "audit log")
-        if seq is None:  # another replica recovered it first: its row is the one audit row
-            found = await self.query(AuditView(intent.tenant_id, None), action="recovered", memory_id=memory_id, limit=1)
-            return found[0].seq if found else 0
-        return seq
+        return await self.pool.run(run, "audit log")
 
     async def bound_store(self) -> StoreMarker | None:
         async def run(conn: Conn) -> StoreMarker | None:

@@ -1,6 +1,7 @@
-"""The bridge-state protocols (bridge/state/protocols.py), one test per guarantee, run against the
-SQLite state AND the PostgreSQL state — the same assertions, so PostgreSQL cannot drift from what
-the SQLite state already keeps. PostgreSQL-only guarantees (privileges, replicas) follow."""
+"""The bridge-state protocols (bridge/state/protocols.py) run against the SQLite state AND the
+PostgreSQL state: the protocol suite of tests/bridge/test_state_migrations.py (imported, so it is
+literally the same assertions) plus a few more, so PostgreSQL cannot drift from what SQLite keeps.
+PostgreSQL-only guarantees (privileges, replicas) follow."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ from bridge.state.records import AuditView, Grant, InjectDepth, InjectionManifes
 from bridge.state.sqlite import SqliteState
 from contract_tests.postgres_server import TestDatabase
 from identity.model import MemoryIdentity
+from tests.bridge.test_state_migrations import (  # noqa: F401  (the SQLite/memory protocol suite, re-run here over `state` below)
+    test_audit_views_filters_and_order,
+    test_grants_roundtrip_revoke_and_purge,
+    test_manifest_chain_and_revoke_tree,
+    test_manifest_purges,
+    test_store_marker_only_moves_forward,
+    test_write_intents_close_with_their_audit_row_or_recover,
+)
 from tests.postgres.pgkit import as_app, connect
 
 ALICE = MemoryIdentity(tenant_id="acme", user_id="alice", agent_id="coder", session_id="s1")
@@ -76,7 +85,7 @@ async def test_write_intent_closes_with_its_audit_row(state) -> None:  # type: i
 async def test_recovered_write_is_audited_in_the_intents_actors_name(state) -> None:  # type: ignore[no-untyped-def]
     intent = await state.audit.begin_intent(ALICE, "remember", SCOPE, "key-1")
     (pending,) = await state.audit.open_intents()
-    seq = await state.audit.recover_intent(pending, "m9")
+    seq = await state.audit.recover_intent(pending, ("m9",))
     (row,) = await state.audit.query(AuditView("acme", "alice"), action="recovered")
     assert (row.seq, row.actor, row.memory_ids, row.detail["intent"]) == (seq, ALICE.principal, ("m9",), intent)
     assert await state.audit.open_intents() == []
@@ -127,15 +136,7 @@ async def test_manifests_load_as_stored_and_chain_nearest_first(state) -> None: 
     assert await state.manifests.chain(dangling) == []
 
 
-async def test_revoking_a_manifest_revokes_every_manifest_derived_from_it(state, request: pytest.FixtureRequest) -> None:  # type: ignore[no-untyped-def]
-    if isinstance(state, SqliteState):  # found by this test; reported to the owner of bridge/state/sqlite.py
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "SqliteManifests.revoke_tree returns sqlite3's rowcount, which is -1 for a WITH-prefixed UPDATE;"
-            " the revocation itself happens (asserted below), only the count is wrong")))
-        await state.manifests.add(_manifest("r0"))
-        await state.manifests.add(_manifest("c0", "r0"))
-        await state.manifests.revoke_tree("r0", 1.5e9)
-        assert (await state.manifests.get("c0")).revoked_at == 1.5e9
+async def test_revoking_a_manifest_revokes_every_manifest_derived_from_it(state) -> None:  # type: ignore[no-untyped-def]
     for m in (_manifest("r"), _manifest("c", "r"), _manifest("g", "c"), _manifest("other")):
         await state.manifests.add(m)
     assert await state.manifests.revoke_tree("r", 1.5e9) == 3
@@ -191,7 +192,7 @@ async def test_two_replicas_recovering_one_intent_audit_it_once(pg_db: TestDatab
     try:
         await a.audit.begin_intent(ALICE, "remember", SCOPE, "key-1")
         (pending,) = await b.audit.open_intents()
-        seqs = await asyncio.gather(a.audit.recover_intent(pending, "m9"), b.audit.recover_intent(pending, "m9"))
+        seqs = await asyncio.gather(a.audit.recover_intent(pending, ("m9",)), b.audit.recover_intent(pending, ("m9",)))
         rows = await a.audit.query(AuditView("acme", None), action="recovered")
         assert len(rows) == 1 and set(seqs) == {rows[0].seq}
     finally:
