@@ -17,13 +17,12 @@ adapter, libpq's URL/sslmode/service-file semantics) rather than asyncpg (async 
 replicas starting together serialise and the second finds nothing left to apply. A version
 newer than the code raises `IncompatibleSchema`; nothing is written.
 
-Integrity rules kept in SQL (each protocol's docstring in `identity.state`): bind-once is
-INSERT .. ON CONFLICT DO NOTHING + read-back; a key id is a PRIMARY KEY and a revocation an
-UPDATE .. WHERE revoked_at IS NULL; check-and-remember is one INSERT .. ON CONFLICT .. DO UPDATE
-WHERE expired RETURNING (the row lock makes concurrent replicas agree on one winner). The
-runtime role gets only the privileges those statements need (INSERT+SELECT on sessions, UPDATE
-of `revoked_at` alone on keys). Errors are members of the tree; messages name the database,
-never a password. This module decides nothing about who may do what.
+Integrity rules (`identity.state`) in SQL: bind-once is INSERT .. ON CONFLICT DO NOTHING +
+read-back; a revocation is UPDATE .. WHERE revoked_at IS NULL; check-and-remember is one
+INSERT .. ON CONFLICT DO UPDATE WHERE expired RETURNING (the row lock picks one winner across
+replicas). The runtime role gets only what those statements need (INSERT+SELECT on sessions,
+UPDATE of `revoked_at` alone on keys). Errors are tree members naming the database, never a
+password. This module decides nothing about who may do what.
 """
 
 from __future__ import annotations
@@ -180,6 +179,15 @@ async def _current(conn: psycopg.AsyncConnection, component: str) -> int:
     return int(row[0] or 0) if row else 0
 
 
+async def schema_is_current(conn: psycopg.AsyncConnection, schema: str, component: str, target: int) -> bool:
+    """True when `component` in `schema` is exactly at `target` (read without any lock)."""
+    table = sql.Identifier(schema, "schema_version").as_string(None)
+    if not (await (await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))).fetchone())[0]:  # type: ignore[index]
+        return False
+    row = await (await conn.execute(sql.SQL("SELECT MAX(version) FROM {} WHERE component = %s").format(sql.Identifier(schema, "schema_version")), (component,))).fetchone()
+    return bool(row) and int(row[0] or 0) == target  # type: ignore[index]
+
+
 async def apply_pg_migrations(conn: psycopg.AsyncConnection, schema: str, component: str, migrations: Sequence[str],
                               *, runtime_role: str = DEFAULT_RUNTIME_ROLE, search_path: Sequence[str] = ()) -> int:
     """Bring `component` in `schema` up to `len(migrations)` inside the caller's transaction,
@@ -187,6 +195,8 @@ async def apply_pg_migrations(conn: psycopg.AsyncConnection, schema: str, compon
     `{runtime}` is replaced by the quoted runtime role (grants are part of the schema);
     `search_path` names further schemas the steps resolve names in (an extension's)."""
     target = len(migrations)
+    if await schema_is_current(conn, schema, component, target):
+        return 0  # fast path: no lock, no DDL (a runtime role without CREATE opens a migrated schema)
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
     await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
     await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(runtime_role)))
@@ -196,6 +206,7 @@ async def apply_pg_migrations(conn: psycopg.AsyncConnection, schema: str, compon
         "CREATE TABLE IF NOT EXISTS schema_version (component text NOT NULL, version integer NOT NULL,"
         " applied_at double precision NOT NULL, PRIMARY KEY (component, version))"
     )
+    await conn.execute(sql.SQL("GRANT SELECT ON schema_version TO {}").format(sql.Identifier(runtime_role)))  # its fast path reads it
     current = await _current(conn, component)  # under the lock: a racing opener has committed or not begun
     if current > target:
         raise IncompatibleSchema(
@@ -247,13 +258,21 @@ IDENTITY_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 # --------------------------------------------------------------------------- repositories
-class PgSessionRepository:
-    """`SessionRepository` on PostgreSQL: bind once across every replica."""
-
-    _COLUMNS = "tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at"
+class _OnPool:
+    """A repository over a shared pool; it closes the pool only when it owns it."""
 
     def __init__(self, pool: PgPool, *, owns_pool: bool = False) -> None:
         self.pool, self._owns = pool, owns_pool
+
+    def close(self) -> None:
+        if self._owns:
+            self.pool.close()
+
+
+class PgSessionRepository(_OnPool):
+    """`SessionRepository` on PostgreSQL: bind once across every replica."""
+
+    _COLUMNS = "tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at"
 
     def bind_if_absent(self, binding: SessionBinding) -> SessionBinding:
         b = binding
@@ -278,19 +297,12 @@ class PgSessionRepository:
     def get(self, tenant_id: str, session_id: str) -> SessionBinding | None:
         return self.pool.run_sync(lambda conn: self._get(conn, tenant_id, session_id), "session registry")
 
-    def close(self) -> None:
-        if self._owns:
-            self.pool.close()
 
-
-class PgApiKeyRepository:
+class PgApiKeyRepository(_OnPool):
     """`ApiKeyRepository` on PostgreSQL: a key id is never reused; a revocation is final and
     seen by every replica at its next lookup (no cache)."""
 
     _COLUMNS = "key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles, permission_version, label, created_at, revoked_at"
-
-    def __init__(self, pool: PgPool, *, owns_pool: bool = False) -> None:
-        self.pool, self._owns = pool, owns_pool
 
     @staticmethod
     def _record(row: Sequence[Any]) -> ApiKeyRecord:
@@ -336,12 +348,8 @@ class PgApiKeyRepository:
 
         return self.pool.run_sync(run, "API key store")
 
-    def close(self) -> None:
-        if self._owns:
-            self.pool.close()
 
-
-class PgNonceCache:
+class PgNonceCache(_OnPool):
     """`NonceCache` on PostgreSQL: one atomic statement per check, shared by every replica.
     Each call also deletes up to `purge_batch` expired rows. `max_entries` (None: no cap, the
     database's disk is the limit) is enforced under an advisory lock so it is exact; full means
@@ -351,7 +359,8 @@ class PgNonceCache:
                  purge_batch: int = 64, owns_pool: bool = False) -> None:
         if max_entries is not None and max_entries < 1:
             raise ConfigurationError("max_entries must be at least 1 (or None for no cap)")
-        self.pool, self._clock, self._max, self._batch, self._owns = pool, clock, max_entries, purge_batch, owns_pool
+        super().__init__(pool, owns_pool=owns_pool)
+        self._clock, self._max, self._batch = clock, max_entries, purge_batch
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
         nonce, expires_at = _checked_nonce(nonce, expires_at)
@@ -389,7 +398,3 @@ class PgNonceCache:
             return int((await (await conn.execute("SELECT count(*) FROM nonces")).fetchone())[0])  # type: ignore[index]
 
         return self.pool.run_sync(run, "nonce cache")
-
-    def close(self) -> None:
-        if self._owns:
-            self.pool.close()

@@ -49,7 +49,7 @@ from adapters.errors import BackendMisconfigured, Conflict, EmbedderMismatch, In
 from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
-from identity.state_postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations
+from identity.state_postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations, schema_is_current
 
 __all__ = ["PostgresBackend"]
 
@@ -178,6 +178,8 @@ class PostgresBackend:
         meta = {"store_id": uuid.uuid4().hex, "embedder": self.embedder.signature, "cursor_key": secrets.token_hex(32)}
 
         async def migrate(conn: Conn) -> None:
+            if await schema_is_current(conn, self.schema, COMPONENT, len(steps)):
+                return  # nothing to do: no DDL, so a runtime-only URL opens a migrated store
             await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
             await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # needs a superuser once, where it is not installed
             where = await (await conn.execute(_EXTENSION_SCHEMA)).fetchone()

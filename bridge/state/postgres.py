@@ -14,12 +14,10 @@ Append-only audit: the runtime role is granted SELECT and INSERT on `audit`, not
 triggers refuse UPDATE, DELETE and TRUNCATE for every role (the owner included). Erasure never
 rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.py).
 
-Durability: rows of state-changing actions commit with the server's `synchronous_commit`;
-`recall` rows use `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash
-can lose the last read rows, never a write's).
-
-Schemas are versioned migrations (`identity.state_postgres.apply_pg_migrations`) applied at
-start-up under an advisory lock. It never decides who may do what.
+Durability: state-changing rows commit with the server's `synchronous_commit`; `recall` rows
+with `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash can lose the
+last read rows, never a write's). Schemas are versioned migrations applied at start-up under an
+advisory lock (`identity.state_postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations
@@ -98,6 +96,20 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
 
 
+async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
+    async def run(conn: Conn) -> list[tuple[Any, ...]]:
+        return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+
+    return await pool.run(run, what)
+
+
+async def _count(pool: PgPool, text: str, params: Sequence[Any], what: str) -> int:
+    async def run(conn: Conn) -> int:
+        return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
+
+    return await pool.run(run, what)
+
+
 def _event(row: Sequence[Any]) -> AuditEvent:
     seq, ts, tenant, actor, session, action, mids, scopes, grants, detail = row
     return AuditEvent(int(seq), ts, tenant, actor, session, action, tuple(mids), tuple(scopes), tuple(grants), json.loads(detail))
@@ -157,34 +169,20 @@ class PgAuditLog:
                 params.append(value)
         text += " ORDER BY seq DESC LIMIT %s"
         params.append(limit)
-
-        async def run(conn: Conn) -> list[AuditEvent]:
-            return [_event(r) for r in await (await conn.execute(text, params)).fetchall()]  # type: ignore[arg-type]
-
-        return await self.pool.run(run, "audit log")
+        return [_event(r) for r in await _fetch(self.pool, text, params, "audit log")]
 
     async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
         intent_id = uuid.uuid4().hex
         row = (intent_id, identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action, str(scope), backend_key, time.time())
-
-        async def run(conn: Conn) -> None:
-            await conn.execute("INSERT INTO write_intents VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row)
-
-        await self.pool.run(run, "audit log")
+        await _count(self.pool, "INSERT INTO write_intents VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row, "audit log")
         return intent_id
 
     async def open_intents(self) -> Sequence[WriteIntent]:
-        async def run(conn: Conn) -> list[WriteIntent]:
-            rows = await (await conn.execute("SELECT * FROM write_intents ORDER BY created_at")).fetchall()
-            return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
-
-        return await self.pool.run(run, "audit log")
+        rows = await _fetch(self.pool, "SELECT * FROM write_intents ORDER BY created_at", (), "audit log")
+        return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
 
     async def close_intent(self, intent_id: str) -> None:
-        async def run(conn: Conn) -> None:
-            await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent_id,))
-
-        await self.pool.run(run, "audit log")
+        await _count(self.pool, "DELETE FROM write_intents WHERE intent_id = %s", (intent_id,), "audit log")
 
     async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
@@ -212,26 +210,15 @@ class PgAuditLog:
         return await self.pool.run(run, "audit log")
 
     async def bound_store(self) -> StoreMarker | None:
-        async def run(conn: Conn) -> StoreMarker | None:
-            row = await (await conn.execute("SELECT store_id, writes FROM store_binding")).fetchone()
-            return StoreMarker(row[0], int(row[1])) if row else None
-
-        return await self.pool.run(run, "audit log")
+        rows = await _fetch(self.pool, "SELECT store_id, writes FROM store_binding", (), "audit log")
+        return StoreMarker(rows[0][0], int(rows[0][1])) if rows else None
 
     async def bind_store(self, marker: StoreMarker) -> None:
-        async def run(conn: Conn) -> None:
-            await conn.execute(
-                "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
-                " SET store_id = excluded.store_id, writes = excluded.writes", (marker.store_id, marker.writes),
-            )
-
-        await self.pool.run(run, "audit log")
+        await _count(self.pool, "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
+                     " SET store_id = excluded.store_id, writes = excluded.writes", (marker.store_id, marker.writes), "audit log")
 
     async def has_rows(self) -> bool:
-        async def run(conn: Conn) -> bool:
-            return (await (await conn.execute("SELECT 1 FROM audit LIMIT 1")).fetchone()) is not None
-
-        return await self.pool.run(run, "audit log")
+        return bool(await _fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
 
 
 _GRANT_COLUMNS = "grant_id, tenant_id, grantee_user_id, grantee_agent_id, scope, issued_by, reason, issued_at, expires_at, revoked_at"
@@ -247,16 +234,10 @@ class PgGrants:
         return Grant(gid, tenant, user, agent, ScopeKey.parse(scope), by, reason, issued, expires, revoked)
 
     async def _rows(self, text: str, params: tuple) -> list[Grant]:
-        async def run(conn: Conn) -> list[Grant]:
-            return [self._grant(r) for r in await (await conn.execute(text, params)).fetchall()]  # type: ignore[arg-type]
-
-        return await self.pool.run(run, "grant store")
+        return [self._grant(r) for r in await _fetch(self.pool, text, params, "grant store")]
 
     async def _count(self, text: str, params: tuple) -> int:
-        async def run(conn: Conn) -> int:
-            return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
-
-        return await self.pool.run(run, "grant store")
+        return await _count(self.pool, text, params, "grant store")
 
     async def add(self, grant: Grant) -> None:
         g = grant
@@ -287,10 +268,7 @@ class PgManifests:
         self.pool = pool
 
     async def _count(self, text: str, params: tuple) -> int:
-        async def run(conn: Conn) -> int:
-            return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
-
-        return await self.pool.run(run, "manifest store")
+        return await _count(self.pool, text, params, "manifest store")
 
     async def add(self, manifest: InjectionManifest) -> None:
         m = manifest
@@ -362,13 +340,9 @@ class PgManifests:
         )
 
     async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
-        async def run(conn: Conn) -> int:
-            row = await (await conn.execute(
-                "SELECT count(*) FROM manifests WHERE tenant_id = %s AND user_id = %s AND expires_at > %s AND revoked_at IS NULL", (tenant_id, user_id, now),
-            )).fetchone()
-            return int(row[0])  # type: ignore[index]
-
-        return await self.pool.run(run, "manifest store")
+        rows = await _fetch(self.pool, "SELECT count(*) FROM manifests WHERE tenant_id = %s AND user_id = %s AND expires_at > %s AND revoked_at IS NULL",
+                            (tenant_id, user_id, now), "manifest store")
+        return int(rows[0][0])
 
 
 def _user_of(url: str) -> str:

@@ -70,3 +70,22 @@ def test_runtime_role_cannot_migrate(pg_db: TestDatabase) -> None:
     assert "vb_test_owner" not in str(err.value) and pg_db.name in str(err.value)
     with psycopg.connect(pg_db.owner_url) as conn:
         assert conn.execute("SELECT to_regclass('viking_bridge.sneaky')").fetchone() == (None,)
+
+
+async def test_replica_with_only_the_runtime_url_opens_a_migrated_database(pg_db: TestDatabase) -> None:
+    """Deployments keep the owner's credentials out of the replicas: once the owner migrated,
+    the runtime role opens state and store without any DDL right (no CREATE on the database)."""
+    from adapters.postgres import PostgresBackend
+    from bridge.state.postgres import PostgresState
+
+    PostgresState(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=1).close()
+    await (first := PostgresBackend(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=1)).open()
+    await first.aclose()
+    state = PostgresState(pg_db.app_url, pool_size=1)  # no migrate_url
+    backend = PostgresBackend(pg_db.app_url, pool_size=1)
+    try:
+        await backend.open()
+        assert not await state.audit.has_rows() and await backend.list_scopes("acme") == []
+    finally:
+        await backend.aclose()
+        state.close()
