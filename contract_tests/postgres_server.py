@@ -276,3 +276,18 @@ def shared_server() -> PostgresForTests:
         if _SHARED is None:
             _SHARED = PostgresForTests()
         return _SHARED
+
+
+def main() -> None:
+    """`python -m contract_tests.postgres_server`: start a throw-away server, print its admin URL,
+    serve until interrupted (for benchmarks and manual poking; the same as the tests use)."""
+    server = PostgresForTests()
+    print(server.admin_url, flush=True)
+    try:
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

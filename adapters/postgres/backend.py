@@ -275,6 +275,10 @@ class PostgresBackend:
 
     # -- writes -----------------------------------------------------------------------------
     async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
+        (stored,) = await self.put_many([(scope, memory, idempotency_key)])
+        return stored
+
+    def _prepared(self, scope: ScopeKey, memory: NewMemory, idempotency_key: str) -> tuple[StoredMemory, str, str, str, str]:
         require_scope(scope)
         key = _text(idempotency_key, "idempotency_key")
         if not key:
@@ -283,41 +287,59 @@ class PostgresBackend:
             raise InvalidRequest("put expects a NewMemory with a Provenance and a Status", backend=self.name)
         if not isinstance(memory.kind, str) or not memory.kind:
             raise InvalidRequest("kind must be a non-empty string", backend=self.name)
-        content, kind = _text(memory.content, "content"), _text(memory.kind, "kind")
+        _text(memory.content, "content"), _text(memory.kind, "kind")
         if memory.subject_user_id is not None:
             _text(memory.subject_user_id, "subject_user_id")
         if memory.created_at is not None and (isinstance(memory.created_at, bool) or not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
             raise InvalidRequest("created_at must be a finite number of epoch seconds", backend=self.name)
-        prov, meta, digest = _json(memory.provenance.to_dict(), "provenance"), _json(dict(memory.metadata), "metadata"), _content_hash(memory)
-        (vector,) = await self._embed([content])
         stored = StoredMemory.from_new(uuid.uuid4().hex, scope, memory, time.time())
-        text = str(scope)
+        return stored, key, _json(memory.provenance.to_dict(), "provenance"), _json(dict(memory.metadata), "metadata"), _content_hash(memory)
 
-        async def run(conn: Conn) -> StoredMemory | None:
-            await declare(conn, [text])
-            cur = await conn.execute(
-                "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id, metadata,"
-                " created_at, updated_at, idempotency_key, content_hash, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING seq",
-                (stored.id, text, scope.tenant_id, content, kind, stored.status.value, stored.confidence, prov, stored.subject_user_id,
-                 meta, stored.created_at, stored.updated_at, key, digest, vector),
-            )
-            if await cur.fetchone() is not None:
-                return dataclasses.replace(stored, created=True)
-            row = await (await conn.execute(
-                f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (text, key)
-            )).fetchone()
-            if row is None:
-                return None
-            if row[-1] != digest:
-                raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
-            first = self._decode(row[:-1], scope)
-            return None if first is None else dataclasses.replace(first, created=False)
+    async def put_many(self, items: Sequence[tuple[ScopeKey, NewMemory, str]]) -> list[StoredMemory]:
+        """Store many memories in ONE transaction (all land, or none do); each result says
+        whether this call created it. The transaction declares exactly the batch's scopes."""
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, tuple) and len(i) == 3 for i in items):
+            raise InvalidRequest("put_many expects (scope, memory, idempotency_key) tuples", backend=self.name)
+        if not items:
+            return []
+        prepared = [self._prepared(*item) for item in items]
+        vectors = await self._embed([p[0].content for p in prepared])
+        rows = [(m.id, str(m.scope), m.scope.tenant_id, m.content, m.kind, m.status.value, m.confidence, prov, m.subject_user_id, meta,
+                 m.created_at, m.updated_at, key, digest, vector) for (m, key, prov, meta, digest), vector in zip(prepared, vectors)]
 
-        result = await self._run(run)
-        if result is None:
-            raise Conflict(f"idempotency key {key!r} names a record that cannot be read back", backend=self.name, scope=scope)
-        return result
+        async def run(conn: Conn) -> list[StoredMemory | None]:
+            await declare(conn, sorted({r[1] for r in rows}))
+            created: list[bool] = []
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id, metadata,"
+                    " created_at, updated_at, idempotency_key, content_hash, embedding)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING seq",
+                    rows, returning=True,
+                )
+                while True:
+                    created.append(await cur.fetchone() is not None)
+                    if not cur.nextset():
+                        break
+            out: list[StoredMemory | None] = []
+            for (stored, key, _, _, digest), fresh in zip(prepared, created):
+                if fresh:
+                    out.append(dataclasses.replace(stored, created=True))
+                    continue
+                row = await (await conn.execute(
+                    f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
+                )).fetchone()
+                if row is not None and row[-1] != digest:
+                    raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=stored.scope)
+                first = None if row is None else self._decode(row[:-1], stored.scope)
+                out.append(None if first is None else dataclasses.replace(first, created=False))
+            return out
+
+        results = await self._run(run)
+        for (stored, key, *_), result in zip(prepared, results):
+            if result is None:
+                raise Conflict(f"idempotency key {key!r} names a record that cannot be read back", backend=self.name, scope=stored.scope)
+        return results  # type: ignore[return-value]
 
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
         require_scope(scope)
