@@ -410,11 +410,15 @@ class PostgresBackend:
         require_scope_set(scopes)
         allowed = _statuses(statuses, allow_none=False)
         open_scopes, pairs, ids = scope_settings(scopes)
+        # rank on (id, distance) only, then read the full rows of the top k: the sort never carries
+        # content, provenance or metadata of the rows that lose
         text = (
-            f"SELECT {_COLUMNS}, -(embedding <#> %(q)s) AS score FROM memories"
+            "WITH top AS (SELECT id, embedding <#> %(q)s AS distance, seq FROM memories"
             " WHERE (scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))"
             " AND status = ANY(%(statuses)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
-            + " ORDER BY embedding <#> %(q)s, seq LIMIT %(limit)s"
+            + " ORDER BY distance, seq LIMIT %(limit)s)"
+            f" SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, -top.distance FROM top JOIN memories m ON m.id = top.id"
+            " ORDER BY top.distance, top.seq"
         )
         params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": open_scopes, "ids": ids, "pairs": pairs,
                   "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit}

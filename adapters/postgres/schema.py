@@ -53,6 +53,9 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
         embedding vector({dim}) NOT NULL,
         UNIQUE (scope, idempotency_key)
     );
+    -- vectors stay inline and uncompressed: a recall reads every permitted row's vector, and a
+    -- TOASTed vector costs several buffer reads per row
+    ALTER TABLE memories ALTER COLUMN embedding SET STORAGE PLAIN;
     CREATE INDEX memories_by_scope ON memories (scope, seq);
     CREATE INDEX memories_by_subject ON memories (tenant_id, subject_user_id);
     ALTER TABLE memories ENABLE ROW LEVEL SECURITY;

@@ -1,0 +1,469 @@
+#!/usr/bin/env python
+"""Filtered recall against the peers a user would pick instead, in ONE run (issue 12, item 5).
+
+    python -m contract_tests.postgres_server &          # or any PostgreSQL 16 + pgvector; prints its admin URL
+    python benchmarks/filtered_recall.py --postgres-url postgresql://postgres:...@127.0.0.1:PORT/postgres
+                                         [--memories 200000] [--queries 200] [--systems floor,local,postgres,faiss,...]
+
+One workload — the enterprise world of `benchmarks/local_recall.py` (tenants and scopes of
+Zipf-skewed sizes, ~2,650 scopes at 200k memories, clustered 384-d unit vectors, 95% active) —
+and identities that each read exactly 4 of those scopes (own private, workspace, department,
+tenant-shared). Every system answers the same queries: "the 10 best ACTIVE memories of exactly
+these 4 scopes". Reported per system: p50/p95 latency, recall@10 against float64 brute force over
+the permitted active rows, ingest rate, resident memory growth (in-process systems) or store size
+(PostgreSQL), and the ratio of its p50 to the bandwidth floor measured in the same process.
+
+Systems (peers are optional `[bench]` extras; a missing one is reported as skipped, not faked):
+  floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
+  local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
+  postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
+  faiss      IndexFlatIP over everything + IDSelectorBatch of the permitted active rows
+  usearch    one HNSW index per scope (active rows), the 4 results merged
+  lancedb    one table, `where(scope IN (...) AND status = 'active', prefilter=True)`
+  chromadb   one collection (ip), `where={"$and": [{"scope": {"$in": [...]}}, {"status": "active"}]}`
+  langgraph  InMemoryStore, one namespace per scope, 4 searches merged (filter status=active)
+
+The PostgreSQL server is yours (`--postgres-url`, a role that may create databases and roles);
+the benchmark creates a throw-away database with an owner and a runtime role (NOBYPASSRLS) and
+drops both afterwards. Timing belongs here, not in unit tests; one run on a shared 2-core machine
+is noisy, so compare the ratios of one run, not absolute numbers across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from adapters.base import Status  # noqa: E402
+from adapters.scopes import ScopeKey, ScopeSet  # noqa: E402
+from benchmarks.local_recall import BenchEmbedder, build_world, machine_info, memory_batches, pick_identities, vm_rss_bytes  # noqa: E402
+
+K = 10
+
+
+class FixedEmbedder:
+    """The corpus vectors by text (for every system alike); any other text derived like a query."""
+
+    def __init__(self, bench: BenchEmbedder) -> None:
+        self.bench, self.dimension, self.signature = bench, bench.dimension, bench.signature
+        self.table: dict[str, np.ndarray] = {}
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.table[t] if t in self.table else self.bench.derive(t) for t in texts]).astype(np.float32)
+
+
+@dataclass
+class Corpus:
+    batches: list[list[tuple[ScopeKey, Any, str]]]
+    vectors: np.ndarray  # (n, dim) float32, row i = i-th item in batch order
+    scope_of: np.ndarray  # row -> index into keys
+    active: np.ndarray  # row -> bool
+    keys: list[ScopeKey]
+    texts: list[str]
+    rows_of_scope: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class Query:
+    scopes: tuple[ScopeKey, ...]
+    vector: np.ndarray
+    truth: set[int]
+    rows: np.ndarray  # permitted active rows
+
+
+def build(args: argparse.Namespace) -> tuple[Corpus, list[Query], FixedEmbedder]:
+    world = build_world(args.memories, args.tenants, args.seed, "t")
+    bench = BenchEmbedder(args.dim, args.seed)
+    embedder = FixedEmbedder(bench)
+    index = {k: i for i, k in enumerate(world.scope_keys)}
+    batches, vecs, scope_of, active, texts = [], [], [], [], []
+    for batch in memory_batches(world, args.seed, 0, 5000, bench, 0):
+        v = asyncio.run(bench.embed([m.content for _, m, _ in batch]))
+        batches.append(batch)
+        vecs.append(v)
+        for (key, memory, _), row in zip(batch, v):
+            embedder.table[memory.content] = row
+            scope_of.append(index[key])
+            active.append(memory.status is Status.ACTIVE)
+            texts.append(memory.content)
+    corpus = Corpus(batches, np.concatenate(vecs), np.asarray(scope_of), np.asarray(active), world.scope_keys, texts)
+    for s in range(len(world.scope_keys)):
+        corpus.rows_of_scope[s] = np.flatnonzero((corpus.scope_of == s) & corpus.active)
+    rng = np.random.default_rng([args.seed, 12])
+    queries = []
+    idents = pick_identities(world, args.identities, args.seed)
+    for n in range(args.queries):
+        who = idents[n % len(idents)]
+        topic = int(who.tenant.topics[int(rng.integers(0, len(who.tenant.topics)))])
+        vector = bench.derive(f"what do we know about #t{topic} (query {n})")
+        rows = np.concatenate([corpus.rows_of_scope[index[k]] for k in who.readable])
+        scores = corpus.vectors[rows].astype(np.float64) @ vector.astype(np.float64)
+        truth = set(rows[np.argsort(-scores, kind="stable")[:K]].tolist())
+        queries.append(Query(who.readable, vector, truth, rows))
+    return corpus, queries, embedder
+
+
+# --------------------------------------------------------------------------------------------- systems
+class System:
+    name = "?"
+    in_process = True
+
+    def ingest(self, corpus: Corpus) -> None: ...
+
+    def search(self, q: Query) -> list[int]: ...  # row numbers, best first
+
+    def size_bytes(self) -> int | None:
+        return None
+
+    def close(self) -> None: ...
+
+
+class Floor(System):
+    name = "floor"
+
+    def ingest(self, corpus: Corpus) -> None:
+        self.gathered: dict[int, np.ndarray] = {}
+        self.corpus = corpus
+
+    def prepare(self, queries: list[Query]) -> None:
+        for q in queries:
+            self.gathered.setdefault(id(q.rows), np.ascontiguousarray(self.corpus.vectors[q.rows]))
+
+    def search(self, q: Query) -> list[int]:
+        scores = self.gathered[id(q.rows)] @ q.vector
+        top = np.argpartition(-scores, K)[:K] if len(scores) > K else np.arange(len(scores))
+        return q.rows[top[np.argsort(-scores[top])]].tolist()
+
+
+class AsyncBackendSystem(System):
+    """Shared by the two bridge backends: put_many batches, search_vector, ids mapped to rows."""
+
+    def __init__(self, embedder: FixedEmbedder) -> None:
+        self.embedder = embedder
+        self.loop = asyncio.new_event_loop()
+        self.row_of: dict[str, int] = {}
+
+    def run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def ingest(self, corpus: Corpus) -> None:
+        row = 0
+        for batch in corpus.batches:
+            for start in range(0, len(batch), self.batch_size):
+                for stored in self.run(self.backend.put_many(batch[start:start + self.batch_size])):
+                    self.row_of[stored.id] = row
+                    row += 1
+
+    def search(self, q: Query) -> list[int]:
+        found = self.run(self.search_ids(ScopeSet.of(*q.scopes), q.vector))
+        return [self.row_of[i] for i in found]
+
+
+class LocalSystem(AsyncBackendSystem):
+    name = "local"
+    batch_size = 5000
+
+    def __init__(self, embedder: FixedEmbedder) -> None:
+        from adapters.local import LocalBackend
+
+        super().__init__(embedder)
+        self.home = Path(tempfile.mkdtemp(prefix="vb-bench-local-"))
+        self.backend = LocalBackend(self.home / "store", embedder=embedder)  # type: ignore[arg-type]
+
+    async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
+        ranked = self.backend.search_vector(scopes, vector, limit=K)
+        return [h.memory.id for h in self.backend.load_hits(ranked)]
+
+    def close(self) -> None:
+        self.run(self.backend.aclose())
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class PostgresSystem(AsyncBackendSystem):
+    name = "postgres"
+    in_process = False
+    batch_size = 1000
+
+    def __init__(self, embedder: FixedEmbedder, admin_url: str) -> None:
+        import psycopg
+
+        from adapters.postgres import PostgresBackend
+
+        super().__init__(embedder)
+        self.admin_url, self.tag = admin_url, secrets.token_hex(4)
+        self.db, self.owner, self.app = f"vb_bench_{self.tag}", f"vb_bench_owner_{self.tag}", f"vb_bench_app_{self.tag}"
+        pw = secrets.token_hex(12)
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE ROLE "{self.owner}" LOGIN PASSWORD \'{pw}\' NOSUPERUSER NOBYPASSRLS')
+            conn.execute(f'CREATE ROLE "{self.app}" LOGIN PASSWORD \'{pw}\' NOSUPERUSER NOBYPASSRLS NOINHERIT')
+            conn.execute(f'CREATE DATABASE "{self.db}" OWNER "{self.owner}"')
+            conn.execute(f'GRANT CONNECT ON DATABASE "{self.db}" TO "{self.app}"')
+        with psycopg.connect(self._url(admin_url, None, None), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        self.backend = PostgresBackend(self._url(admin_url, self.app, pw), migrate_url=self._url(admin_url, self.owner, pw),
+                                       embedder=embedder, pool_size=2)  # type: ignore[arg-type]
+        self.run(self.backend.open())
+
+    def _url(self, url: str, user: str | None, password: str | None) -> str:
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(url)
+        netloc = parts.netloc if user is None else f"{user}:{password}@{parts.hostname}:{parts.port}"
+        return urlunsplit((parts.scheme, netloc, "/" + self.db, parts.query, ""))
+
+    async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
+        return [h.memory.id for h in await self.backend.search_vector(scopes, vector, limit=K)]
+
+    def size_bytes(self) -> int | None:
+        import psycopg
+
+        with psycopg.connect(self._url(self.admin_url, None, None)) as conn:
+            conn.execute("ANALYZE viking_bridge.memories")
+            return int(conn.execute("SELECT pg_total_relation_size('viking_bridge.memories')").fetchone()[0])  # type: ignore[index]
+
+    def explain(self, q: Query) -> str:
+        import psycopg
+
+        with psycopg.connect(self._url(self.admin_url, None, None)) as conn:
+            conn.execute("SET search_path TO viking_bridge, public")
+            scopes = [str(k) for k in q.scopes]
+            conn.execute("SET ROLE " + f'"{self.app}"')
+            conn.execute("SELECT set_config('viking_bridge.scopes', %s, true)", (chr(31).join(scopes),))
+            vec = "[" + ",".join(f"{x:.6f}" for x in q.vector.tolist()) + "]"
+            rows = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS) SELECT id, -(embedding <#> %s::vector) FROM memories WHERE scope = ANY(%s) AND status = 'active'"
+                " ORDER BY embedding <#> %s::vector LIMIT 10", (vec, scopes, vec)).fetchall()
+            return "\n".join(r[0] for r in rows)
+
+    def close(self) -> None:
+        import psycopg
+
+        self.run(self.backend.aclose())
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+            conn.execute(f'DROP ROLE IF EXISTS "{self.app}"')
+            conn.execute(f'DROP ROLE IF EXISTS "{self.owner}"')
+
+
+class FaissSystem(System):
+    name = "faiss flat + selector"
+
+    def ingest(self, corpus: Corpus) -> None:
+        import faiss
+
+        self.faiss = faiss
+        self.index = faiss.IndexFlatIP(corpus.vectors.shape[1])
+        self.index.add(corpus.vectors)
+
+    def search(self, q: Query) -> list[int]:
+        params = self.faiss.SearchParameters(sel=self.faiss.IDSelectorBatch(q.rows.astype(np.int64)))
+        _, ids = self.index.search(q.vector[None, :], K, params=params)
+        return [int(i) for i in ids[0] if i >= 0]
+
+
+class UsearchSystem(System):
+    name = "usearch per scope"
+
+    def ingest(self, corpus: Corpus) -> None:
+        from usearch.index import Index
+
+        self.indexes: dict[ScopeKey, Any] = {}
+        for s, rows in corpus.rows_of_scope.items():
+            if len(rows):
+                index = Index(ndim=corpus.vectors.shape[1], metric="ip", dtype="f32")
+                index.add(rows.astype(np.uint64), corpus.vectors[rows])
+                self.indexes[corpus.keys[s]] = index
+
+    def search(self, q: Query) -> list[int]:
+        found: list[tuple[float, int]] = []
+        for key in q.scopes:
+            index = self.indexes.get(key)
+            if index is not None:
+                m = index.search(q.vector, K)
+                found += list(zip(m.distances.tolist(), m.keys.tolist()))
+        return [int(k) for _, k in sorted(found)[:K]]
+
+
+class LanceSystem(System):
+    name = "lancedb prefilter"
+
+    def ingest(self, corpus: Corpus) -> None:
+        import lancedb
+        import pyarrow as pa
+
+        self.home = tempfile.mkdtemp(prefix="vb-bench-lance-")
+        dim = corpus.vectors.shape[1]
+        table = pa.table({
+            "row": pa.array(np.arange(len(corpus.vectors))),
+            "scope": pa.array([str(corpus.keys[s]) for s in corpus.scope_of.tolist()]),
+            "status": pa.array(["active" if a else "other" for a in corpus.active.tolist()]),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(corpus.vectors.reshape(-1)), dim),
+        })
+        self.table = lancedb.connect(self.home).create_table("memories", table)
+
+    def search(self, q: Query) -> list[int]:
+        scopes = ", ".join("'" + str(k) + "'" for k in q.scopes)
+        hits = (self.table.search(q.vector).metric("dot").where(f"scope IN ({scopes}) AND status = 'active'", prefilter=True)
+                .limit(K).select(["row"]).to_list())
+        return [int(h["row"]) for h in hits]
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class ChromaSystem(System):
+    name = "chromadb $in"
+
+    def ingest(self, corpus: Corpus) -> None:
+        import chromadb
+
+        self.client = chromadb.EphemeralClient()
+        self.col = self.client.create_collection(f"m{secrets.token_hex(4)}", metadata={"hnsw:space": "ip"})
+        for start in range(0, len(corpus.vectors), 5000):
+            end = min(start + 5000, len(corpus.vectors))
+            self.col.add(ids=[str(i) for i in range(start, end)], embeddings=corpus.vectors[start:end],
+                         metadatas=[{"scope": str(corpus.keys[corpus.scope_of[i]]), "status": "active" if corpus.active[i] else "other"} for i in range(start, end)])
+
+    def search(self, q: Query) -> list[int]:
+        res = self.col.query(query_embeddings=[q.vector], n_results=K,
+                             where={"$and": [{"scope": {"$in": [str(k) for k in q.scopes]}}, {"status": "active"}]}, include=[])
+        return [int(i) for i in res["ids"][0]]
+
+
+class LangGraphSystem(System):
+    name = "langgraph InMemoryStore"
+
+    def ingest(self, corpus: Corpus) -> None:
+        from langgraph.store.base import PutOp
+        from langgraph.store.memory import InMemoryStore
+
+        table = {t: corpus.vectors[i] for i, t in enumerate(corpus.texts)}
+        self.queries: dict[str, np.ndarray] = {}
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            return [(table[t] if t in table else self.queries[t]).tolist() for t in texts]
+
+        self.store = InMemoryStore(index={"dims": corpus.vectors.shape[1], "embed": embed, "fields": ["text"]})
+        ops = [PutOp((str(corpus.keys[corpus.scope_of[i]]),), str(i), {"text": corpus.texts[i], "status": "active" if corpus.active[i] else "other"})
+               for i in range(len(corpus.texts))]
+        for start in range(0, len(ops), 5000):
+            self.store.batch(ops[start:start + 5000])
+
+    def search(self, q: Query) -> list[int]:
+        text = f"q{id(q)}"
+        self.queries[text] = q.vector
+        found: list[tuple[float, int]] = []
+        for key in q.scopes:
+            for item in self.store.search((str(key),), query=text, filter={"status": "active"}, limit=K):
+                found.append((-(item.score or 0.0), int(item.key)))
+        return [k for _, k in sorted(found)[:K]]
+
+
+PEERS: dict[str, Callable[[], System]] = {
+    "faiss": FaissSystem, "usearch": UsearchSystem, "lancedb": LanceSystem, "chromadb": ChromaSystem, "langgraph": LangGraphSystem,
+}
+
+
+# --------------------------------------------------------------------------------------------- measure
+def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -> dict[str, Any]:
+    gc.collect()
+    rss0 = vm_rss_bytes()
+    t0 = time.perf_counter()
+    system.ingest(corpus)
+    ingest_s = time.perf_counter() - t0
+    if isinstance(system, Floor):
+        system.prepare(queries)
+    for q in queries[:warmup]:
+        system.search(q)
+    gc.collect()
+    rss1 = vm_rss_bytes()
+    samples, recalls = [], []
+    for q in queries:
+        start = time.perf_counter_ns()
+        found = system.search(q)
+        samples.append(time.perf_counter_ns() - start)
+        recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
+    ms = np.asarray(samples) / 1e6
+    return {
+        "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
+        "recall_at_10": float(np.mean(recalls)), "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 else None,
+        "resident_mb": (rss1 - rss0) / 2**20 if system.in_process else None, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--memories", type=int, default=200_000)
+    p.add_argument("--tenants", type=int, default=50)
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--identities", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--seed", type=int, default=12)
+    p.add_argument("--systems", default="floor,local,postgres,faiss,usearch,lancedb,chromadb,langgraph")
+    p.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL 16 + pgvector (python -m contract_tests.postgres_server)")
+    p.add_argument("--explain", action="store_true", help="print PostgreSQL's plan for one query")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+
+    t0 = time.perf_counter()
+    corpus, queries, embedder = build(args)
+    scopes = len(corpus.keys)
+    print(f"corpus: {len(corpus.vectors)} memories in {scopes} scopes, {args.dim}-d; {len(queries)} queries over 4 scopes each"
+          f" (permitted active rows per query: median {int(np.median([len(q.rows) for q in queries]))}); built in {time.perf_counter() - t0:.1f}s", flush=True)
+    results: list[dict[str, Any]] = []
+    for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
+        try:
+            if name == "floor":
+                system: System = Floor()
+            elif name == "local":
+                system = LocalSystem(embedder)
+            elif name == "postgres":
+                if not args.postgres_url:
+                    results.append({"system": name, "skipped": "no --postgres-url"})
+                    continue
+                system = PostgresSystem(embedder, args.postgres_url)
+            else:
+                system = PEERS[name]()
+            row = measure(system, corpus, queries, args.warmup)
+            if name == "postgres" and args.explain:
+                print(system.explain(queries[0]))  # type: ignore[attr-defined]
+            system.close()
+        except ImportError as exc:
+            row = {"system": name, "skipped": f"not installed ({exc.name}); pip install -e '.[bench]'"}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    floor = next((r["p50_ms"] for r in results if r.get("system") == "floor" and "p50_ms" in r), None)
+    print(f"\n{'system':26} {'p50 ms':>8} {'p95 ms':>8} {'x floor':>8} {'recall@10':>9} {'ingest/s':>9} {'RSS MB':>7} {'store MB':>8}")
+    for r in results:
+        if "skipped" in r:
+            print(f"{r['system']:26} skipped: {r['skipped']}")
+            continue
+        ratio = r["p50_ms"] / floor if floor else float("nan")
+        fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
+        print(f"{r['system']:26} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
+              f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"machine": machine_info(), "args": vars(args) | {"out": str(args.out)}, "results": results}, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
