@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from identity.errors import ConfigurationError, StorageUnavailable
+
 __all__ = ["PostgresForTests", "TestDatabase", "shared_server", "unavailable_reason", "OWNER_ROLE", "APP_ROLE"]
 
 OWNER_ROLE = "vb_test_owner"
@@ -107,10 +109,42 @@ def unavailable_reason() -> str | None:
     bindir = _find_bindir()
     if bindir is None:
         return f"no PostgreSQL binaries: install the test extra (pgserver), set {BIN_ENV}, or set {URL_ENV}"
-    for exe in ("initdb", "postgres"):
-        if os.geteuid() == 0 and not os.stat(bindir / exe).st_mode & 0o001:
-            return f"{bindir / exe} is not executable by other users; PostgreSQL must run unprivileged when the tests run as root"
+    if os.geteuid() == 0:
+        try:
+            import pwd
+
+            pwd.getpwnam("nobody")
+        except KeyError:
+            return "running as root, and there is no `nobody` user to run PostgreSQL as (it refuses root)"
     return None
+
+
+def _usable_by_others(bindir: Path) -> bool:
+    """Can an unprivileged user reach and run these binaries (every ancestor traversable)?"""
+    for directory in [bindir, *bindir.parents]:
+        if not os.stat(directory).st_mode & 0o001:
+            return False
+    return all(os.stat(bindir / exe).st_mode & 0o005 == 0o005 for exe in ("initdb", "postgres"))
+
+
+def _copy_for_others(bindir: Path, into: Path) -> Path:
+    """bin/, lib/ and share/ copied (layout kept: the binaries find the rest relative to themselves)
+    to a directory `nobody` can use — for a checkout under a private home such as /root."""
+    root = bindir.parent
+    target = into / root.parent.name / root.name  # pgserver/pginstall: its RPATH is $ORIGIN/../../../pgserver.libs
+    for part in ("bin", "lib", "share"):
+        if (root / part).exists():
+            shutil.copytree(root / part, target / part, symlinks=True)
+    wheel_libs = root.parent.parent / f"{root.parent.name}.libs"  # auditwheel's bundled shared libraries
+    if wheel_libs.is_dir():
+        shutil.copytree(wheel_libs, into / wheel_libs.name, symlinks=True)
+    for directory, _, files in os.walk(into):
+        os.chmod(directory, 0o755)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444 | (0o111 if os.stat(path).st_mode & 0o100 else 0))
+    return target / "bin"
 
 
 def _free_port() -> int:
@@ -146,27 +180,32 @@ class PostgresForTests:
     def _start(self) -> str:
         reason = unavailable_reason()
         if reason:
-            raise RuntimeError(reason)
+            raise ConfigurationError(reason)
         bindir = _find_bindir()
         assert bindir is not None
         self._tmp = Path(tempfile.mkdtemp(prefix="vb-postgres-"))
-        data, pwfile = self._tmp / "data", self._tmp / "pw"
         password = secrets.token_hex(16)
-        pwfile.write_text(password + "\n")
         run_as: dict[str, object] = {}
+        run = self._tmp / "run"  # the server's own directory: data and password file
+        run.mkdir(mode=0o700)
         if os.geteuid() == 0:  # PostgreSQL refuses root: run it as nobody, in a directory nobody owns
             import pwd
 
             user = pwd.getpwnam("nobody")
-            for path in (self._tmp, pwfile):
-                os.chown(path, user.pw_uid, user.pw_gid)
+            os.chmod(self._tmp, 0o711)  # nobody may pass through (to run/ and a copy of the binaries), not list
+            if not _usable_by_others(bindir):
+                bindir = _copy_for_others(bindir, self._tmp / "pg")
+            os.chown(run, user.pw_uid, user.pw_gid)
             run_as = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
-        os.chmod(self._tmp, 0o700)
+        pwfile, data = run / "pw", run / "data"
+        pwfile.write_text(password + "\n")
+        if run_as:
+            os.chown(pwfile, run_as["user"], run_as["group"])  # type: ignore[arg-type]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "LANG": "C"}
         subprocess.run(
             [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--pwfile", str(pwfile), "--auth=scram-sha-256",
              "--encoding=UTF8", "--no-instructions", "--no-sync"],
-            check=True, capture_output=True, cwd=self._tmp, env=env, **run_as,  # type: ignore[arg-type]
+            check=True, capture_output=True, cwd=data.parent, env=env, **run_as,  # type: ignore[arg-type]
         )
         port = _free_port()
         log = open(self._tmp / "server.log", "wb")  # noqa: SIM115 - kept open for the server's life
@@ -174,7 +213,7 @@ class PostgresForTests:
             [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
              "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
              "-c", "max_connections=300", "-c", "shared_buffers=64MB"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self._tmp, env=env, preexec_fn=_die_with_parent, **run_as,  # type: ignore[arg-type]
+            stdout=log, stderr=subprocess.STDOUT, cwd=data.parent, env=env, preexec_fn=_die_with_parent, **run_as,  # type: ignore[arg-type]
         )
         atexit.register(self.stop)
         url = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
@@ -187,13 +226,13 @@ class PostgresForTests:
         deadline = time.monotonic() + timeout
         while True:
             if self._proc is not None and self._proc.poll() is not None:
-                raise RuntimeError(f"PostgreSQL exited at start-up: {self.log_tail()}")
+                raise StorageUnavailable(f"PostgreSQL exited at start-up: {self.log_tail()}")
             try:
                 psycopg.connect(url, connect_timeout=2).close()
                 return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"PostgreSQL did not accept connections within {timeout}s: {self.log_tail()}") from None
+                    raise StorageUnavailable(f"PostgreSQL did not accept connections within {timeout}s: {self.log_tail()}") from None
                 time.sleep(0.1)
 
     def log_tail(self, chars: int = 2000) -> str:
@@ -259,7 +298,7 @@ class PostgresForTests:
         name = db.name if isinstance(db, TestDatabase) else db
         with self._lock:
             if name not in self._created:
-                raise RuntimeError(f"refusing to drop database {name!r}: these tests did not create it")
+                raise ConfigurationError(f"refusing to drop database {name!r}: these tests did not create it")
             self._created.discard(name)
         with self._admin() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -284,6 +323,7 @@ def main() -> None:
     server = PostgresForTests()
     print(server.admin_url, flush=True)
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     finally:
         server.stop()
