@@ -17,9 +17,10 @@ Systems (peers are optional `[bench]` extras; a missing one is reported as skipp
   floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
   local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
+  postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
   faiss      IndexFlatIP over everything + IDSelectorBatch of the permitted active rows
   usearch    one HNSW index per scope (active rows), the 4 results merged
-  lancedb    one table, `where(scope IN (...) AND status = 'active', prefilter=True)`
+  lancedb    one table with a scalar index on scope, `where(scope IN (...) AND status = 'active', prefilter=True)`
   chromadb   one collection (ip), `where={"$and": [{"scope": {"$in": [...]}}, {"status": "active"}]}`
   langgraph  InMemoryStore, one namespace per scope, 4 searches merged (filter status=active)
 
@@ -200,12 +201,15 @@ class PostgresSystem(AsyncBackendSystem):
     in_process = False
     batch_size = 1000
 
-    def __init__(self, embedder: FixedEmbedder, admin_url: str) -> None:
+    def __init__(self, embedder: FixedEmbedder, admin_url: str, *, clustered: bool = False) -> None:
         import psycopg
 
         from adapters.postgres import PostgresBackend
 
         super().__init__(embedder)
+        self.clustered = clustered
+        if clustered:
+            self.name = "postgres (CLUSTERed by scope)"
         self.admin_url, self.tag = admin_url, secrets.token_hex(4)
         self.db, self.owner, self.app = f"vb_bench_{self.tag}", f"vb_bench_owner_{self.tag}", f"vb_bench_app_{self.tag}"
         pw = secrets.token_hex(12)
@@ -226,6 +230,15 @@ class PostgresSystem(AsyncBackendSystem):
         parts = urlsplit(url)
         netloc = parts.netloc if user is None else f"{user}:{password}@{parts.hostname}:{parts.port}"
         return urlunsplit((parts.scheme, netloc, "/" + self.db, parts.query, ""))
+
+    def ingest(self, corpus: Corpus) -> None:
+        super().ingest(corpus)
+        if self.clustered:  # an operator's maintenance step: each scope's rows become contiguous on disk
+            import psycopg
+
+            with psycopg.connect(self._url(self.admin_url, None, None), autocommit=True) as conn:
+                conn.execute("CLUSTER viking_bridge.memories USING memories_by_scope")
+                conn.execute("ANALYZE viking_bridge.memories")
 
     async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
         return [h.memory.id for h in await self.backend.search_vector(scopes, vector, limit=K)]
@@ -316,6 +329,7 @@ class LanceSystem(System):
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(corpus.vectors.reshape(-1)), dim),
         })
         self.table = lancedb.connect(self.home).create_table("memories", table)
+        self.table.create_scalar_index("scope")  # what a user tuning for prefiltered search would add
 
     def search(self, q: Query) -> list[int]:
         scopes = ", ".join("'" + str(k) + "'" for k in q.scopes)
@@ -416,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--identities", type=int, default=60)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--seed", type=int, default=12)
-    p.add_argument("--systems", default="floor,local,postgres,faiss,usearch,lancedb,chromadb,langgraph")
+    p.add_argument("--systems", default="floor,local,postgres,postgres-clustered,faiss,usearch,lancedb,chromadb,langgraph")
     p.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL 16 + pgvector (python -m contract_tests.postgres_server)")
     p.add_argument("--explain", action="store_true", help="print PostgreSQL's plan for one query")
     p.add_argument("--out", type=Path, default=None)
@@ -434,15 +448,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 system: System = Floor()
             elif name == "local":
                 system = LocalSystem(embedder)
-            elif name == "postgres":
+            elif name in ("postgres", "postgres-clustered"):
                 if not args.postgres_url:
                     results.append({"system": name, "skipped": "no --postgres-url"})
                     continue
-                system = PostgresSystem(embedder, args.postgres_url)
+                system = PostgresSystem(embedder, args.postgres_url, clustered=name == "postgres-clustered")
             else:
                 system = PEERS[name]()
             row = measure(system, corpus, queries, args.warmup)
-            if name == "postgres" and args.explain:
+            if name.startswith("postgres") and args.explain:
                 print(system.explain(queries[0]))  # type: ignore[attr-defined]
             system.close()
         except ImportError as exc:

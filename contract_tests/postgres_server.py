@@ -20,6 +20,8 @@ the suites run against a real server, on a fresh machine with nothing but Python
 - Live mode: `VIKING_BRIDGE_TEST_POSTGRES_URL=postgresql://...` uses an existing server instead.
   Its role needs CREATEDB and CREATEROLE (and pgvector installed in `template1`, or the right to
   create it there): every test works in databases it creates and drops.
+- `VIKING_BRIDGE_TEST_POSTGRES_SHARED_BUFFERS` (default 64MB: the tests' data is small) sizes the
+  started server's cache, e.g. 1GB for `benchmarks/filtered_recall.py`.
 
 Each test that needs isolation asks for `create_database()`: a new database owned by the
 owner role `vb_test_owner`, reachable by the runtime role `vb_test_app` (LOGIN, NOSUPERUSER,
@@ -212,7 +214,8 @@ class PostgresForTests:
         self._proc = subprocess.Popen(
             [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
              "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "max_connections=300", "-c", "shared_buffers=64MB"],
+             "-c", "max_connections=300",
+             "-c", f"shared_buffers={os.environ.get('VIKING_BRIDGE_TEST_POSTGRES_SHARED_BUFFERS', '64MB')}"],
             stdout=log, stderr=subprocess.STDOUT, cwd=data.parent, env=env, preexec_fn=_die_with_parent, **run_as,  # type: ignore[arg-type]
         )
         atexit.register(self.stop)
