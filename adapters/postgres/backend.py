@@ -366,19 +366,26 @@ class PostgresBackend:
             raise InvalidRequest("patch confidence must be a number in [0, 1]", backend=self.name)
         vector = (await self._embed([_text(patch.content, "content")]))[0] if patch.content is not None else None
         meta = _json(dict(patch.metadata), "metadata") if patch.metadata is not None else None
-        current = await self.get(scope, memory_id)
-        updated = patch.apply(current)
+        if not isinstance(memory_id, str) or "\x00" in memory_id:
+            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
 
-        async def run(conn: Conn) -> int:
+        async def run(conn: Conn) -> StoredMemory | None:
             await declare(conn, [str(scope)])
+            # read and write in one transaction, the row locked: a concurrent update is never lost
+            row = await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s FOR UPDATE", (str(scope), memory_id))).fetchone()
+            current = None if row is None else self._decode(row, scope)
+            if current is None:
+                return None
+            updated = patch.apply(current)
             assignments = "content = %s, status = %s, confidence = %s, metadata = %s, updated_at = %s" + (", embedding = %s" if vector is not None else "")
             params: list[Any] = [updated.content, updated.status.value, updated.confidence, meta if meta is not None else _json(dict(updated.metadata), "metadata"), updated.updated_at]
             if vector is not None:
                 params.append(vector)
-            cur = await conn.execute(f"UPDATE memories SET {assignments} WHERE scope = %s AND id = %s", (*params, str(scope), memory_id))  # type: ignore[arg-type]
-            return cur.rowcount
+            await conn.execute(f"UPDATE memories SET {assignments} WHERE scope = %s AND id = %s", (*params, str(scope), memory_id))  # type: ignore[arg-type]
+            return updated
 
-        if await self._run(run) != 1:
+        updated = await self._run(run)
+        if updated is None:
             raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         return updated
 

@@ -165,3 +165,18 @@ async def test_put_many_lands_all_or_nothing_and_says_which_it_created(backend: 
     with pytest.raises(Conflict):  # one conflicting item: the whole batch rolls back
         await backend.put_many([(GLOBEX, note("would land"), "k-4"), (ALICE, note("other content"), "k-1")])
     assert await backend.list(GLOBEX) == []
+
+
+async def test_concurrent_updates_of_one_memory_are_never_lost(backend: PostgresBackend) -> None:
+    """Each update reads and writes under the row lock: two patches of different fields both stick."""
+    import asyncio
+
+    from adapters.base import MemoryPatch
+
+    stored = await backend.put(ALICE, note("alice likes green tea"), idempotency_key="k-u")
+    await asyncio.gather(backend.update(ALICE, stored.id, MemoryPatch(confidence=0.5)), backend.update(ALICE, stored.id, MemoryPatch(status=Status.PENDING)))
+    final = await backend.get(ALICE, stored.id)
+    assert (final.confidence, final.status) == (0.5, Status.PENDING)
+    with pytest.raises(Exception) as err:
+        await backend.update(BOB, stored.id, MemoryPatch(confidence=0.1))  # another scope: not found, nothing changed
+    assert type(err.value).__name__ == "NotFound" and (await backend.get(ALICE, stored.id)).confidence == 0.5
