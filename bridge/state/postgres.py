@@ -131,8 +131,11 @@ _INSERT_AUDIT = (
 
 
 class PgAuditLog:
-    def __init__(self, pool: PgPool, *, fsync_reads: bool = False) -> None:
-        self.pool, self.fsync_reads = pool, fsync_reads
+    """`intent_grace_s`: `open_intents` leaves out intents younger than this, so a replica that
+    opens while another is mid-write does not reconcile (and double-audit) a live write."""
+
+    def __init__(self, pool: PgPool, *, fsync_reads: bool = False, intent_grace_s: float = 0.0) -> None:
+        self.pool, self.fsync_reads, self.intent_grace_s = pool, fsync_reads, intent_grace_s
 
     async def append(
         self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
@@ -178,7 +181,7 @@ class PgAuditLog:
         return intent_id
 
     async def open_intents(self) -> Sequence[WriteIntent]:
-        rows = await _fetch(self.pool, "SELECT * FROM write_intents ORDER BY created_at", (), "audit log")
+        rows = await _fetch(self.pool, "SELECT * FROM write_intents WHERE created_at <= %s ORDER BY created_at", (time.time() - self.intent_grace_s,), "audit log")
         return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
 
     async def close_intent(self, intent_id: str) -> None:
@@ -236,15 +239,10 @@ class PgGrants:
     async def _rows(self, text: str, params: tuple) -> list[Grant]:
         return [self._grant(r) for r in await _fetch(self.pool, text, params, "grant store")]
 
-    async def _count(self, text: str, params: tuple) -> int:
-        return await _count(self.pool, text, params, "grant store")
-
     async def add(self, grant: Grant) -> None:
         g = grant
-        await self._count(
-            f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
-            (g.grant_id, g.tenant_id, g.grantee_user_id, g.grantee_agent_id, str(g.scope), g.issued_by, g.reason, g.issued_at, g.expires_at),
-        )
+        await _count(self.pool, f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
+                     (g.grant_id, g.tenant_id, g.grantee_user_id, g.grantee_agent_id, str(g.scope), g.issued_by, g.reason, g.issued_at, g.expires_at), "grant store")
 
     async def get(self, grant_id: str) -> Grant | None:
         rows = await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE grant_id = %s", (grant_id,))
@@ -254,10 +252,10 @@ class PgGrants:
         return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id))
 
     async def revoke(self, grant_id: str, at: float) -> bool:
-        return await self._count("UPDATE grants SET revoked_at = %s WHERE grant_id = %s AND revoked_at IS NULL", (at, grant_id)) > 0
+        return await _count(self.pool, "UPDATE grants SET revoked_at = %s WHERE grant_id = %s AND revoked_at IS NULL", (at, grant_id), "grant store") > 0
 
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
-        return await self._count("DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id))
+        return await _count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
 
 
 _MANIFEST_COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
@@ -359,11 +357,11 @@ class PostgresState:
     to `runtime_role` (default: the user of `url`)."""
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, migrate_url: str | None = None, runtime_role: str | None = None,
-                 fsync_reads: bool = False, pool_size: int = 8) -> None:
+                 fsync_reads: bool = False, pool_size: int = 8, intent_grace_s: float = 0.0) -> None:
         migrate(migrate_url or url, ALL_MIGRATIONS, schema=schema, runtime_role=runtime_role or _user_of(url))
         self.schema = schema
         self.pool = PgPool(url, schema=schema, max_size=pool_size)
-        self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads)
+        self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
         self.manifests = PgManifests(self.pool)
 

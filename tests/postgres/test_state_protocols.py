@@ -223,3 +223,15 @@ def test_two_states_opening_a_fresh_database_at_once_both_open(pg_db: TestDataba
     with connect(pg_db.owner_url) as conn:
         rows = conn.execute("SELECT component, count(*) FROM schema_version GROUP BY component ORDER BY component").fetchall()
     assert rows == [("api_keys", 1), ("audit", 1), ("grants", 1), ("manifests", 1), ("nonces", 1), ("session_bindings", 1)]
+
+
+async def test_a_replica_opening_mid_write_leaves_a_young_intent_to_its_writer(pg_db: TestDatabase) -> None:
+    writer = PostgresState(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=1)
+    opener = PostgresState(pg_db.app_url, pool_size=1, intent_grace_s=300)
+    try:
+        intent = await writer.audit.begin_intent(ALICE, "remember", SCOPE, "key-live")
+        assert await opener.audit.open_intents() == []  # not reconciled: it may still be in flight
+        assert [i.intent_id for i in await writer.audit.open_intents()] == [intent]  # grace 0: a restart sees it
+    finally:
+        writer.close()
+        opener.close()
