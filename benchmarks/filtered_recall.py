@@ -18,6 +18,7 @@ Systems (peers are optional `[bench]` extras; a missing one is reported as skipp
   local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
   postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
+  postgres-ann         the same with opt-in partial HNSW indexes on scopes of >= --ann-min-rows rows
   faiss      IndexFlatIP over everything + IDSelectorBatch of the permitted active rows
   usearch    one HNSW index per scope (active rows), the 4 results merged
   lancedb    one table with a scalar index on scope, `where(scope IN (...) AND status = 'active', prefilter=True)`
@@ -201,15 +202,17 @@ class PostgresSystem(AsyncBackendSystem):
     in_process = False
     batch_size = 1000
 
-    def __init__(self, embedder: FixedEmbedder, admin_url: str, *, clustered: bool = False) -> None:
+    def __init__(self, embedder: FixedEmbedder, admin_url: str, *, clustered: bool = False, ann_min_rows: int | None = None) -> None:
         import psycopg
 
         from adapters.postgres import PostgresBackend
 
         super().__init__(embedder)
-        self.clustered = clustered
+        self.clustered, self.ann_min_rows = clustered, ann_min_rows
         if clustered:
             self.name = "postgres (CLUSTERed by scope)"
+        if ann_min_rows is not None:
+            self.name = f"postgres + HNSW on scopes >= {ann_min_rows} rows"
         self.admin_url, self.tag = admin_url, secrets.token_hex(4)
         self.db, self.owner, self.app = f"vb_bench_{self.tag}", f"vb_bench_owner_{self.tag}", f"vb_bench_app_{self.tag}"
         pw = secrets.token_hex(12)
@@ -239,6 +242,14 @@ class PostgresSystem(AsyncBackendSystem):
             with psycopg.connect(self._url(self.admin_url, None, None), autocommit=True) as conn:
                 conn.execute("CLUSTER viking_bridge.memories USING memories_by_scope")
                 conn.execute("ANALYZE viking_bridge.memories")
+        if self.ann_min_rows is not None:  # opt-in approximate search for the large scopes only
+            counts = np.bincount(corpus.scope_of, minlength=len(corpus.keys))
+            big = [corpus.keys[s] for s in np.flatnonzero(counts >= self.ann_min_rows).tolist()]
+            for key in big:
+                self.run(self.backend.create_ann_index(key))
+            with __import__("psycopg").connect(self._url(self.admin_url, None, None), autocommit=True) as conn:
+                conn.execute("ANALYZE viking_bridge.memories")
+            print(f"  HNSW partial indexes on {len(big)} scopes of >= {self.ann_min_rows} rows", flush=True)
 
     async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
         return [h.memory.id for h in await self.backend.search_vector(scopes, vector, limit=K)]
@@ -416,7 +427,8 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
     ms = np.asarray(samples) / 1e6
     return {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
-        "recall_at_10": float(np.mean(recalls)), "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 else None,
+        "recall_at_10": float(np.mean(recalls)),
+        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) else None,
         "resident_mb": (rss1 - rss0) / 2**20 if system.in_process else None, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
     }
 
@@ -430,9 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--identities", type=int, default=60)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--seed", type=int, default=12)
-    p.add_argument("--systems", default="floor,local,postgres,postgres-clustered,faiss,usearch,lancedb,chromadb,langgraph")
+    p.add_argument("--systems", default="floor,local,postgres,postgres-clustered,postgres-ann,faiss,usearch,lancedb,chromadb,langgraph")
     p.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL 16 + pgvector (python -m contract_tests.postgres_server)")
     p.add_argument("--explain", action="store_true", help="print PostgreSQL's plan for one query")
+    p.add_argument("--ann-min-rows", type=int, default=1000, help="postgres-ann: scopes with at least this many rows get a partial HNSW index")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
@@ -448,11 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 system: System = Floor()
             elif name == "local":
                 system = LocalSystem(embedder)
-            elif name in ("postgres", "postgres-clustered"):
+            elif name in ("postgres", "postgres-clustered", "postgres-ann"):
                 if not args.postgres_url:
                     results.append({"system": name, "skipped": "no --postgres-url"})
                     continue
-                system = PostgresSystem(embedder, args.postgres_url, clustered=name == "postgres-clustered")
+                system = PostgresSystem(embedder, args.postgres_url, clustered=name == "postgres-clustered",
+                                        ann_min_rows=args.ann_min_rows if name == "postgres-ann" else None)
             else:
                 system = PEERS[name]()
             row = measure(system, corpus, queries, args.warmup)

@@ -138,7 +138,7 @@ class PostgresBackend:
     capabilities = Capabilities(memory_id_restriction=True, list_scopes=True, supported_filters=frozenset())
 
     def __init__(self, url: str, *, migrate_url: str | None = None, runtime_role: str | None = None, schema: str = DEFAULT_SCHEMA,
-                 embedder: Embedder | None = None, pool_size: int = 8) -> None:
+                 embedder: Embedder | None = None, pool_size: int = 8, ann_ef_search: int = 100) -> None:
         self.url, self.migrate_url, self.schema = url, migrate_url, schema
         self.runtime_role = runtime_role
         self.embedder: Embedder = embedder or HashingEmbedder()
@@ -149,6 +149,8 @@ class PostgresBackend:
         self._open_lock = threading.Lock()
         self._closed = False
         self.store_id: str | None = None
+        self.ann_ef_search = ann_ef_search
+        self._ann_scopes: frozenset[str] = frozenset()  # scopes with a partial HNSW index (backend_meta `ann:<scope>`)
 
     @classmethod
     async def create(cls, url: str, **kwargs: Any) -> "PostgresBackend":
@@ -202,6 +204,7 @@ class PostgresBackend:
             pool.close()
             raise EmbedderMismatch(f"the store was built with {stored.get('embedder')!r}, not {self.embedder.signature!r}", backend=self.name)
         self.store_id = stored["store_id"]
+        self._ann_scopes = frozenset(name[4:] for name in stored if name.startswith("ann:"))
         self._codec = CursorCodec(bytes.fromhex(stored["cursor_key"]), backend=self.name)
         self._pool = pool
 
@@ -418,20 +421,27 @@ class PostgresBackend:
         allowed = _statuses(statuses, allow_none=False)
         open_scopes, pairs, ids = scope_settings(scopes)
         # rank on (id, distance) only, then read the full rows of the top k: the sort never carries
-        # content, provenance or metadata of the rows that lose
+        # content, provenance or metadata of the rows that lose. Scopes with an ANN index (opt-in,
+        # `create_ann_index`) get a branch of their own naming the scope as a literal, so the
+        # planner can use that scope's partial HNSW index; every other scope stays exact.
+        ann = [k for k in open_scopes if k in self._ann_scopes]
+        exact = [k for k in open_scopes if k not in self._ann_scopes]
+        filters = " AND status = ANY(%(statuses)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
+        branch = "(SELECT id, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
+        branches = [branch.format(where="(scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))")]
+        branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in ann]
         text = (
-            "WITH top AS (SELECT id, embedding <#> %(q)s AS distance, seq FROM memories"
-            " WHERE (scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))"
-            " AND status = ANY(%(statuses)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
-            + " ORDER BY distance, seq LIMIT %(limit)s)"
+            "WITH top AS (SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s)"
             f" SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, -top.distance FROM top JOIN memories m ON m.id = top.id"
             " ORDER BY top.distance, top.seq"
         )
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": open_scopes, "ids": ids, "pairs": pairs,
+        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": exact, "ids": ids, "pairs": pairs,
                   "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit}
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, open_scopes, pairs, ids)
+            if ann:
+                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ann_ef_search, limit))))
             return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
 
         hits: list[Hit] = []
@@ -515,6 +525,31 @@ class PostgresBackend:
             return int((await (await conn.execute("SELECT COALESCE(SUM(rows), 0) FROM memory_scopes")).fetchone())[0])  # type: ignore[index]
 
         return await self._run(run)
+
+    async def create_ann_index(self, scope: ScopeKey, *, m: int = 16, ef_construction: int = 64) -> str:
+        """Opt-in approximate search for one very large scope: a partial HNSW index on its rows
+        (built as the owner, `migrate_url`), recorded in `backend_meta` so every replica that opens
+        afterwards searches that scope through it (this one at once). Recall then depends on
+        `ann_ef_search`; `benchmarks/filtered_recall.py` measures it. Other scopes stay exact."""
+        require_scope(scope)
+        if self.migrate_url is None:
+            raise BackendMisconfigured("creating an index needs the owner's migrate_url", backend=self.name)
+        name = "memories_ann_" + hashlib.sha256(str(scope).encode()).hexdigest()[:16]
+
+        async def build(conn: Conn) -> None:
+            where = await (await conn.execute(_EXTENSION_SCHEMA)).fetchone()
+            await conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}, pg_catalog").format(sql.Identifier(self.schema), sql.Identifier(where[0] if where else "public")))
+            await conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw (embedding vector_ip_ops) WITH (m = {}, ef_construction = {}) WHERE scope = {}").format(
+                sql.Identifier(name), sql.Literal(int(m)), sql.Literal(int(ef_construction)), sql.Literal(str(scope))))
+            await conn.execute("INSERT INTO backend_meta (name, value) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET value = excluded.value", (f"ann:{scope}", name))
+
+        owner = PgPool(self.migrate_url, schema=self.schema, min_size=1, max_size=1)
+        try:
+            await owner.run(build, "ANN index")
+        finally:
+            owner.close()
+        self._ann_scopes = self._ann_scopes | {str(scope)}
+        return name
 
     async def aclose(self) -> None:
         self._closed = True

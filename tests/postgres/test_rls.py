@@ -180,3 +180,23 @@ async def test_concurrent_updates_of_one_memory_are_never_lost(backend: Postgres
     with pytest.raises(Exception) as err:
         await backend.update(BOB, stored.id, MemoryPatch(confidence=0.1))  # another scope: not found, nothing changed
     assert type(err.value).__name__ == "NotFound" and (await backend.get(ALICE, stored.id)).confidence == 0.5
+
+
+async def test_ann_index_serves_only_its_scope_and_never_widens_a_search(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    for n in range(30):
+        await backend.put(ALICE, note(f"alice project note {n} about green tea"), idempotency_key=f"a{n}")
+        await backend.put(BOB, note(f"bob project note {n} about green tea"), idempotency_key=f"b{n}")
+    name = await backend.create_ann_index(ALICE)
+    hits = (await backend.search(SearchQuery(ScopeSet.of(ALICE), "bob project note 3 about green tea", limit=10))).hits
+    assert len(hits) == 10 and {h.scope for h in hits} == {ALICE}
+    both = (await backend.search(SearchQuery(ScopeSet.of(ALICE, BOB), "bob project note 3 about green tea", limit=5))).hits
+    assert both[0].memory.content == "bob project note 3 about green tea"  # the exact branch still ranks bob's scope
+    later = PostgresBackend(pg_db.app_url, pool_size=1)  # another replica learns the ANN scope at open
+    await later.open()
+    try:
+        assert later._ann_scopes == {str(ALICE)}
+    finally:
+        await later.aclose()
+    with as_app(pg_db) as conn:
+        (predicate,) = conn.execute("SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = %s::regclass", (name,)).fetchone()
+    assert str(ALICE) in predicate
