@@ -61,12 +61,13 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
     ALTER TABLE memories FORCE ROW LEVEL SECURITY;
     CREATE POLICY memories_in_scope_set ON memories FOR ALL
+        -- each setting is read once per statement (a scalar subquery is an InitPlan), not per row
         USING (
-            scope = ANY (string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))
-            OR (id = ANY (string_to_array(current_setting('viking_bridge.memory_ids', true), chr(31)))
-                AND (scope || chr(30) || id) = ANY (string_to_array(current_setting('viking_bridge.memories', true), chr(31))))
+            scope = ANY ((SELECT string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))::text[])
+            OR (id = ANY ((SELECT string_to_array(current_setting('viking_bridge.memory_ids', true), chr(31)))::text[])
+                AND (scope || chr(30) || id) = ANY ((SELECT string_to_array(current_setting('viking_bridge.memories', true), chr(31)))::text[]))
         )
-        WITH CHECK (scope = ANY (string_to_array(current_setting('viking_bridge.scopes', true), chr(31))));
+        WITH CHECK (scope = ANY ((SELECT string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))::text[]));
 
     CREATE TABLE memory_scopes (scope text PRIMARY KEY, tenant_id text, rows bigint NOT NULL);
     CREATE INDEX memory_scopes_by_tenant ON memory_scopes (tenant_id);
