@@ -10,7 +10,9 @@ a superuser, must not have BYPASSRLS and must not own the table (nor be a member
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
 Recall is exact top-k: filter to the permitted scopes (index on `scope`), then order by inner
-product with the query vector (`<#>`) — recall 1.0 by construction, no ANN index involved.
+product with the query vector (`<#>`) — recall 1.0 by construction, no ANN index involved. For a
+very large scope an operator may opt in to approximate search (`create_ann_index`: a partial
+HNSW index on that scope alone, searched in its own branch; the other scopes stay exact).
 Scores are the inner product of L2-normalised vectors clipped to [0, 1], as the local store's.
 
 Idempotency: UNIQUE (scope, idempotency_key); a retried put returns the first record with
