@@ -478,14 +478,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(row)
         print(json.dumps(row), flush=True)
     floor = next((r["p50_ms"] for r in results if r.get("system") == "floor" and "p50_ms" in r), None)
-    print(f"\n{'system':26} {'p50 ms':>8} {'p95 ms':>8} {'x floor':>8} {'recall@10':>9} {'ingest/s':>9} {'RSS MB':>7} {'store MB':>8}")
+    print(f"\n{'system':40} {'p50 ms':>8} {'p95 ms':>8} {'x floor':>8} {'recall@10':>9} {'ingest/s':>9} {'RSS MB':>7} {'store MB':>8}")
     for r in results:
         if "skipped" in r:
-            print(f"{r['system']:26} skipped: {r['skipped']}")
+            print(f"{r['system']:40} skipped: {r['skipped']}")
             continue
         ratio = r["p50_ms"] / floor if floor else float("nan")
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
-        print(f"{r['system']:26} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
+        print(f"{r['system']:40} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
               f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
