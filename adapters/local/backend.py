@@ -87,7 +87,7 @@ from adapters.envelope import RecordAlarms
 from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
-from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_error, storage_errors
+from adapters.local.errors import CorruptStore, DamagedRecord, EmbeddingFailed, storage_error, storage_errors
 from adapters.local.partitions import Partition
 from adapters.local.records import (
     COLUMNS as _COLUMNS,
@@ -233,7 +233,10 @@ class LocalBackend:
                     self._rollback()
                     raise
                 self._store_id = meta["store_id"]
-                self._cursor_key = bytes.fromhex(meta["cursor_key"])
+                try:
+                    self._cursor_key = bytes.fromhex(meta["cursor_key"])
+                except ValueError:
+                    raise CorruptStore("the store's cursor key is damaged", path=self._db_file) from None
                 self._seen_changes = self._counter("changes")
                 self._data_version = self._current_data_version()
         except BaseException:
@@ -248,7 +251,10 @@ class LocalBackend:
                 self._db.execute("ROLLBACK")
 
     def _counter(self, name: str) -> int:
-        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+        row = self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise CorruptStore(f"the store's {name!r} counter is missing or damaged", path=self._db_file)
+        return row[0]
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[_Touch]:
