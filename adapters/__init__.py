@@ -9,6 +9,7 @@ from adapters.base import (
     ConversationBackend,
     ConversationMessage,
     Hit,
+    ListPage,
     MemoryBackend,
     MemoryPatch,
     NewMemory,
@@ -20,16 +21,20 @@ from adapters.base import (
 )
 from adapters.errors import (
     BackendError,
+    BackendMisconfigured,
     Conflict,
+    CorruptRecord,
     EmbedderMismatch,
     EmptyScopeError,
     InvalidRequest,
     NotFound,
+    NotSent,
     PermissionDenied,
     RateLimited,
     RetryLater,
     Unavailable,
     UnsupportedFilter,
+    WrongContext,
 )
 from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet, Visibility
 

@@ -22,11 +22,23 @@ from typing import Protocol, Sequence, runtime_checkable
 import httpx
 import numpy as np
 
-__all__ = ["Embedder", "HashingEmbedder", "OpenAICompatibleEmbedder", "EmbeddingError"]
+from adapters.errors import BackendError, BackendMisconfigured, Unavailable
+from adapters.http import http_client_for
+
+__all__ = ["Embedder", "HashingEmbedder", "OpenAICompatibleEmbedder", "EmbeddingError", "EmbeddingUnavailable", "EmbeddingMisconfigured"]
 
 
-class EmbeddingError(RuntimeError):
-    """The embedder could not produce vectors (remote failure, wrong dimension)."""
+class EmbeddingError(BackendError):
+    """The embedder could not produce vectors. Catch this for both leaves below."""
+
+
+class EmbeddingUnavailable(EmbeddingError, Unavailable):
+    """The embedding endpoint failed or answered garbage (transient: retry later)."""
+
+
+class EmbeddingMisconfigured(EmbeddingError, BackendMisconfigured):
+    """The model answers vectors of another shape than configured, or the embedder is set up
+    wrongly (a ConfigurationError: retrying cannot help)."""
 
 
 @runtime_checkable
@@ -91,8 +103,8 @@ class HashingEmbedder:
     """Deterministic signed feature hashing; no model, no network."""
 
     def __init__(self, dimension: int = 384) -> None:
-        if dimension < 8:
-            raise ValueError("dimension must be at least 8")
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 8:
+            raise EmbeddingMisconfigured(f"dimension must be an integer of at least 8, got {dimension!r}", backend="embedding")
         self.dimension = dimension
         self.signature = f"hashing-ngram-v1/dim={dimension}"
 
@@ -134,33 +146,35 @@ class OpenAICompatibleEmbedder:
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.dimension = dimension
         self.model = model
         self.signature = f"openai-compatible/{model}/dim={dimension}"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout, headers=headers)
-        if client is not None and api_key:
-            self._client.headers.update(headers)
+        self._base_url = base_url.rstrip("/")
+        # The key goes into each request's headers, never into a caller's shared client.
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client, self._owns_client = http_client_for(http_client=client, transport=transport, timeout=timeout)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         try:
-            response = await self._client.post("/embeddings", json={"model": self.model, "input": list(texts)})
+            response = await self._client.post(self._base_url + "/embeddings", json={"model": self.model, "input": list(texts)}, headers=self._headers)
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda item: item["index"])
+            matrix = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-            raise EmbeddingError(f"embedding request to model {self.model!r} failed: {type(exc).__name__}") from exc
-        matrix = np.asarray([item["embedding"] for item in data], dtype=np.float32)
+            raise EmbeddingUnavailable(f"embedding request to model {self.model!r} failed: {type(exc).__name__}", backend="embedding") from None
         if matrix.shape != (len(texts), self.dimension):
-            raise EmbeddingError(f"model {self.model!r} returned shape {matrix.shape}, expected {(len(texts), self.dimension)}")
+            raise EmbeddingMisconfigured(f"model {self.model!r} returned shape {matrix.shape}, expected {(len(texts), self.dimension)}", backend="embedding")
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleEmbedder({self.signature})"

@@ -34,6 +34,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from adapters.errors import (
     BackendError,
+    BackendMisconfigured,
     Conflict,
     InvalidRequest,
     NotFound,
@@ -231,7 +232,7 @@ def http_client_for(
 ) -> tuple[httpx.AsyncClient, bool]:
     """(client, owned): the caller's client as it is, or a new pooled one (owned: close it)."""
     if http_client is not None and transport is not None:
-        raise InvalidRequest("pass http_client or transport, not both")
+        raise BackendMisconfigured("pass http_client or transport, not both")
     if http_client is not None:
         return http_client, False
     client = httpx.AsyncClient(

@@ -64,6 +64,7 @@ class ScopeKey:
     owner_id: str | None = None  # user, workspace or department id; the agent id for AGENT
     user_id: str | None = None  # only for AGENT: whose agent-owned memory this is
     _hash: int = field(default=0, init=False, repr=False, compare=False)
+    _text: str = field(default="", init=False, repr=False, compare=False)  # str(), cached on first use
 
     def __hash__(self) -> int:
         # computed once: keys are hashed several times per hit on the recall path
@@ -116,6 +117,14 @@ class ScopeKey:
 
     # -- string form --------------------------------------------------------------------
     def __str__(self) -> str:
+        # cached: a recall stringifies the same few keys for every label, audit row and result
+        text = self._text
+        if not text:
+            text = self._format()
+            object.__setattr__(self, "_text", text)
+        return text
+
+    def _format(self) -> str:
         v = self.visibility
         if v is Visibility.GLOBAL:
             return "global"
@@ -221,6 +230,10 @@ class ScopeSet:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def get(self, key: ScopeKey) -> ScopeEntry | None:
+        """The entry for `key`, or None: one dict lookup for hot paths that test and use it."""
+        return self._by_key.get(key)
 
     def entry(self, key: ScopeKey) -> ScopeEntry:
         try:

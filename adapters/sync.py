@@ -11,6 +11,8 @@ import asyncio
 import functools
 from typing import Any, Awaitable, Callable, TypeVar
 
+from adapters.errors import WrongContext
+
 T = TypeVar("T")
 
 
@@ -26,7 +28,7 @@ class LoopRunner:
             asyncio.get_running_loop()
         except RuntimeError:
             return
-        raise RuntimeError("the sync facade cannot be used inside a running event loop; await the async API")
+        raise WrongContext("the sync facade cannot be used inside a running event loop; await the async API")
 
     def run(self, awaitable: Awaitable[T]) -> T:
         self.ensure_no_running_loop()

@@ -364,8 +364,10 @@ async def ingest(data_dir: Path, world: World, args: argparse.Namespace, salt: i
 # --------------------------------------------------------------------------------------------
 async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     from bridge.facade import MemoryBridge
+    from bridge.operations import Recall
     from bridge.policy import Policy, PolicyConfig
-    from bridge.sqlite import Database
+    from bridge.recall.pipeline import STAGES, run_recall
+    from bridge.state.sqlite import SqliteState
     from bridge.vocabulary import Purpose
     from identity.sessions import InMemorySessionRegistry
 
@@ -377,7 +379,10 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     backend = LocalBackend(data_dir / "store", embedder=embedder)
     state_dir = Path(tempfile.mkdtemp(prefix="bridge-state-", dir=data_dir))
     policy = Policy(PolicyConfig(include_global=False))
-    bridge = MemoryBridge(backend, Database(state_dir / "bridge.sqlite3"), sessions=InMemorySessionRegistry(), policy=policy)
+    # reinitialise: the corpus was ingested straight through the backend (put_many measures the
+    # store), so a fresh bridge state has no audit history for it; binding it is an explicit act
+    bridge = MemoryBridge(backend, SqliteState(state_dir / "bridge.sqlite3"), sessions=InMemorySessionRegistry(), policy=policy, reinitialise=True)
+    runtime = bridge.runtime
     total_in_store = backend.count()
 
     # queries: spread evenly over identities, each about one of the identity's tenant topics
@@ -458,18 +463,13 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     pc = time.perf_counter_ns
     samples: dict[str, list[int]] = {"floor": [], "adapter_vector": [], "adapter_search": [], "pipeline": []}
 
-    parts: dict[str, list[int]] = {"search_vector": [], "load_hits": [], "pipeline_audit_append": [], "pipeline_excl_audit": []}
-    audit_ns = [0]
-    real_append = bridge.audit.append
-
-    def timed_append(*a, **kw):  # instance attribute: measures the audit row of each recall
-        t = pc()
-        try:
-            return real_append(*a, **kw)
-        finally:
-            audit_ns[0] += pc() - t
-
-    bridge.audit.append = timed_append
+    parts: dict[str, list[int]] = {"search_vector": [], "load_hits": []}
+    stage_names = [name for name, _ in STAGES]
+    # the `stages` path: what `MemoryBridge.recall` does, step by step, each step timed. Not a
+    # second implementation: op construction and the session check are the calls `execute` makes,
+    # and the stages are timed by the pipeline itself (`run_recall(..., timings=)`).
+    steps: dict[str, list[int]] = {"op": [], "session": [], **{n: [] for n in stage_names}, "result": [], "run_recall": [], "stages_total": []}
+    samples["stages"] = []
 
     async def one_pass(path: str, record: bool, order: list[int]) -> None:
         """One path over all queries: every path finds its data equally cold (the readable sets of
@@ -495,14 +495,27 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
                 t0 = pc()
                 await backend.search(SearchQuery(scopes, text, limit=k))
                 t1 = pc()
-            else:
-                audit_ns[0] = 0
+            elif path == "pipeline":
                 t0 = pc()
                 await bridge.recall(bi.identity, text)
                 t1 = pc()
+            else:  # "stages"
+                timings: dict[str, int] = {}
+                t0 = pc()
+                op = Recall(text, Purpose.CHAT, None, None, (), None, False, None)  # what the sugar builds
+                ta = pc()
+                identity = runtime.sessions.continue_session(bi.identity)
+                op.check(runtime.limits)
+                tb = pc()
+                await run_recall(runtime, identity, op, timings=timings)
+                t1 = pc()
                 if record:
-                    parts["pipeline_audit_append"].append(audit_ns[0])
-                    parts["pipeline_excl_audit"].append(t1 - t0 - audit_ns[0])
+                    steps["op"].append(ta - t0)
+                    steps["session"].append(tb - ta)
+                    for name, ns in timings.items():
+                        steps[name].append(ns)
+                    steps["run_recall"].append(t1 - tb)
+                    steps["stages_total"].append(sum(timings[n] for n in stage_names))
             if record:
                 samples[path].append(t1 - t0)
 
@@ -539,10 +552,13 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
         },
         "latency": lat,
         "latency_breakdown": {name: summary_us(v) for name, v in parts.items()},
+        "pipeline_steps": {name: summary_us(v) for name, v in steps.items()},
+        "stage_names": stage_names,
         "ratios": {
             "adapter_vector_p50_over_floor_p50": round(lat["adapter_vector"]["p50_us"] / f50, 2),
             "adapter_search_p50_over_floor_p50": round(lat["adapter_search"]["p50_us"] / f50, 2),
             "pipeline_p50_over_floor_p50": round(lat["pipeline"]["p50_us"] / f50, 2),
+            "backend_search_stage_p50_over_floor_p50": round(summary_us(steps["search"])["p50_us"] / f50, 2),
         },
         "recall_at_10": round(strict_total / expected, 4) if expected else None,
         "recall_at_10_tie_tolerant": round(tie_ok_total / expected, 4) if expected else None,
@@ -582,18 +598,25 @@ def table(report: dict[str, object]) -> str:
             "adapter_vector": "adapter: search_vector + load_hits (top-10)",
             "adapter_search": "adapter: search() incl. query embedding",
             "pipeline": "pipeline: MemoryBridge.recall (cand. 50)",
+            "stages": "stages: the same, step by step, each timed",
         }
         f50 = lat["floor"]["p50_us"]
         for key, label in names.items():
             lines.append(f"  {label:<48} {lat[key]['p50_us']:>9.1f} {lat[key]['p95_us']:>9.1f} {lat[key]['p50_us'] / f50:>9.2f}x")
         br = run["latency_breakdown"]
         lines.append(f"  {'  of which search_vector / load_hits':<48} {br['search_vector']['p50_us']:>9.1f} {br['load_hits']['p50_us']:>9.1f}   (p50, p50)")
-        lines.append(f"  {'  pipeline: audit append / the rest':<48} {br['pipeline_audit_append']['p50_us']:>9.1f} {br['pipeline_excl_audit']['p50_us']:>9.1f}   (p50, p50)")
+        st = run["pipeline_steps"]
+        lines.append(f"  {'pipeline step by step (the stages path, p50 us)':<48} {'p50 us':>9} {'p95 us':>9} {'p50/floor':>10}")
+        step_names = [("op", "Recall(...) construction"), ("session", "session check + limits (execute)")]
+        step_names += [(n, f"stage {n}") for n in run["stage_names"]]
+        step_names += [("result", "context + RecallResult"), ("run_recall", "run_recall total"), ("stages_total", "sum of the stages")]
+        for key, label in step_names:
+            lines.append(f"  {'  ' + label:<48} {st[key]['p50_us']:>9.1f} {st[key]['p95_us']:>9.1f} {st[key]['p50_us'] / f50:>9.2f}x")
         ratios = run["ratios"]
         ok_a = "OK" if ratios["adapter_vector_p50_over_floor_p50"] <= 3 else "MISS"
-        ok_p = "OK" if ratios["pipeline_p50_over_floor_p50"] <= 10 else "MISS"
+        ok_p = "OK" if ratios["pipeline_p50_over_floor_p50"] <= 5 else "MISS"
         lines.append(f"  adapter/floor {ratios['adapter_vector_p50_over_floor_p50']:.2f}x (target <= 3x: {ok_a});  "
-                     f"pipeline/floor {ratios['pipeline_p50_over_floor_p50']:.2f}x (target <= 10x: {ok_p})")
+                     f"pipeline/floor {ratios['pipeline_p50_over_floor_p50']:.2f}x (target <= 5x: {ok_p})")
         lines.append(f"  recall@10 {run['recall_at_10']} (tie-tolerant {run['recall_at_10_tie_tolerant']}; target 1.0)")
         m = run["resident_memory"]
         lines.append(f"  resident: {m['partitions_touched']} partitions, {m['rows_touched']:,} rows, raw vectors {m['raw_vector_bytes'] / 2**20:.1f} MiB; "

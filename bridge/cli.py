@@ -20,10 +20,7 @@ from typing import Callable, Sequence
 
 from pydantic import ValidationError
 
-from adapters.errors import BackendError
-from bridge.errors import BridgeError
-from identity.errors import IdentityError
-from identity.ids import InvalidIdError
+from bridge.errors import InvalidInput, VikingBridgeError
 
 EXIT_ERROR = 2
 COMMANDS_GROUP = "viking_bridge.commands"
@@ -40,6 +37,11 @@ def plugin_command(name: str) -> Callable[[list[str]], int] | None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="viking-bridge", description="Permission-first memory bridge for multi-tenant, multi-agent AI systems.")
+    parser.add_argument(
+        "--reinitialise", action="store_true",
+        help="bind the bridge state to the store it finds even if they disagree (a replaced, emptied or rolled-back store); "
+             "only after you have checked why they disagree",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
@@ -71,16 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _dev_session():
-    from bridge.facade import MemoryBridge
-    from bridge.settings import load_bridge_settings
+async def _dev_session(reinitialise: bool = False):
+    from bridge.facade import open_bridge
     from identity.providers.base import DevEnvironment
     from identity.providers.dev import DevEnvironmentProvider
 
-    settings = load_bridge_settings()
     identity = await DevEnvironmentProvider().authenticate(DevEnvironment())
-    bridge = MemoryBridge.open_local(settings.home, limits=settings.limits(), budget=settings.budget(), audit_fsync_reads=settings.audit_fsync_reads)
-    return bridge, identity
+    return open_bridge(reinitialise=reinitialise), identity
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -88,7 +87,7 @@ async def _run(args: argparse.Namespace) -> int:
         from bridge.demo import run_demo
 
         return 0 if await run_demo(sys.stdout) else 1
-    bridge, identity = await _dev_session()
+    bridge, identity = await _dev_session(args.reinitialise)
     try:
         if args.command == "remember":
             result = await bridge.remember(identity, args.content, args.kind, visibility=args.visibility, department_id=args.department, idempotency_key=args.idempotency_key)
@@ -99,11 +98,11 @@ async def _run(args: argparse.Namespace) -> int:
         elif args.command == "forget":
             if args.subject:
                 if args.scope or args.memory_id:
-                    raise BridgeError("give either SCOPE MEMORY_ID or --subject, not both")
+                    raise InvalidInput("give either SCOPE MEMORY_ID or --subject, not both")
                 print(f"forgot {await bridge.forget_subject(identity, args.subject)} memories of {args.subject}")
             else:
                 if not (args.scope and args.memory_id):
-                    raise BridgeError("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
+                    raise InvalidInput("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
                 found = await bridge.forget(identity, (args.scope, args.memory_id))
                 print("forgotten" if found else "no such memory in that scope")
         elif args.command == "audit":
@@ -123,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
         try:
             command = plugin_command(argv[0])
-        except ImportError as exc:
+        except (ImportError, AttributeError) as exc:  # its module is missing or broken, or names no such function
             print(f"viking-bridge: error: the {argv[0]!r} command is registered but cannot be loaded: {exc}", file=sys.stderr)
             return EXIT_ERROR
         if command is None:
@@ -134,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return asyncio.run(_run(args))
-    except (BridgeError, BackendError, IdentityError, InvalidIdError) as exc:
+    except VikingBridgeError as exc:  # the one error tree, mapped once
         print(f"viking-bridge: error: {exc}", file=sys.stderr)
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
-from bridge.errors import InvalidInput, NotPermitted, RecallIncomplete
+from bridge.errors import CorruptStorage, InvalidInput, NotPermitted, RecallIncomplete
 from bridge.handlers import HANDLERS
 from bridge.operations import Operation
 from bridge.recovery import open_checks
 from bridge.runtime import BridgeRuntime
+from bridge.settings import BridgeSettings, load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
 from bridge.state.sqlite import SqliteState
@@ -33,7 +34,7 @@ from identity.errors import Forbidden
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
 
-__all__ = ["MemoryBridge", "SyncMemoryBridge"]
+__all__ = ["MemoryBridge", "SyncMemoryBridge", "open_bridge"]
 
 log = logging.getLogger("viking_bridge")
 R = TypeVar("R")
@@ -70,20 +71,48 @@ class MemoryBridge(OperationMethods):
 
     @classmethod
     def open_local(cls, home: str | Path, **kwargs: Any) -> "MemoryBridge":
-        """The embedded default: store, bridge state and session bindings under one directory."""
+        """The embedded default: store, bridge state and session bindings under one directory.
+
+        The store must be the one the bridge state is bound to (bridge/recovery.py): a missing,
+        emptied or replaced store raises `CorruptStorage` here, before anything is written."""
         from adapters.local import LocalBackend
 
         home = Path(home)
-        backend = LocalBackend(home / "store", embedder=kwargs.pop("embedder", None))
-        return cls.with_backend(backend, home, **kwargs)
+        state = SqliteState(home / "bridge.sqlite3", fsync_reads=kwargs.pop("audit_fsync_reads", _defaults().get("audit_fsync_reads", False)))
+        bound = None if kwargs.get("reinitialise") else state.bound_store_id()
+        quarantined: list[Any] = kwargs.setdefault("quarantined", [])
+        try:
+            backend = LocalBackend(
+                home / "store", embedder=kwargs.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
+                on_quarantine=quarantined.append,
+            )
+        except CorruptStorage as exc:
+            state.close()
+            raise CorruptStorage(
+                f"{exc}; the bridge state {state.path} is bound to store {bound}: restore that store, "
+                "or re-initialise explicitly (--reinitialise)", path=exc.path,
+            ) from None
+        except BaseException:
+            state.close()
+            raise
+        return cls.with_backend(backend, home, state=state, **kwargs)
 
     @classmethod
     def with_backend(cls, backend: MemoryBackend, home: str | Path, **kwargs: Any) -> "MemoryBridge":
-        """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in `home`."""
+        """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in
+        `home`; every `VIKING_BRIDGE_*` setting applies unless given here explicitly."""
         home = Path(home)
-        sessions = kwargs.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
-        state = SqliteState(home / "bridge.sqlite3", fsync_reads=kwargs.pop("audit_fsync_reads", False))
-        return cls(backend, state, sessions=sessions, **kwargs)
+        options = {**_defaults(), **kwargs}
+        sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
+        fsync_reads = options.pop("audit_fsync_reads", False)
+        state = options.pop("state", None) or SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
+        return cls(backend, state, sessions=sessions, **options)
+
+    @classmethod
+    def from_settings(cls, settings: "BridgeSettings | None" = None, **kwargs: Any) -> "MemoryBridge":
+        """The bridge the settings describe (today: the local store under `settings.home`)."""
+        settings = settings or load_bridge_settings()
+        return cls.open_local(settings.home, **{**settings.runtime_options(), **kwargs})
 
     # the parts, for callers and tests that need them
     backend = property(lambda self: self.runtime.backend)
@@ -109,6 +138,9 @@ class MemoryBridge(OperationMethods):
         except REFUSALS as exc:
             await self._audit_refusal(identity, op, exc)
             raise
+        finally:
+            if self.runtime.quarantined:
+                await self._audit_quarantine(identity)
 
     async def _open(self) -> None:
         if self._opened is False:
@@ -128,12 +160,29 @@ class MemoryBridge(OperationMethods):
         except Exception:  # never mask the refusal itself
             log.exception("could not audit a refused %s", op.operation_name())
 
+    async def _audit_quarantine(self, identity: MemoryIdentity) -> None:
+        """A damaged record the backend took out of service (issue 9 finding 16): one audit row
+        each, in the name of the caller whose operation found it; ids and reasons, no content."""
+        rows, self.runtime.quarantined[:] = list(self.runtime.quarantined), []
+        for row in rows:
+            log.error("quarantined %s in %s: %s", row.memory_id, row.scope, row.reason)
+            await self.runtime.state.audit.append(identity, "quarantine", memory_ids=[row.memory_id], scopes=[row.scope], detail={"reason": row.reason, "backend": self.runtime.backend.name})
+
     async def aclose(self) -> None:
         await self.runtime.backend.aclose()
         close = getattr(self.runtime.sessions, "close", None)
         if close is not None:
             close()
         await self.runtime.state.aclose()
+
+
+def _defaults() -> dict[str, Any]:
+    return load_bridge_settings().runtime_options()
+
+
+def open_bridge(settings: "BridgeSettings | None" = None, **kwargs: Any) -> MemoryBridge:
+    """`MemoryBridge.from_settings`: what the CLI and the service open, and library users may too."""
+    return MemoryBridge.from_settings(settings, **kwargs)
 
 
 class SyncMemoryBridge(SyncFacade):

@@ -10,21 +10,19 @@ Fields that name a *target* (a grantee, a child agent, a subject) are decided by
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, ClassVar, Iterable, Mapping
-
-from pydantic import ValidationError
+from typing import Any, ClassVar, Mapping
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
-from bridge.models import MemoryRef, Message
+from bridge.models import Message
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
-from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
-from identity.ids import InvalidIdError, validate_id
+from bridge.validation import (
+    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
+    positive_int, purpose, scope_key, sequence, shown, text, visibility, within,
+)
+from bridge.vocabulary import Kind, Purpose
 
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
@@ -32,148 +30,14 @@ __all__ = [
     "StartSession", "ForkSession", "RESERVED_METADATA_PREFIX",
 ]
 
-#: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
-#: may not set them, so the bridge can trust them when it reads them back.
-RESERVED_METADATA_PREFIX = "vb."
-_MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
-
-
 def _set(op: object, name: str, value: object) -> None:
     object.__setattr__(op, name, value)
 
 
-def text(value: object, what: str) -> str:
-    """A non-empty string that every store can encode (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(f"{what} must not be empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{what} contains characters that are not valid Unicode text (lone surrogates)") from None
-    return value
-
-
-def _within(value: str, what: str, limit: int) -> None:
-    if len(value) > limit:
-        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
-
-
-def ident(value: object, what: str) -> str:
-    try:
-        return validate_id(value, what)
-    except InvalidIdError as exc:
-        raise InvalidInput(str(exc)) from None
-
-
-def optional_ident(value: object, what: str) -> str | None:
-    return None if value is None else ident(value, what)
-
-
-def scope_key(value: object, what: str = "scope") -> ScopeKey:
-    if isinstance(value, ScopeKey):
-        return value
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a scope like 'acme/ws/alpha', not {type(value).__name__}")
-    try:
-        return ScopeKey.parse(text(value, what))
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput(f"not a scope: {exc}") from None
-
-
-def memory_ref(value: object) -> tuple[ScopeKey, str]:
-    """(scope, memory id) from a MemoryRef, a (scope, id) pair or a {scope, memory_id} mapping."""
-    if isinstance(value, MemoryRef):
-        scope, memory_id = value.scope, value.memory_id
-    elif isinstance(value, tuple) and len(value) == 2:
-        scope, memory_id = value
-    elif isinstance(value, MappingABC) and set(value) == {"scope", "memory_id"}:
-        scope, memory_id = value["scope"], value["memory_id"]
-    else:
-        raise InvalidInput(f"not a memory reference: expected (scope, memory_id), got {type(value).__name__}")
-    try:
-        return scope_key(scope), ident(memory_id, "memory_id")
-    except InvalidInput as exc:
-        raise InvalidInput(f"not a memory reference: {exc}") from None
-
-
-def visibility(value: object) -> Visibility | None:
-    if value is None or isinstance(value, Visibility):
-        return value
-    try:
-        return Visibility(value)
-    except (ValueError, TypeError):
-        raise InvalidInput(f"unknown visibility {value!r}; expected one of: {', '.join(v.value for v in Visibility)}") from None
-
-
-def number(value: object, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a number within [{low}, {high}], got {value!r}")
-    return float(value)
-
-
-def metadata(value: object) -> Mapping[str, Any]:
-    if value is None:
-        return MappingProxyType({})
-    if not isinstance(value, MappingABC):
-        raise InvalidInput(f"metadata must be a mapping, not {type(value).__name__}")
-    data = dict(value)
-    for key, item in data.items():
-        if not isinstance(key, str) or not key or len(key) > 64:
-            raise InvalidInput(f"metadata key {key!r} must be a non-empty string of at most 64 characters")
-        text(key, "metadata key")
-        if key.startswith(RESERVED_METADATA_PREFIX):
-            raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
-        if isinstance(item, bool) or item is None:
-            continue
-        if isinstance(item, int):
-            if not -_MAX_METADATA_INT < item < _MAX_METADATA_INT:
-                raise InvalidInput(f"metadata value for {key!r} is an integer outside ±2**63")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidInput(f"metadata value for {key!r} must be a finite number")
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput(f"metadata value for {key!r} contains lone surrogates") from None
-        else:
-            raise InvalidInput(f"metadata value for {key!r} must be a string, number, boolean or null")
-    return MappingProxyType(data)
-
-
-def _check_metadata(values: Mapping[str, Any], limits: Limits) -> None:
-    if len(values) > limits.max_metadata_keys:
-        raise InvalidInput(f"metadata has {len(values)} keys; the limit is {limits.max_metadata_keys}")
-    for key, item in values.items():
-        if isinstance(item, str) and len(item) > limits.max_metadata_value_chars:
-            raise InvalidInput(f"metadata value for {key!r} is longer than {limits.max_metadata_value_chars} characters")
-
-
-def flag(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{what} must be true or false, not {type(value).__name__}")
-    return value
-
-
-def positive_int(value: object, what: str, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
-        raise InvalidInput(f"{what} must be an integer within [1, {high}], got {value!r}")
-    return value
-
-
-def sequence(value: object, what: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidInput(f"{what} must be a list, not {type(value).__name__}")
-    return tuple(value)
-
-
 class Operation:
-    """Base of every operation. `action` names it in audit rows and refusals."""
+    """Base of every operation; `operation_name()` names it in refusals and logs."""
 
     __slots__ = ()
-    action: ClassVar[str] = "operation"
     #: False for the two operations that establish the session binding themselves.
     continues_session: ClassVar[bool] = True
 
@@ -196,7 +60,6 @@ class Recall(Operation):
     drop memories ranking below it (default: the bridge's relevance floor).
     """
 
-    action: ClassVar[str] = "recall"
     query: str
     purpose: Purpose = Purpose.CHAT
     budget_tokens: int | None = None
@@ -208,11 +71,11 @@ class Recall(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "query", text(self.query, "query"))
-        _set(self, "purpose", parse_purpose(self.purpose))
+        _set(self, "purpose", purpose(self.purpose))
         if self.budget_tokens is not None:
             _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
         if self.kinds is not None:
-            kinds = frozenset(parse_kind(k).value for k in sequence(self.kinds, "kinds"))
+            kinds = frozenset(kind(k).value for k in sequence(self.kinds, "kinds"))
             if not kinds:
                 raise InvalidInput("kinds, when given, must name at least one kind")
             _set(self, "kinds", kinds)
@@ -223,7 +86,7 @@ class Recall(Operation):
             _set(self, "min_score", number(self.min_score, "min_score", 0.0, 1.0))
 
     def check(self, limits: Limits) -> None:
-        _within(self.query, "query", limits.max_query_chars)
+        within(self.query, "query", limits.max_query_chars)
         if len(self.include_scopes) > limits.max_extra_scopes:
             raise InvalidInput(f"include_scopes names {len(self.include_scopes)} scopes; the limit is {limits.max_extra_scopes}")
 
@@ -232,7 +95,6 @@ class Recall(Operation):
 class Remember(Operation):
     """Store an explicit memory. Where it lands is decided by the policy from the identity."""
 
-    action: ClassVar[str] = "write"
     content: str
     kind: Kind
     visibility: Visibility | None = None
@@ -243,7 +105,7 @@ class Remember(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "department_id", optional_ident(self.department_id, "department_id"))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
@@ -251,31 +113,19 @@ class Remember(Operation):
         _set(self, "confidence", number(self.confidence, "confidence", 0.0, 1.0))
 
     def check(self, limits: Limits) -> None:
-        _within(self.content, "content", limits.max_content_chars)
-        _check_metadata(self.metadata, limits)
-
-
-def _message(value: object) -> Message:
-    if isinstance(value, Message):
-        return value
-    if not isinstance(value, MappingABC):
-        raise InvalidInput(f"a message must be a mapping with role and content, not {type(value).__name__}")
-    try:
-        return Message(**{str(k): v for k, v in value.items()})
-    except (ValidationError, TypeError) as exc:
-        raise InvalidInput(f"not a message: {str(exc).splitlines()[0]}") from None
+        within(self.content, "content", limits.max_content_chars)
+        check_metadata(self.metadata, limits)
 
 
 @dataclass(frozen=True, slots=True)
 class Capture(Operation):
     """Conversation -> memories. Message text is data: it cannot change scope or identity."""
 
-    action: ClassVar[str] = "capture"
     messages: tuple[Message, ...]
     idempotency_key: str | None = None
 
     def __post_init__(self) -> None:
-        messages = tuple(_message(m) for m in sequence(self.messages, "messages"))
+        messages = tuple(message(m) for m in sequence(self.messages, "messages"))
         if not messages:
             raise InvalidInput("capture needs at least one message")
         for m in messages:
@@ -288,7 +138,7 @@ class Capture(Operation):
         if len(self.messages) > limits.max_messages:
             raise InvalidInput(f"capture got {len(self.messages)} messages; the limit is {limits.max_messages}")
         for m in self.messages:
-            _within(m.content, "message content", limits.max_content_chars)
+            within(m.content, "message content", limits.max_content_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,21 +153,18 @@ class _RefOperation(Operation):
 class Forget(_RefOperation):
     """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
 
-    action: ClassVar[str] = "forget"
 
 
 @dataclass(frozen=True, slots=True)
 class Approve(_RefOperation):
     """Activate a pending memory (department standard, promotion proposal)."""
 
-    action: ClassVar[str] = "approve"
 
 
 @dataclass(frozen=True, slots=True)
 class Promote(Operation):
     """Widen a memory's visibility: admins directly, anyone else files a pending proposal."""
 
-    action: ClassVar[str] = "promote"
     ref: tuple[ScopeKey, str]
     to: Visibility
     department_id: str | None = None
@@ -335,7 +182,6 @@ class Promote(Operation):
 class ForgetSubject(Operation):
     """Erase every memory by or about one user in the caller's tenant (GDPR erasure)."""
 
-    action: ClassVar[str] = "forget_subject"
     subject_user_id: str
 
     def __post_init__(self) -> None:
@@ -346,7 +192,6 @@ class ForgetSubject(Operation):
 class IssueGrant(Operation):
     """Let one user (optionally one agent) read one scope of the tenant until it expires."""
 
-    action: ClassVar[str] = "grant"
     grantee_user_id: str
     scope: ScopeKey
     ttl_seconds: float
@@ -361,12 +206,11 @@ class IssueGrant(Operation):
         _set(self, "grantee_agent_id", optional_ident(self.grantee_agent_id, "grantee_agent_id"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.reason, "reason", limits.max_metadata_value_chars)
+        within(self.reason, "reason", limits.max_metadata_value_chars)
 
 
 @dataclass(frozen=True, slots=True)
 class RevokeGrant(Operation):
-    action: ClassVar[str] = "revoke"
     grant_id: str
 
     def __post_init__(self) -> None:
@@ -377,7 +221,6 @@ class RevokeGrant(Operation):
 class Inject(Operation):
     """Hand `child_agent_id` (same tenant and user) a read-only manifest of memories."""
 
-    action: ClassVar[str] = "inject"
     child_agent_id: str
     task: str
     depth: InjectDepth = InjectDepth.STANDARD
@@ -394,7 +237,7 @@ class Inject(Operation):
         try:
             _set(self, "depth", InjectDepth(self.depth))
         except ValueError:
-            raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+            raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         if self.memory_refs is not None:
             _set(self, "memory_refs", tuple(memory_ref(r) for r in sequence(self.memory_refs, "memory_refs")))
         _set(self, "from_manifest_id", optional_ident(self.from_manifest_id, "from_manifest_id"))
@@ -404,7 +247,7 @@ class Inject(Operation):
         _set(self, "may_reinject", flag(self.may_reinject, "may_reinject"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.task, "task", limits.max_query_chars)
+        within(self.task, "task", limits.max_query_chars)
         if self.memory_refs is not None and len(self.memory_refs) > limits.max_memory_refs:
             raise InvalidInput(f"memory_refs names {len(self.memory_refs)} memories; the limit is {limits.max_memory_refs}")
 
@@ -413,7 +256,6 @@ class Inject(Operation):
 class RevokeManifest(Operation):
     """End a manifest and every manifest derived from it."""
 
-    action: ClassVar[str] = "revoke"
     manifest_id: str
 
     def __post_init__(self) -> None:
@@ -424,7 +266,6 @@ class RevokeManifest(Operation):
 class WriteBack(Operation):
     """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
 
-    action: ClassVar[str] = "write"
     manifest_id: str
     content: str
     kind: Kind
@@ -434,31 +275,30 @@ class WriteBack(Operation):
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
         _set(self, "content", text(self.content, "content"))
-        _set(self, "kind", parse_kind(self.kind))
+        _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
 
     def check(self, limits: Limits) -> None:
-        _within(self.content, "content", limits.max_content_chars)
+        within(self.content, "content", limits.max_content_chars)
 
 
 @dataclass(frozen=True, slots=True)
 class QueryAudit(Operation):
     """Audit rows the policy lets this identity read, newest first."""
 
-    action: ClassVar[str] = "audit"
-    action_filter: str | None = None
+    action: str | None = None  # only rows of this audit action
     memory_id: str | None = None
     limit: int = 100
     since_seq: int = 0
 
     def __post_init__(self) -> None:
-        if self.action_filter is not None and self.action_filter not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {self.action_filter!r}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
+        if self.action is not None and (not isinstance(self.action, str) or self.action not in AUDIT_ACTIONS):
+            raise InvalidInput(f"unknown audit action {shown(self.action)}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
         _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
         if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
-            raise InvalidInput(f"since_seq must be a non-negative integer, got {self.since_seq!r}")
+            raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
 
     def check(self, limits: Limits) -> None:
         if self.limit > limits.max_audit_rows:
@@ -469,7 +309,6 @@ class QueryAudit(Operation):
 class StartSession(Operation):
     """Bind the identity's session id to it (first use wins; later use by another identity fails)."""
 
-    action: ClassVar[str] = "start_session"
     continues_session: ClassVar[bool] = False
 
 
@@ -477,7 +316,6 @@ class StartSession(Operation):
 class ForkSession(Operation):
     """A new session id bound to the same identity as `parent_session_id`."""
 
-    action: ClassVar[str] = "fork_session"
     continues_session: ClassVar[bool] = False
     parent_session_id: str | None = None
 

@@ -7,9 +7,10 @@
    (a deleted `bridge.sqlite3` must not silently restart the audit history at 0). Only an
    explicit re-initialisation (`reinitialise=True`, CLI `--reinitialise`) binds anew.
    State from before binding existed (audit rows, no binding) is bound on first open.
-2. **Write intents.** A write announced but never audited (a crash between the backend's
-   commit and the audit row) is looked up by its idempotency key: found -> audited as
-   `recovered` in the writer's name; not found -> it never landed, the intent is closed.
+2. **Intents.** A change announced but never audited (a crash between the backend's commit and
+   the audit row) is checked: a write by its idempotency key, a forget by the memory being gone,
+   an erasure is recorded as interrupted. Landed -> audited as `recovered` in the actor's name;
+   not landed -> the intent is closed.
 
 What this cannot detect: a store whose deleted or damaged SQLite WAL silently lost committed
 rows after a crash *and* its write counter with them (the counter lives in the same file).
@@ -20,9 +21,10 @@ from __future__ import annotations
 import logging
 
 from adapters.base import StoreBinding
-from adapters.errors import BackendError
+from adapters.errors import BackendError, NotFound
 from bridge.errors import CorruptStorage
 from bridge.runtime import BridgeRuntime
+from bridge.state.protocols import WriteIntent
 
 __all__ = ["check_store_binding", "reconcile_intents", "open_checks"]
 
@@ -68,27 +70,61 @@ async def check_store_binding(rt: BridgeRuntime, *, reinitialise: bool = False) 
         )
 
 
+async def _landed_write(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ...] | None:
+    """The memory a put announced by `intent` stored, if it landed."""
+    finder = getattr(rt.backend, "find_by_idempotency_key", None)
+    if finder is None:
+        raise _CannotTell(f"backend {rt.backend.name} cannot look writes up by idempotency key")
+    memory = await finder(intent.scope, intent.backend_key)
+    return None if memory is None else (memory.id,)
+
+
+async def _landed_forget(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ...] | None:
+    """The memory a forget announced by `intent` deleted, if the delete landed."""
+    try:
+        await rt.backend.get(intent.scope, intent.backend_key)
+    except NotFound:
+        await rt.state.manifests.purge_memory_ids({intent.backend_key})  # the step after the delete
+        return (intent.backend_key,)
+    return None
+
+
+async def _interrupted_erasure(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ...] | None:
+    """An erasure that started and never audited its end: say so (a re-run finishes it)."""
+    log.error("an erasure of user %s in %s was interrupted; re-run forget_subject to finish it", intent.backend_key, intent.tenant_id)
+    return ()  # which memories went before the kill is unknown; the row says it was interrupted
+
+
+class _CannotTell(Exception):
+    """This backend cannot say whether the announced change landed; the intent stays open."""
+
+
+#: How to tell whether an announced change landed, per audit action of the intent.
+_LANDED = {"forget": _landed_forget, "forget_subject": _interrupted_erasure}
+
+
 async def reconcile_intents(rt: BridgeRuntime) -> int:
-    """Audit every write a crash left unaudited; return how many were recovered."""
+    """Audit every change a crash left unaudited (`recovered`); return how many there were.
+
+    Writes (remember, capture, write-back, promote) are looked up by idempotency key, forgets
+    by checking the memory is gone; an interrupted erasure is recorded as such. A change that
+    never landed only closes its intent.
+    """
     audit, backend = rt.state.audit, rt.backend
-    finder = getattr(backend, "find_by_idempotency_key", None)
     recovered = 0
     for intent in await audit.open_intents():
-        if finder is None:
-            log.warning("backend %s cannot look writes up by idempotency key; intent %s stays open", backend.name, intent.intent_id)
-            continue
         try:
-            memory = await finder(intent.scope, intent.backend_key)
-        except BackendError as exc:
-            log.warning("could not reconcile write intent %s: %s", intent.intent_id, exc)
+            landed = await _LANDED.get(intent.action, _landed_write)(rt, intent)
+        except (BackendError, _CannotTell) as exc:
+            log.warning("could not reconcile intent %s (%s): %s; it stays open", intent.intent_id, intent.action, exc)
             continue
-        if memory is None:
+        if landed is None:
             await audit.close_intent(intent.intent_id)
             continue
         marker = await backend.store_marker() if isinstance(backend, StoreBinding) else None
-        await audit.recover_intent(intent, memory.id, marker)
+        await audit.recover_intent(intent, landed, marker)
         recovered += 1
-        log.warning("recovered an unaudited write: %s in %s by %s", memory.id, intent.scope, intent.actor)
+        log.warning("recovered an unaudited %s: %s in %s by %s", intent.action, list(landed), intent.scope, intent.actor)
     return recovered
 
 

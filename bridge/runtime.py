@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from adapters.base import MemoryBackend
 from bridge.extract import Extractor, RuleExtractor
@@ -36,3 +36,6 @@ class BridgeRuntime:
     token_counter: TokenCounter | None = None
     server_side_extraction: bool = False
     clock: Callable[[], float] = time.time
+    #: Damaged records a backend took out of service, waiting for their audit row (a backend's
+    #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
+    quarantined: list[Any] = field(default_factory=list)

@@ -1,27 +1,47 @@
-"""Bridge configuration (pydantic-settings, env prefix `VIKING_BRIDGE_`).
+"""Bridge configuration: one settings object for the library, the CLI and the service.
 
-    VIKING_BRIDGE_HOME            data directory of the local store and the bridge's own state
-                                  (audit, grants, manifests, sessions); default: the per-user data
-                                  directory, e.g. ~/.local/share/viking-bridge on Linux
-    VIKING_BRIDGE_MAX_QUERY_CHARS, VIKING_BRIDGE_MAX_CONTENT_CHARS, VIKING_BRIDGE_CANDIDATE_LIMIT
-    VIKING_BRIDGE_BUDGET_TOKENS   default token budget of a recall
-    VIKING_BRIDGE_AUDIT_FSYNC_READS  fsync each recall's audit row too (default: writes only)
+pydantic-settings with env prefix `VIKING_BRIDGE_`, optionally a TOML file named by
+`VIKING_BRIDGE_CONFIG_FILE` (environment variables win over the file). A bad value fails at
+start-up with a `ConfigurationError` naming the setting and what was expected.
+
+    VIKING_BRIDGE_HOME                  data directory of the local store and the bridge's own
+                                        state (audit, grants, manifests, sessions); default: the
+                                        per-user data directory, e.g. ~/.local/share/viking-bridge
+    VIKING_BRIDGE_MAX_QUERY_CHARS       4000     longest recall query / inject task
+    VIKING_BRIDGE_MAX_CONTENT_CHARS     8000     longest memory or message
+    VIKING_BRIDGE_MAX_MESSAGES          1000     messages in one capture
+    VIKING_BRIDGE_CANDIDATE_LIMIT       50       hits one recall asks the backend for
+    VIKING_BRIDGE_BUDGET_TOKENS         1200     default token budget of a recall
+    VIKING_BRIDGE_MIN_SCORE             0.0      relevance floor (a score-0 memory is never returned)
+    VIKING_BRIDGE_FRESHNESS_HALF_LIFE_DAYS 90    freshness decay (slow kinds age 4x slower)
+    VIKING_BRIDGE_FRESHNESS_GRACE_DAYS  7        no decay before this age
+    VIKING_BRIDGE_INCLUDE_GLOBAL        true     every identity reads the global scope
+    VIKING_BRIDGE_GLOBAL_WRITER_TENANTS ""       tenants whose global_admins may write global
+    VIKING_BRIDGE_AUDIT_FSYNC_READS     false    fsync each recall's audit row too
+    VIKING_BRIDGE_MAX_ACTIVE_MANIFESTS_PER_USER 1000
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
-A bad value fails at start-up with the setting's name.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
 import platformdirs
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings.exceptions import SettingsError
 
-from bridge.recall.budget import BudgetConfig
-from bridge.errors import InvalidInput
+from bridge.errors import ConfigurationError
 from bridge.limits import Limits
+from bridge.policy import Policy, PolicyConfig
+from bridge.recall.budget import BudgetConfig
+from bridge.recall.rank import FreshnessConfig, RankingConfig
+
+__all__ = ["BridgeSettings", "load_bridge_settings", "default_home"]
+
+CONFIG_FILE_VARIABLE = "VIKING_BRIDGE_CONFIG_FILE"
 
 
 def default_home() -> Path:
@@ -32,22 +52,67 @@ class BridgeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_", extra="ignore", frozen=True)
 
     home: Path = Field(default_factory=default_home)
+    config_file: Path | None = None  # a TOML file with any of these settings
     max_query_chars: int = Field(4000, ge=1, le=100_000)
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
+    max_messages: int = Field(1000, ge=1, le=100_000)
     candidate_limit: int = Field(50, ge=1, le=5000)
     budget_tokens: int = Field(1200, ge=25, le=200_000)
-    audit_fsync_reads: bool = False  # fsync every recall's audit row (see bridge/audit.py)
+    min_score: float = Field(0.0, ge=0.0, le=1.0)
+    freshness_half_life_days: float = Field(90.0, gt=0.0, le=36500.0)
+    freshness_grace_days: float = Field(7.0, ge=0.0, le=36500.0)
+    include_global: bool = True
+    global_writer_tenants: Annotated[frozenset[str], NoDecode] = frozenset()  # comma-separated in the environment
+    audit_fsync_reads: bool = False
+    max_active_manifests_per_user: int = Field(1000, ge=1, le=1_000_000)
+
+    @field_validator("global_writer_tenants", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return frozenset(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource, file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        import os
+
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = os.environ.get(CONFIG_FILE_VARIABLE)
+        if path:
+            if not Path(path).is_file():
+                raise ConfigurationError(f"{CONFIG_FILE_VARIABLE}={path}: no such file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
 
     def limits(self) -> Limits:
-        return Limits(max_query_chars=self.max_query_chars, max_content_chars=self.max_content_chars, candidate_limit=self.candidate_limit)
+        return Limits(
+            max_query_chars=self.max_query_chars, max_content_chars=self.max_content_chars, max_messages=self.max_messages,
+            candidate_limit=self.candidate_limit, max_active_manifests_per_user=self.max_active_manifests_per_user,
+        )
 
     def budget(self) -> BudgetConfig:
         return BudgetConfig(max_tokens=self.budget_tokens)
 
+    def ranking(self) -> RankingConfig:
+        return RankingConfig(freshness=FreshnessConfig(half_life_days=self.freshness_half_life_days, grace_days=self.freshness_grace_days), min_score=self.min_score)
 
-def load_bridge_settings() -> BridgeSettings:
+    def policy(self) -> Policy:
+        return Policy(PolicyConfig(include_global=self.include_global, global_writer_tenants=self.global_writer_tenants))
+
+    def runtime_options(self) -> dict[str, Any]:
+        """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
+        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+
+
+def load_bridge_settings(**overrides: Any) -> BridgeSettings:
     try:
-        return BridgeSettings()
+        return BridgeSettings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(f"VIKING_BRIDGE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
-        raise InvalidInput(f"invalid configuration: {problems}") from None
+        raise ConfigurationError(f"invalid configuration: {problems}") from None
+    except SettingsError as exc:
+        raise ConfigurationError(f"invalid configuration: {exc}") from None

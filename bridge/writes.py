@@ -114,7 +114,7 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan) ->
         raise  # otherwise (and on cancellation) it may have landed: the open intent is reconciled
     if stored.scope != scope:  # an adapter that stored elsewhere is a bug; never acknowledge it
         raise NotPermitted(f"backend {backend.name} stored the memory in {stored.scope}, not {scope}")
-    created = stored.created is not False
+    created = stored.created is True  # an adapter that cannot say (None) never gets its record deleted below
     marker = await backend.store_marker() if isinstance(backend, StoreBinding) else None
     try:
         await audit.append(
@@ -131,5 +131,5 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan) ->
         raise
     return WriteResult(
         memory_id=stored.id, scope=str(scope), visibility=scope.visibility.value, kind=stored.kind,
-        status=stored.status.value, reason=plan.reason, deduplicated=not created,
+        status=stored.status.value, reason=plan.reason, deduplicated=stored.created is False,
     )

@@ -39,6 +39,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def selected_adapters(config: pytest.Config) -> list[str]:
     load_registered_backends()
     chosen = list(dict.fromkeys(config.getoption("adapter") or []))
+    if not chosen and not registered_adapters():
+        # Parametrising with nothing would turn the whole suite into silent skips.
+        raise pytest.UsageError(
+            "no backend is registered for the contract suite: install viking-bridge (pip install -e .) so its"
+            " viking_bridge.contract_backends entry points exist, or load a module that registers one with -p"
+        )
     return chosen or sorted(registered_adapters())
 
 

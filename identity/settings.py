@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, V
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from identity.errors import IdentityConfigurationError
+from identity.nonces import DEFAULT_MAX_NONCES, InMemoryNonceCache, SqliteNonceCache
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import IdentityProvider
 from identity.providers.dev import PRODUCTION_ADVICE, DevEnvironmentProvider, resolve_mode
@@ -35,6 +36,7 @@ from identity.providers.gateway import MIN_SECRET_BYTES, GatewayProvider
 from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, JwksCache, StaticKeys, VerificationKey
 from identity.providers.jwt import ClaimMapping, JwtProvider
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
+from identity.state import NonceCache
 
 __all__ = [
     "ApiKeySettings",
@@ -147,6 +149,10 @@ class GatewaySettings(_Section):
     max_future_skew_seconds: float = Field(30.0, ge=0, le=300)
     require_nonce: bool = False
     require_body_hash: bool = False
+    #: A SQLite replay cache shared by the processes of one host (default: in-process only).
+    nonce_db_path: Path | None = None
+    #: Hard cap on live nonces remembered; beyond it new requests get a retryable 503, never a pass.
+    max_live_nonces: int = Field(DEFAULT_MAX_NONCES, ge=1, le=50_000_000)
 
     @field_validator("secret")
     @classmethod
@@ -224,10 +230,16 @@ def build_provider(
         gw = settings.gateway
         if gw is None:
             raise IdentityConfigurationError("VIKING_BRIDGE_PROVIDER=gateway needs VIKING_BRIDGE_GATEWAY__SECRET")
+        nonces: NonceCache = (
+            SqliteNonceCache(gw.nonce_db_path, max_entries=gw.max_live_nonces)
+            if gw.nonce_db_path is not None
+            else InMemoryNonceCache(max_entries=gw.max_live_nonces)
+        )
         return GatewayProvider(
             [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
             max_age=gw.max_age_seconds,
             max_future_skew=gw.max_future_skew_seconds,
+            nonce_cache=nonces,
             # production refuses unsigned-nonce requests: without a nonce a captured request replays
             require_nonce=gw.require_nonce or settings.mode == "production",
             # and without a signed body digest a captured request replays with any other body

@@ -23,8 +23,10 @@ import asyncio
 import hashlib
 import itertools
 import json
+import logging
 import re
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal, Sequence
 
@@ -35,6 +37,7 @@ from adapters.base import (
     CaptureReceipt,
     ConversationMessage,
     Hit,
+    ListPage,
     MemoryPatch,
     NewMemory,
     Provenance,
@@ -44,7 +47,10 @@ from adapters.base import (
     StoredMemory,
     require_scope,
 )
-from adapters.errors import BackendError, EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
+from adapters.cursor import CursorCodec
+from adapters.envelope import RecordAlarms, memory_id_for
+from adapters.errors import BackendError, CorruptRecord, EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
+from adapters.http import redact
 from adapters.openviking.client import Auth, OpenVikingClient, RetryPolicy, SecretKey
 from adapters.openviking.errors import OVConflict, OVNotFound, OVUnauthenticated
 from adapters.openviking.extraction import (
@@ -63,12 +69,13 @@ from adapters.openviking.mapping import (
     Principal,
     ScopeMapper,
     check_memory_id,
-    memory_id_for,
 )
-from adapters.openviking.record import HEADER_PREFIX, RecordError, decode_record, encode_record
+from adapters.openviking.record import HEADER_PREFIX, decode_record, encode_record
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet, Visibility
 
 __all__ = ["OpenVikingBackend", "Mode"]
+
+log = logging.getLogger("adapters.openviking")
 
 Mode = Literal["api_key", "trusted"]
 _SESSION_ID = re.compile(r"^vb-[0-9a-f]{40}$")
@@ -108,6 +115,7 @@ class OpenVikingBackend:
         tag_filtering: bool = True,
         max_tag_calls: int = 8,
         extraction_refresh: float = 2.0,
+        cursor_key: bytes | None = None,
     ) -> None:
         if mode not in ("api_key", "trusted"):
             raise InvalidRequest(f"mode must be 'api_key' or 'trusted', not {mode!r}")
@@ -130,15 +138,15 @@ class OpenVikingBackend:
         self._extracted: dict[str, ExtractionIndex] = {}
         self._extracted_checked: dict[str, float] = {}
         self.capabilities = Capabilities(
-            native_multi_scope_query=False,  # one call per scope principal (per-user keys)
             server_side_extraction=True,  # capture() -> session commit; extracted files surface as private-scope hits
-            time_decay=False,
             memory_id_restriction=True,  # pushed into find as a list of exact target URIs
             list_scopes=True,
             search_after_write_lag=False,  # writes use wait=true: searchable when put returns
-            exact_search=False,
             supported_filters=frozenset(),
         )
+        self.alarms = RecordAlarms(self.name)
+        self._ls_window = 1000  # fs/ls entries per call (0.5.2's node_limit default and our cap)
+        self._cursors = CursorCodec(cursor_key, backend=self.name)
 
     @classmethod
     def connect(
@@ -150,15 +158,16 @@ class OpenVikingBackend:
         key_store_path: str | None = None,
         key_store_encryption_key: bytes | str | None = None,
         namespace: str = "vb",
+        http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         **kw: Any,
     ) -> "OpenVikingBackend":
         store: KeyStore | None = None
         if mode == "api_key":
             store = FileKeyStore(key_store_path, encryption_key=key_store_encryption_key) if key_store_path else MemoryKeyStore()
-        client = OpenVikingClient(url, transport=transport, retry=retry, timeout=httpx.Timeout(timeout, connect=5.0))
+        client = OpenVikingClient(url, http_client=http_client, transport=transport, retry=retry, timeout=httpx.Timeout(timeout, connect=5.0))
         return cls(client, root_key=root_api_key, mode=mode, key_store=store, namespace=namespace, **kw)
 
     def __repr__(self) -> str:
@@ -257,7 +266,8 @@ class OpenVikingBackend:
             raise NotFound(f"no memory {memory_id}", backend=self.name, scope=p.scope) from None
         try:
             return decode_record(text, expected_scope=p.scope, expected_id=memory_id)
-        except RecordError as exc:
+        except CorruptRecord as exc:
+            self.alarms.raise_alarm(p.scope, f"{memory_id}: {exc}")  # dropped, never returned
             raise NotFound(f"memory {memory_id} is not a valid record here ({exc})", backend=self.name, scope=p.scope) from None
 
     async def _write_record(self, p: Principal, memory: StoredMemory) -> None:
@@ -275,12 +285,24 @@ class OpenVikingBackend:
         memory_id = memory_id_for(scope, idempotency_key)
         async with self._lock("mem:" + p.memory_uri(memory_id)):
             try:
-                return await self._read_record(p, memory_id, create=True)
+                return replace(await self._read_record(p, memory_id, create=True), created=False)
             except NotFound:
                 pass
             stored = StoredMemory.from_new(memory_id, scope, memory)
-            await self._write_record(p, stored)
-            return stored
+            await self._write_record(p, stored)  # mode=replace on a deterministic URI: a retry rewrites, never duplicates
+            return replace(stored, created=True)
+
+    async def find_by_idempotency_key(self, scope: ScopeKey, idempotency_key: str) -> StoredMemory | None:
+        """The memory a put with this key stored in `scope` (its file exists), or None."""
+        scope = require_scope(scope)
+        p = self.mapper.principal(scope)
+        memory_id = memory_id_for(scope, idempotency_key)
+        if await self._auth(p, create=False) is None:
+            return None  # nothing was ever stored for this principal
+        try:
+            return await self._read_record(p, memory_id)
+        except NotFound:
+            return None
 
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
         scope = require_scope(scope)
@@ -357,6 +379,68 @@ class OpenVikingBackend:
         out = [r for r in records if r is not None and (statuses is None or r.status in statuses)]
         out.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         return out[:limit]
+
+    async def list_page(
+        self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None
+    ) -> ListPage:
+        """One page of the scope's memories in id order (record files, then — for a private scope
+        — the memories the server extracted); pass `next_cursor` back for the next page.
+
+        0.5.2 lists at most 1000 entries per `fs/ls`, so the directory is walked in name-sorted
+        windows. The cursor (signed, bound to `scope`: `adapters.cursor`) holds the last id
+        returned and where it was; the walk resumes after that id even when deletions in between
+        shifted the listing (it steps back until the window starts at or before the id)."""
+        scope = require_scope(scope)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidRequest("limit must be a positive integer", backend=self.name, scope=scope)
+        state = self._cursors.open(scope, cursor) if cursor is not None else {"p": "r", "a": "", "o": 0}
+        phase, after, hint = state.get("p"), state.get("a"), state.get("o")
+        if phase not in ("r", "x") or not isinstance(after, str) or isinstance(hint, bool) or not isinstance(hint, int) or hint < 0:
+            raise InvalidRequest("malformed cursor", backend=self.name, scope=scope)
+        p = self.mapper.principal(scope)
+        out: list[StoredMemory] = []
+
+        def page(next_state: dict[str, Any] | None) -> ListPage:
+            return ListPage(tuple(out), self._cursors.mint(scope, next_state) if next_state is not None else None)
+
+        if phase == "r":
+            window = max(1, min(self._ls_window, limit + 50))
+            offset = max(0, hint - window)
+            while True:
+                try:
+                    entries, more = await self._call(p, False, lambda a, o=offset: self._client.ls_page(a, p.memory_dir, offset=o, limit=window))
+                except OVNotFound:
+                    break  # nothing was ever stored here
+                ids = [(offset + i, mid) for i, e in enumerate(entries) if not e.get("isDir") and (mid := p.memory_id_of(e.get("uri")))]
+                if offset > 0 and ids and ids[0][1] > after:
+                    offset = max(0, offset - window)  # deletions shifted the listing left: look further back
+                    continue
+                todo = [(pos, mid) for pos, mid in ids if mid > after]
+                while todo:
+                    chunk, todo = todo[: limit - len(out)], todo[limit - len(out):]
+                    records = await asyncio.gather(*(self._read_quietly(p, mid) for _, mid in chunk))
+                    for (pos, mid), record in zip(chunk, records):
+                        after, hint = mid, pos + 1
+                        if record is not None and (statuses is None or record.status in statuses):
+                            out.append(record)
+                    if len(out) >= limit:
+                        return page({"p": "r", "a": after, "o": hint})
+                if not more or not entries:
+                    break
+                offset += len(entries)
+            phase, after = "x", ""
+            if len(out) >= limit:
+                return page({"p": "x", "a": "", "o": 0})
+        if scope.visibility is Visibility.PRIVATE and p.peer is None and (statuses is None or Status.ACTIVE in statuses):
+            index = await self._extraction_index(p, force=True)
+            for mid in sorted(m for f in list(index.files.values()) if (m := extracted_id(scope, f.uri)) > after):
+                found = await self._extracted_memory(p, mid)
+                after = mid
+                if found is not None:
+                    out.append(found)
+                if len(out) >= limit:
+                    return page({"p": "x", "a": after, "o": 0})
+        return page(None)
 
     async def _read_quietly(self, p: Principal, memory_id: str) -> StoredMemory | None:
         async with self._read_slots:
@@ -435,19 +519,28 @@ class OpenVikingBackend:
         failed: list[ScopeKey] = []
         reasons: list[str] = []
         for (entry, _), outcome in zip(principals, outcomes):
-            if isinstance(outcome, InvalidRequest):
-                raise outcome
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
-                    raise outcome
+                    raise outcome  # cancellation, interpreter exit: not a backend failure
+                # Every failure of a scope's calls is a failed scope, never an exception (the
+                # same contract as every adapter: the bridge raises RecallIncomplete with these).
                 failed.append(entry.key)
-                reasons.append(f"{entry.key}: {type(outcome).__name__}: {outcome}"[:300])
+                reasons.append(f"{entry.key}: {self._failure_reason(outcome)}")
                 continue
             hits.extend(outcome)
         # second wall: every hit's scope must be in the set and permitted for that memory id
         hits = [h for h in hits if h.scope == h.memory.scope and query.scopes.permits(h.scope, h.memory.id)]
         hits.sort(key=lambda h: (-h.score, str(h.scope), h.memory.id))
         return SearchResult(hits=tuple(hits[: query.limit]), failed_scopes=tuple(failed), failure_reasons=tuple(reasons))
+
+    def _failure_reason(self, exc: Exception) -> str:
+        """`Type: message` of a failed scope, without secrets (the shared redaction)."""
+        if isinstance(exc, BackendError):
+            text = f"{type(exc).__name__}: {exc}"
+        else:
+            log.error("openviking search of one scope failed unexpectedly", exc_info=exc)
+            text = f"{type(exc).__name__} (unexpected; see the adapter log)"
+        return redact(text, [self._root.key.reveal()])[:500]
 
     async def _search_entry(self, entry: ScopeEntry, p: Principal, query: SearchQuery) -> list[Hit]:
         auth = await self._auth(p, create=False)
@@ -661,9 +754,9 @@ class OpenVikingBackend:
             text = item.get("content")
             try:
                 record = decode_record(text, expected_scope=p.scope, expected_id=memory_id) if isinstance(text, str) else None
-            except RecordError:
+            except CorruptRecord:
                 record = None
-            if record is None:  # content not inlined or truncated: read the file itself
+            if record is None:  # content not inlined or truncated: read the file itself (alarms if it is corrupt)
                 record = await self._read_quietly(p, memory_id)
                 if record is None:
                     continue
@@ -739,10 +832,6 @@ class OpenVikingBackend:
         return 1
 
     # -- administration -----------------------------------------------------------------------------
-    async def drop_tenant(self, tenant_id: str) -> None:
-        """Delete the tenant's whole account (every scope in it) and forget its keys."""
-        await self._drop_account(self.mapper.account_for_tenant(tenant_id))
-
     async def drop_global(self) -> None:
         await self._drop_account(self.mapper.global_account)
 

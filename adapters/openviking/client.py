@@ -11,9 +11,10 @@ repr, a log line or an exception message.
 
 Envelopes: `{"status":"ok","result":...}` -> result; `{"status":"error","error":{code,message}}`
 -> the typed exception for `code` (see `adapters.openviking.errors`).
-Retries (tenacity): 429, 503/5xx and transport errors, exponential backoff with jitter, at most
-`RetryPolicy.attempts` tries; calls that are not idempotent are retried only when the server
-cannot have acted (connect errors, 429, 503). The wait strategy is injectable for tests.
+Transport, retries and redaction are the shared HTTP layer (`adapters.http`): `http_client=` an
+`httpx.AsyncClient` or `transport=` an httpx transport; `adapters.http.RetryPolicy` retries 429,
+503/5xx and transport errors with backoff and jitter, honouring Retry-After; calls that are not
+idempotent are retried only when the server cannot have acted (connect errors, 429, 503).
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from adapters.errors import BackendMisconfigured, InvalidRequest
+from adapters.http import REDACTED, RetryPolicy, http_client_for, parse_retry_after, redact, send
 from adapters.openviking.errors import (
     OpenVikingError,
-    OVNotReady,
+    OVNotSent,
     OVProtocolError,
     OVRateLimited,
     OVServerError,
@@ -36,9 +38,14 @@ from adapters.openviking.errors import (
     error_for,
 )
 
-__all__ = ["SecretKey", "Auth", "RetryPolicy", "OpenVikingClient", "TaskTimeout"]
+__all__ = ["SecretKey", "Auth", "RetryPolicy", "OpenVikingClient", "TaskTimeout"]  # RetryPolicy: adapters.http
 
 _API = "/api/v1"
+
+
+class SecretNotSerialisable(InvalidRequest, TypeError):
+    """A SecretKey was pickled; keys never leave the process by accident (also a TypeError, as
+    the pickle protocol expects)."""
 
 
 class SecretKey:
@@ -48,14 +55,14 @@ class SecretKey:
 
     def __init__(self, value: str) -> None:
         if not isinstance(value, str) or not value:
-            raise ValueError("an API key must be a non-empty string")
+            raise BackendMisconfigured("an API key must be a non-empty string", backend="openviking")
         self._value = value
 
     def reveal(self) -> str:
         return self._value
 
     def __repr__(self) -> str:
-        return "SecretKey('**********')"
+        return f"SecretKey({REDACTED!r})"
 
     __str__ = __repr__
 
@@ -66,7 +73,7 @@ class SecretKey:
         return hash(("SecretKey", self._value))
 
     def __reduce__(self) -> Any:  # never pickle a key by accident
-        raise TypeError("SecretKey cannot be pickled")
+        raise SecretNotSerialisable("SecretKey cannot be pickled", backend="openviking")
 
 
 @dataclass(frozen=True)
@@ -95,29 +102,10 @@ class Auth:
         return Auth(self.key, self.account, self.user, peer, self.role)
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 4
-    initial: float = 0.2
-    max_wait: float = 5.0
-    jitter: float = 0.2
-    wait: Callable[[Any], float] | None = None  # a tenacity wait strategy; tests inject wait_none()
-
-    def strategy(self) -> Callable[[Any], float]:
-        return self.wait or wait_exponential_jitter(multiplier=self.initial, max=self.max_wait, jitter=self.jitter)
-
-
 class TaskTimeout(OVServerError):
     """A background task did not finish before its deadline."""
 
     code = "DEADLINE_EXCEEDED"
-
-
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, "**********")
-    return text
 
 
 class OpenVikingClient:
@@ -127,20 +115,19 @@ class OpenVikingClient:
         self,
         base_url: str,
         *,
+        http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        http: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float = httpx.Timeout(30.0, connect=5.0),
-        limits: httpx.Limits = httpx.Limits(max_connections=32, max_keepalive_connections=16),
-        retry: RetryPolicy = RetryPolicy(),
+        max_connections: int = 32,
+        retry: RetryPolicy | None = None,
         backend_name: str = "openviking",
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.retry = retry
+        self.retry = retry or RetryPolicy()
         self.backend_name = backend_name
-        self._owns_http = http is None
-        # trust_env=False: never pick up proxies or netrc credentials from the environment.
-        self._http = http or httpx.AsyncClient(base_url=self.base_url, transport=transport, timeout=timeout,
-                                               limits=limits, trust_env=False)
+        self._http, self._owns_http = http_client_for(
+            http_client=http_client, transport=transport, timeout=timeout, max_connections=max_connections
+        )
 
     def __repr__(self) -> str:
         return f"OpenVikingClient({self.base_url!r})"
@@ -161,38 +148,18 @@ class OpenVikingClient:
         idempotent: bool = True,
         envelope: bool = True,
     ) -> Any:
-        def retryable(exc: BaseException) -> bool:
-            if isinstance(exc, (OVRateLimited, OVNotReady)):
-                return True
-            if isinstance(exc, OVTransportError):
-                return idempotent or bool(exc.details.get("before_send"))
-            return idempotent and isinstance(exc, (OVServerError, OVProtocolError))
+        async def once() -> Any:
+            return await self._once(method, path, auth=auth, params=params, json=json, envelope=envelope)
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(max(1, self.retry.attempts)),
-            wait=self.retry.strategy(),
-            retry=retry_if_exception(retryable),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return await self._once(method, path, auth=auth, params=params, json=json, envelope=envelope)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await self.retry.run(once, idempotent=idempotent)
 
     async def _once(self, method: str, path: str, *, auth: Auth | None, params: Mapping[str, Any] | None,
                     json: Any, envelope: bool) -> Any:
         headers = auth.headers() if auth is not None else {}
         secrets = [headers.get("X-API-Key", "")]
         clean_params = {k: ("true" if v is True else "false" if v is False else v) for k, v in (params or {}).items() if v is not None}
-        try:
-            response = await self._http.request(method, path, params=clean_params, json=json, headers=headers)
-        except httpx.ConnectError as exc:
-            raise OVTransportError(f"cannot connect to {self.base_url}: {type(exc).__name__}",
-                                   details={"before_send": True}, backend=self.backend_name) from None
-        except httpx.TimeoutException as exc:
-            raise OVTransportError(f"{method} {path} timed out ({type(exc).__name__})", backend=self.backend_name) from None
-        except httpx.TransportError as exc:
-            raise OVTransportError(f"{method} {path} failed: {type(exc).__name__}", backend=self.backend_name) from None
+        response = await send(self._http, method, self.base_url + path, backend=self.backend_name, not_sent=OVNotSent,
+                              failed=OVTransportError, params=clean_params, json=json, headers=headers)
         return self._decode(response, method, path, secrets, envelope)
 
     def _decode(self, response: httpx.Response, method: str, path: str, secrets: Sequence[str], envelope: bool) -> Any:
@@ -208,16 +175,12 @@ class OpenVikingClient:
             if message is None:
                 message = (response.text or "")[:200] or response.reason_phrase
             cls = error_for(code, response.status_code)
-            text = _scrub(f"{method} {path}: {message}", secrets)
-            safe_details = {k: _scrub(str(v), secrets)[:300] for k, v in details.items()}
+            text = redact(f"{method} {path}: {message}", secrets)
+            safe_details = {k: redact(str(v), secrets)[:300] for k, v in details.items()}
             kwargs: dict[str, Any] = dict(code=code or None, http_status=response.status_code, details=safe_details,
                                           backend=self.backend_name)
             if cls is OVRateLimited:
-                retry_after = response.headers.get("Retry-After")
-                try:
-                    kwargs["retry_after"] = float(retry_after) if retry_after else None
-                except ValueError:
-                    kwargs["retry_after"] = None
+                kwargs["retry_after"] = parse_retry_after(response.headers.get("Retry-After"))
             raise cls(text, **kwargs)
         if not envelope:
             return body
@@ -260,6 +223,15 @@ class OpenVikingClient:
         result = await self.request("GET", f"{_API}/fs/ls", auth=auth,
                                     params={"uri": uri, "recursive": recursive, "limit": limit})
         return list(result or [])
+
+    async def ls_page(self, auth: Auth, uri: str, *, offset: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """One window of a directory sorted by name: (entries, has_more). 0.5.2 lists at most
+        `node_limit` (default 1000) entries per call, so large directories are walked with this."""
+        body = await self.request("GET", f"{_API}/fs/ls", auth=auth, envelope=False,
+                                  params={"uri": uri, "offset": offset, "limit": limit, "sort_by": "name", "sort_order": "asc"})
+        if not isinstance(body, dict) or body.get("status") != "ok" or not isinstance(body.get("result"), list):
+            raise OVProtocolError(f"fs/ls of {uri} answered without a listing", backend=self.backend_name)
+        return [e for e in body["result"] if isinstance(e, dict)], bool(body.get("has_more"))
 
     async def stat(self, auth: Auth, uri: str) -> dict[str, Any]:
         return await self.request("GET", f"{_API}/fs/stat", auth=auth, params={"uri": uri})

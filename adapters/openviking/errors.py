@@ -13,7 +13,8 @@
           ├── OVNotReady                 UNAVAILABLE, NOT_INITIALIZED, NO_VECTOR_DB,
           │                              MODEL_UNAVAILABLE / HTTP 503   -> RetryLater
           ├── OVServerError              INTERNAL, UNKNOWN, *_FAILED, DEADLINE_EXCEEDED, 5xx -> Unavailable
-          ├── OVTransportError           connect/read timeouts, resets  -> Unavailable
+          ├── OVTransportError           read timeouts, resets          -> Unavailable
+          │    └── OVNotSent             connection never established   -> NotSent (any call may retry)
           └── OVProtocolError            not an OpenViking envelope     -> Unavailable
 
 Messages carry the server's code and message with any credential scrubbed out.
@@ -28,16 +29,18 @@ from adapters.errors import (
     Conflict,
     InvalidRequest,
     NotFound,
+    NotSent,
     PermissionDenied,
     RateLimited,
     RetryLater,
     Unavailable,
 )
+from adapters.http import status_category
 
 __all__ = [
     "OpenVikingError", "OVInvalidArgument", "OVNotFound", "OVConflict", "OVFailedPrecondition",
     "OVUnauthenticated", "OVPermissionDenied", "OVRateLimited", "OVNotReady", "OVServerError",
-    "OVTransportError", "OVProtocolError", "error_for",
+    "OVTransportError", "OVNotSent", "OVProtocolError", "error_for",
 ]
 
 
@@ -82,7 +85,7 @@ class OVRateLimited(OpenVikingError, RateLimited):
     code = "RESOURCE_EXHAUSTED"
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        OpenVikingError.__init__(self, message, **kw)  # runs RateLimited.__init__ via the MRO
+        OpenVikingError.__init__(self, message, **kw)  # runs Unavailable.__init__ via the MRO
         self.retry_after = retry_after
 
 
@@ -95,6 +98,12 @@ class OVServerError(OpenVikingError, Unavailable):
 
 
 class OVTransportError(OpenVikingError, Unavailable):
+    code = "TRANSPORT"
+
+
+class OVNotSent(OVTransportError, NotSent):
+    """The request never reached the server (connect refused, pool timeout): nothing was applied."""
+
     code = "TRANSPORT"
 
 
@@ -115,9 +124,12 @@ _BY_CODE: dict[str, type[OpenVikingError]] = {
     "UNAVAILABLE": OVNotReady, "NOT_INITIALIZED": OVNotReady, "NO_VECTOR_DB": OVNotReady,
     "MODEL_UNAVAILABLE": OVNotReady, "BOT_RESTARTED": OVNotReady,
 }
-_BY_STATUS: dict[int, type[OpenVikingError]] = {
-    400: OVInvalidArgument, 401: OVUnauthenticated, 403: OVPermissionDenied, 404: OVNotFound, 409: OVConflict,
-    410: OVFailedPrecondition, 412: OVFailedPrecondition, 422: OVInvalidArgument, 429: OVRateLimited, 503: OVNotReady,
+#: OpenViking's own meaning of a few statuses (its API answers them with an envelope code too).
+_BY_STATUS: dict[int, type[OpenVikingError]] = {401: OVUnauthenticated, 410: OVFailedPrecondition, 412: OVFailedPrecondition, 503: OVNotReady}
+#: The shared HTTP status categories (`adapters.http.status_category`) as OpenViking leaves.
+_LEAF_OF_CATEGORY: dict[type[BackendError], type[OpenVikingError]] = {
+    InvalidRequest: OVInvalidArgument, PermissionDenied: OVPermissionDenied, NotFound: OVNotFound,
+    Conflict: OVConflict, RateLimited: OVRateLimited, Unavailable: OVServerError,
 }
 
 
@@ -127,6 +139,5 @@ def error_for(code: str | None, http_status: int | None) -> type[OpenVikingError
         return _BY_CODE[code]
     if http_status in _BY_STATUS:
         return _BY_STATUS[http_status]  # type: ignore[index]
-    if http_status is not None and 400 <= http_status < 500:
-        return OVInvalidArgument
-    return OVServerError
+    category = status_category(http_status) if http_status is not None else None
+    return _LEAF_OF_CATEGORY.get(category, OVServerError) if category is not None else OVServerError

@@ -21,13 +21,15 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
+from adapters.errors import BackendMisconfigured
 from adapters.openviking.client import SecretKey
 
 __all__ = ["KeyStore", "KeyStoreError", "MemoryKeyStore", "FileKeyStore"]
 
 
-class KeyStoreError(RuntimeError):
-    """The key store is unreadable, too permissive or cannot be decrypted."""
+class KeyStoreError(BackendMisconfigured):
+    """The key store is unreadable, too permissive or cannot be decrypted (a ConfigurationError:
+    the deployment must fix the file or the key; retrying cannot help)."""
 
 
 class KeyStore(Protocol):

@@ -23,7 +23,8 @@ injective in practice and keeps `john_doe` and `john-doe` (same readable part) a
 
 Memory files: `viking://user/<user>/memories/vb/<memory id>.md`, or for an agent scope
 `viking://user/<user>/peers/<peer>/memories/vb/<memory id>.md`. Memory ids are
-`m` + 32 hex chars derived from (scope, idempotency key), so a retried put lands on the same file.
+`adapters.envelope.memory_id_for(scope, idempotency key)` (`m` + 32 hex, the same for every
+remote adapter), so a retried put lands on the same file.
 Every URI segment is re-validated against the OpenViking grammar right before the URI is built;
 `.`/`..`, slashes and anything else are rejected with `InvalidRequest` before any request.
 """
@@ -35,6 +36,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from adapters.envelope import MEMORY_ID, memory_id_for
 from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey, Visibility
 from identity.ids import InvalidIdError, validate_id
@@ -43,7 +45,6 @@ __all__ = ["OV_NAME", "validate_ov_name", "encode_id", "Principal", "ScopeMapper
            "ADMIN_USER", "TENANT_USER", "GLOBAL_USER", "MEMORY_DIR"]
 
 OV_NAME = re.compile(r"^[a-zA-Z0-9_.@-]+$")
-MEMORY_ID = re.compile(r"^m[0-9a-f]{32}$")
 _NAMESPACE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]{0,39}$")
 ADMIN_USER = "vb-admin"  # created with each account; its key is discarded, never used for data
 TENANT_USER = "tenant-shared"
@@ -78,12 +79,6 @@ def encode_id(kind: str, value: str, field: str) -> str:
         raise InvalidRequest(str(exc)) from None
     digest = hashlib.sha256(f"{kind}\x00{value}".encode()).hexdigest()[:_HASH_HEX]
     return f"{kind}-{_readable(value)}-{digest}"
-
-
-def memory_id_for(scope: ScopeKey, idempotency_key: str) -> str:
-    if not isinstance(idempotency_key, str) or not idempotency_key:
-        raise InvalidRequest("idempotency_key must be a non-empty string")
-    return "m" + hashlib.sha256(f"{scope}\x00{idempotency_key}".encode()).hexdigest()[:32]
 
 
 def check_memory_id(memory_id: object) -> str:

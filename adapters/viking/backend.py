@@ -8,8 +8,15 @@ where the ScopeSet becomes the query filter, and where every hit is checked agai
 - every ScopeKey -> one opaque principal sent as `user_id` (`mapping.principal_for`), agent
   scopes also carry an informational `assistant_id`;
 - a record's fields (kind, status, confidence, provenance, subject, metadata, our id) travel in
-  `memory_info.vb_record`; our id is deterministic from (scope, idempotency key) and is sent as
-  `group_id`, so id lookups and deletes are exact filters and retried writes dedupe;
+  `memory_info.vb_record` (the shared envelope, `adapters.envelope`); our id is deterministic
+  from (scope, idempotency key) and is sent as `group_id`, so id lookups and deletes are exact
+  filters; a record that does not decode is dropped and alarmed (`self.alarms`), never returned;
+- the service makes event ids itself and a write is searchable only after a lag, so retries are
+  made idempotent by a bridge-side write ledger (`adapters.viking.ledger`): the exact call is
+  recorded before it is sent, and `reconcile_writes` removes the copies a lost answer left;
+- `search` never raises for a failed backend call: the scopes land in `failed_scopes` with a
+  redacted reason (one scope failing and all of them read alike); it raises only for a malformed
+  query or a scope with no collection configured;
 - a hit leaves only if its single user_id maps back to a queried scope, its stored scope string
   agrees, and `ScopeSet.permits(scope, id)` holds; anything else is dropped and logged.
 
@@ -372,6 +379,8 @@ class VikingBackend:
                 return False, info
             if row is not None and row.event_id is not None:
                 return False, row.call["memory_info"]  # acknowledged earlier, not yet searchable
+            if row is not None:  # an earlier call (or a process that died mid-call) never got an answer
+                self.ledger.uncertain(collection, user_id, group_id, self._clock())
             call = {"memory_info": dict(info), "assistant_id": assistant_id, "time_ms": time_ms}
             call = self.ledger.begin(collection, user_id, group_id, call, self._clock()).call
             for attempt in range(1, attempts + 1):
@@ -412,7 +421,10 @@ class VikingBackend:
         adopted; with no copy at all the row is dropped (the write never landed)."""
         removed = 0
         for row in self.ledger.due(self._clock() - self.config.search_lag_bound, limit):
-            removed += await self._reconcile(row)
+            async with self._write_lock(row.collection, row.principal, row.group_id):  # not while a put of it runs
+                current = self.ledger.get(row.collection, row.principal, row.group_id)
+                if current is not None and current.touched_at <= self._clock() - self.config.search_lag_bound:
+                    removed += await self._reconcile(current)
         return removed
 
     async def _reconcile(self, row: LedgerRow) -> int:

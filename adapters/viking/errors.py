@@ -26,6 +26,7 @@ from typing import Any
 from adapters.errors import (
     BackendError,
     BackendMisconfigured,
+    Conflict,
     InvalidRequest,
     NotFound,
     NotSent,
@@ -34,6 +35,7 @@ from adapters.errors import (
     RetryLater,
     Unavailable,
 )
+from adapters.http import status_category
 
 __all__ = [
     "VikingError",
@@ -116,6 +118,18 @@ class VikingNotSent(NotSent, VikingUnavailable):
     """The request never reached the service (connect failure): safe to retry any write."""
 
 
+#: The shared HTTP status categories (`adapters.http.status_category`) as Viking leaves. A bare
+#: 404 / 409 without a Viking code is a wrong URL or a gateway, never "no such memory".
+_LEAF_OF_CATEGORY: dict[type[BackendError], type["VikingError"]] = {
+    InvalidRequest: VikingInvalidRequest,
+    PermissionDenied: VikingPermissionDenied,
+    NotFound: VikingInvalidRequest,
+    Conflict: VikingInvalidRequest,
+    RateLimited: VikingRateLimited,
+    Unavailable: VikingUnavailable,
+}
+
+
 def error_for(
     *,
     code: int | None,
@@ -139,13 +153,13 @@ def error_for(
         err = VikingNotFound(detail, **kw)
     elif code == CODE_INDEX_INIT:
         err = VikingRetryLater(detail, **kw)
-    elif code == CODE_RATE_LIMIT or http_status == 429:
+    elif code == CODE_RATE_LIMIT:
         err = VikingRateLimited(detail, retry_after=retry_after, **kw)
-    elif code in (CODE_EMBEDDING, CODE_INTERNAL) or (http_status is not None and http_status >= 500):
+    elif code in (CODE_EMBEDDING, CODE_INTERNAL):
         err = VikingUnavailable(detail, **kw)
-    elif http_status in (401, 403):
-        err = VikingPermissionDenied(detail, **kw)
-    else:
-        err = VikingInvalidRequest(detail, **kw)
+    else:  # no known code: the shared status mapping, framed as Viking leaves
+        category = status_category(http_status or 400) or InvalidRequest
+        leaf = _LEAF_OF_CATEGORY.get(category, VikingInvalidRequest)
+        err = leaf(detail, retry_after=retry_after, **kw) if leaf is VikingRateLimited else leaf(detail, **kw)
     err._set(code, http_status, request_id)
     return err

@@ -162,16 +162,18 @@ class WriteLedger:
             self._run("DELETE FROM viking_writes WHERE collection = ? AND principal = ? AND group_id = ?", (collection, principal, group_id))
 
     def due(self, settled_before: float, limit: int) -> list[LedgerRow]:
-        """Rows with an ambiguity older than `settled_before`: every copy is searchable by now."""
+        """Rows with an ambiguity older than `settled_before` (every copy is searchable by now):
+        marked uncertain, or never answered at all (the process died mid-call)."""
         rows = self._run(
             "SELECT collection, principal, group_id, call, event_id, uncertain, touched_at FROM viking_writes"
-            " WHERE uncertain > 0 AND touched_at <= ? ORDER BY touched_at LIMIT ?",
+            " WHERE (uncertain > 0 OR event_id IS NULL) AND touched_at <= ? ORDER BY touched_at LIMIT ?",
             (settled_before, max(1, limit)),
         )
         return [self._row(r) for r in rows]
 
     def pending_count(self) -> int:
-        return int(self._run("SELECT COUNT(*) FROM viking_writes WHERE uncertain > 0")[0][0])
+        """Rows `reconcile` still has to look at (uncertain, or never answered)."""
+        return int(self._run("SELECT COUNT(*) FROM viking_writes WHERE uncertain > 0 OR event_id IS NULL")[0][0])
 
     def close(self) -> None:
         self._db.close()

@@ -1,4 +1,8 @@
-"""ScopeKey <-> Viking principal, session ids, memory ids and the record envelope.
+"""ScopeKey <-> Viking principal and session ids, and the framing of the record envelope.
+
+Memory ids and the envelope itself are shared by every remote adapter (`adapters.envelope`):
+ids are `m` + 32 hex of (scope, idempotency key), sent as the event's `group_id`; the envelope
+travels as JSON in `memory_info.vb_record` next to `summary` (what the service embeds).
 
 Never decides who may see what: it only names places. Our ids may hold unicode letters and
 `_ - . @ % * + = ~`; Viking ids are (at most, we assume the strictest reading) `[A-Za-z0-9_]`,

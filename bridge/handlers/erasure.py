@@ -6,7 +6,8 @@ agent scopes go entirely; in shared scopes, memories authored by or about the su
 the global scope, those this tenant wrote by or about the subject. Then adapter bookkeeping,
 manifests and grants. It is idempotent — a re-run after an interruption finishes the job —
 and one `forget_subject` audit row always records what was removed, with `complete` false and
-the error when it stopped early.
+the error when it stopped early; a process killed mid-erasure leaves an intent that the next
+open audits as an interrupted erasure.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
     touched: set[ScopeKey] = set()
     detail: dict[str, object] = {"subject": subject}
 
+    # announced first: a process killed mid-erasure leaves an intent the next open audits
+    intent = await rt.state.audit.begin_intent(identity, "forget_subject", ScopeKey.tenant(tenant), subject)
+
     def about_subject(m: StoredMemory) -> bool:
         return subject in (m.subject_user_id, m.provenance.author_user_id)
 
@@ -74,7 +78,7 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
     finally:
         detail["count"] = len(removed)
         try:
-            await rt.state.audit.append(identity, "forget_subject", memory_ids=removed, scopes=sorted(touched), detail=detail)
+            await rt.state.audit.append(identity, "forget_subject", memory_ids=removed, scopes=sorted(touched), detail=detail, closes_intent=intent)
         except Exception:  # never mask why the erasure stopped
             log.exception("could not audit the erasure of %s (%d memories removed)", subject, len(removed))
             if detail.get("complete"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 
 from adapters.base import SearchQuery, Status
+from adapters.errors import BackendError
 from adapters.scopes import ScopeKey
 from bridge.errors import ManifestError, NotPermitted, RecallIncomplete
 from bridge.operations import Inject, RevokeManifest
@@ -49,7 +50,12 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
 
 async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject) -> list[tuple[ScopeKey, str]]:
     scopes = rt.policy.readable_scopes(parent, Purpose.CHAT)
-    result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit))
+    try:
+        result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit))
+    except BackendError as exc:  # the whole fan-out failed: the same type as one failed scope (finding 20)
+        if not exc.retryable:
+            raise
+        raise RecallIncomplete(f"injection search failed closed: the backend could not search any scope: {exc}", tuple(scopes.keys), (str(exc),)) from exc
     if not result.complete:
         raise RecallIncomplete("injection search failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes)

@@ -36,9 +36,10 @@ async def forget(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget) -> boo
         return False
     if not rt.policy.may_forget(identity, key, memory.provenance.author_user_id, author_tenant(memory)):
         raise NotPermitted(f"{identity.principal} may not forget {key}#{memory_id}: not the author and not a tenant admin")
+    intent = await rt.state.audit.begin_intent(identity, "forget", key, memory_id)  # a crash after the delete is still audited
     deleted = await rt.backend.delete(key, memory_id)
     await rt.state.manifests.purge_memory_ids({memory_id})
-    await rt.state.audit.append(identity, "forget", memory_ids=[memory_id], scopes=[key])
+    await rt.state.audit.append(identity, "forget", memory_ids=[memory_id], scopes=[key], closes_intent=intent)
     return deleted
 
 

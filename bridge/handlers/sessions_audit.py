@@ -19,4 +19,4 @@ async def fork_session(rt: BridgeRuntime, identity: MemoryIdentity, op: ForkSess
 
 
 async def query_audit(rt: BridgeRuntime, identity: MemoryIdentity, op: QueryAudit) -> list[AuditEvent]:
-    return await rt.state.audit.query(rt.policy.audit_view(identity), action=op.action_filter, memory_id=op.memory_id, since_seq=op.since_seq, limit=op.limit)
+    return await rt.state.audit.query(rt.policy.audit_view(identity), action=op.action, memory_id=op.memory_id, since_seq=op.since_seq, limit=op.limit)

@@ -57,7 +57,7 @@ class BudgetConfig:
     max_items: int = 50
 
 
-@dataclass
+@dataclass(slots=True)
 class BudgetedItem:
     ranked: RankedHit
     tokens: int
@@ -65,68 +65,95 @@ class BudgetedItem:
     conflicts_with: list[RankedHit] = field(default_factory=list)
 
 
+def fold_spaces(text: str) -> str:
+    """`" ".join(text.split())`, without splitting text that is already folded.
+
+    Every character `str.split()` splits on, except the space itself, is non-printable
+    (categories Cc, Zs, Zl, Zp; tests/bridge/test_recall_stages.py checks all of Unicode), so a
+    printable text with no double, leading or trailing space has nothing to fold.
+    """
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
+    return " ".join(text.split())
+
+
 def _normalised(text: str) -> str:
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    return " ".join(text.casefold().split())
+    """The dedup key: NFKC, case-folded, whitespace folded (for ASCII, casefold is lower)."""
+    if text.isascii():
+        return fold_spaces(text.lower())
+    return fold_spaces(unicodedata.normalize("NFKC", text).casefold())
 
 
 def min_item_tokens(config: BudgetConfig) -> int:
     return config.per_item_overhead + 1
 
 
-def assemble(ranked: list[RankedHit], config: BudgetConfig, counter: TokenCounter | None = None) -> tuple[list[BudgetedItem], int]:
-    """Pick items in rank order. Returns (items, tokens used)."""
+def assemble(
+    ranked: list[RankedHit], config: BudgetConfig, counter: TokenCounter | None = None, *, presorted: bool = False
+) -> tuple[list[BudgetedItem], int]:
+    """Pick items in rank order. Returns (items, tokens used).
+
+    `presorted=True`: `ranked` is already in (-score, id) order, as `rank_hits` returns it, so
+    it is not sorted again (the stage passes it; a filtered sorted list stays sorted).
+    """
     counter = counter or EstimatingTokenCounter()
+    estimate = type(counter) is EstimatingTokenCounter  # its ASCII rule inlined below
     # 1) conflicts: per (kind, topic) the most specific scope wins, ties by rank
     winners: dict[tuple[str, str], RankedHit] = {}
     losers: dict[str, list[RankedHit]] = {}
+    topical: list[tuple[RankedHit, tuple[str, str]]] = []
     for r in ranked:
-        topic = r.hit.memory.metadata.get("topic")
+        memory = r.hit.memory
+        topic = memory.metadata.get("topic")
         if not isinstance(topic, str) or not topic:
             continue
-        slot = (r.hit.memory.kind, topic)
+        slot = (memory.kind, topic)
+        topical.append((r, slot))
         best = winners.get(slot)
         if best is None or _SPECIFICITY[r.hit.scope.visibility] < _SPECIFICITY[best.hit.scope.visibility]:
             winners[slot] = r
     beaten: set[str] = set()
-    for r in ranked:
-        topic = r.hit.memory.metadata.get("topic")
-        if isinstance(topic, str) and topic:
-            winner = winners[(r.hit.memory.kind, topic)]
-            if winner is not r:
-                losers.setdefault(winner.hit.memory.id, []).append(r)
-                beaten.add(r.hit.memory.id)
-    ordered = sorted(
-        (r for r in ranked if r.hit.memory.id not in beaten),
-        key=lambda r: (-r.score, r.hit.memory.id),
-    )
+    for r, slot in topical:
+        winner = winners[slot]
+        if winner is not r:
+            losers.setdefault(winner.hit.memory.id, []).append(r)
+            beaten.add(r.hit.memory.id)
+    if presorted:
+        ordered = [r for r in ranked if r.hit.memory.id not in beaten] if beaten else ranked
+    else:
+        ordered = sorted((r for r in ranked if r.hit.memory.id not in beaten), key=lambda r: (-r.score, r.hit.memory.id))
     # 2) dedup, quotas, budget
     chosen: list[BudgetedItem] = []
     by_text: dict[str, BudgetedItem] = {}
     per_kind: dict[str, int] = {}
+    quotas = config.kind_quotas
+    max_items, max_tokens, overhead = config.max_items, config.max_tokens, config.per_item_overhead
     used = 0
     for r in ordered:
         memory = r.hit.memory
-        key = _normalised(memory.content)
-        if key in by_text:
-            by_text[key].duplicates.append(r)
+        content = memory.content
+        key = _normalised(content)
+        same = by_text.get(key)
+        if same is not None:
+            same.duplicates.append(r)
             continue
-        quota = config.kind_quotas.get(memory.kind)
-        if quota is not None and per_kind.get(memory.kind, 0) >= quota:
-            continue
-        if len(chosen) >= config.max_items:
+        kind = memory.kind
+        if quotas:
+            quota = quotas.get(kind)
+            if quota is not None and per_kind.get(kind, 0) >= quota:
+                continue
+        if len(chosen) >= max_items:
             break
-        tokens = counter.count(memory.content) + config.per_item_overhead
-        if used + tokens > config.max_tokens:
+        tokens = ((len(content) + 3) // 4 if estimate and content.isascii() else counter.count(content)) + overhead
+        if used + tokens > max_tokens:
             continue  # a smaller, lower-ranked memory may still fit
-        item = BudgetedItem(r, tokens, conflicts_with=losers.get(memory.id, []))
+        item = BudgetedItem(r, tokens, [], losers.get(memory.id, []))
         chosen.append(item)
         by_text[key] = item
-        per_kind[memory.kind] = per_kind.get(memory.kind, 0) + 1
+        per_kind[kind] = per_kind.get(kind, 0) + 1
         used += tokens
     return chosen, used
 
 
 def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
-    ctx.chosen, ctx.tokens_used = assemble(ctx.ranked, ctx.budget, rt.token_counter)
+    ctx.chosen, ctx.tokens_used = assemble(ctx.ranked, ctx.budget, rt.token_counter, presorted=True)

@@ -36,25 +36,31 @@ def guard_hits(
     statuses: frozenset[Status] | None = None,
     kinds: frozenset[str] | None = None,
 ) -> tuple[list[Hit], list[GuardAlarm]]:
+    """(kept, alarms): the checks, in order, for every hit; the first that fails names the alarm.
+
+    One ScopeSet lookup per hit (after the stored-scope check, so a hit whose scope is not even
+    hashable is still an alarm, not a crash); the checks themselves are unchanged.
+    """
     kept: list[Hit] = []
     alarms: list[GuardAlarm] = []
+    lookup = scopes.get
     for hit in hits:
         memory = hit.memory
-        reason = None
-        if hit.scope != memory.scope:
+        scope = hit.scope
+        if scope is not memory.scope and scope != memory.scope:
             reason = "hit is tagged with a scope other than the one the record is stored in"
-        elif hit.scope not in scopes:
+        elif (entry := lookup(scope)) is None:
             reason = "scope is not in the request's ScopeSet"
-        elif not scopes.permits(hit.scope, memory.id):
+        elif entry.memory_ids is not None and memory.id not in entry.memory_ids:
             reason = "memory is not in the injection manifest for this scope"
         elif statuses is not None and memory.status not in statuses:
             reason = f"status {memory.status.value} was not asked for"
         elif kinds is not None and memory.kind not in kinds:
             reason = f"kind {memory.kind} was not asked for"
-        if reason is None:
-            kept.append(hit)
         else:
-            alarms.append(GuardAlarm(memory.id, str(hit.scope), str(memory.scope), reason))
+            kept.append(hit)
+            continue
+        alarms.append(GuardAlarm(memory.id, str(scope), str(memory.scope), reason))
     return kept, alarms
 
 

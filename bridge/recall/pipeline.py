@@ -12,13 +12,14 @@
     audit    (here)                    who recalled which memory ids through which grant
 
 A stage is a function (sync or async) of (runtime, context); `run_recall(..., timings={})`
-records each stage's nanoseconds for `benchmarks/local_recall.py`.
+records each stage's nanoseconds (and "result": building the RecallResult) for
+`benchmarks/local_recall.py`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bridge.models import RecallResult
 from bridge.operations import Recall
@@ -26,8 +27,10 @@ from bridge.recall import budget, guard, label, rank, render, scopes, search
 from bridge.recall.budget import BudgetConfig, min_item_tokens
 from bridge.recall.context import RecallContext
 from bridge.errors import InvalidInput
-from bridge.runtime import BridgeRuntime
 from identity.model import MemoryIdentity
+
+if TYPE_CHECKING:
+    from bridge.runtime import BridgeRuntime
 
 __all__ = ["STAGES", "run_recall"]
 
@@ -72,11 +75,14 @@ async def run_recall(rt: BridgeRuntime, identity: MemoryIdentity, op: Recall, *,
             pending = stage(rt, ctx)
             if pending is not None:
                 await pending
-    else:
-        for name, stage in STAGES:
-            start = time.perf_counter_ns()
-            pending = stage(rt, ctx)
-            if pending is not None:
-                await pending
-            timings[name] = timings.get(name, 0) + time.perf_counter_ns() - start
-    return ctx.to_result()
+        return ctx.to_result()
+    for name, stage in STAGES:
+        start = time.perf_counter_ns()
+        pending = stage(rt, ctx)
+        if pending is not None:
+            await pending
+        timings[name] = timings.get(name, 0) + time.perf_counter_ns() - start
+    start = time.perf_counter_ns()
+    result = ctx.to_result()
+    timings["result"] = timings.get("result", 0) + time.perf_counter_ns() - start
+    return result

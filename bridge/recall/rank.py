@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from adapters.base import Hit, Status
-from adapters.scopes import ScopeSet
+from adapters.scopes import ScopeKey, ScopeSet
 
 if TYPE_CHECKING:
     from bridge.recall.context import RecallContext
@@ -63,8 +63,11 @@ class RankingConfig:
 FACTOR_NAMES = ("semantic", "scope", "confidence", "freshness", "status", "kind")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RankedHit:
+    """One scored hit. Not frozen (a frozen init costs a setattr per field, for every candidate
+    of every recall); nothing mutates it after ranking."""
+
     hit: Hit
     score: float
     factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
@@ -96,23 +99,34 @@ def rank_hits(
     fconf = config.freshness
     weights = config._by_value[purpose]  # type: ignore[attr-defined]
     other = config.other_kind_weight
-    entry = scopes.entry
-    ranked = []
-    for hit in hits:
+    # `freshness()` inlined, term for term (max(a, b) written as the comparison it makes)
+    grace, fresh_floor, slow_kinds = fconf.grace_days, fconf.floor, fconf.slow_kinds
+    half_life, slow_half_life = fconf.half_life_days * 1.0, fconf.half_life_days * fconf.slow_factor
+    pow_, prod = math.pow, math.prod
+    scope_weight: dict[ScopeKey, float] = {}  # a handful of entries, looked up once each
+    keyed = []
+    for n, hit in enumerate(hits):
         m = hit.memory
+        scope = hit.scope
+        weight = scope_weight.get(scope)
+        if weight is None:
+            weight = scope_weight[scope] = scopes.entry(scope).weight
+        kind = m.kind
+        age = (now - m.created_at) / 86400.0 - grace
+        fresh = pow_(0.5, (age if age > 0.0 else 0.0) / (slow_half_life if kind in slow_kinds else half_life))
         factors = (
-            max(0.0, hit.score),
-            entry(hit.scope).weight,
+            hit.score if hit.score > 0.0 else 0.0,
+            weight,
             m.confidence,
-            freshness(m.created_at, m.kind, now, fconf),
+            fresh if fresh > fresh_floor else fresh_floor,
             _STATUS_WEIGHT[m.status],
-            weights.get(m.kind, other),
+            weights.get(kind, other),
         )
-        score = math.prod(factors)
+        score = prod(factors)
         if score > 0.0 and score >= floor:
-            ranked.append(RankedHit(hit, score, factors))
-    ranked.sort(key=lambda r: (-r.score, r.hit.memory.id))
-    return ranked
+            keyed.append((-score, m.id, n, RankedHit(hit, score, factors)))
+    keyed.sort()  # (-score, id, input position): the order `sort(key=(-score, id))` gives, stably
+    return [k[3] for k in keyed]
 
 
 _DEFAULT = RankingConfig()

@@ -8,11 +8,11 @@ memory cannot close the block, start a new item or impersonate a label.
 
 from __future__ import annotations
 
-import json
-
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING
 
 from bridge.models import RecalledMemory
+from bridge.recall.budget import fold_spaces
 
 if TYPE_CHECKING:
     from bridge.recall.context import RecallContext
@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def _escape(text: str) -> str:
-    return json.dumps(" ".join(text.replace("<", "‹").replace(">", "›").split()), ensure_ascii=False)
+    # encode_basestring is what json.dumps(text, ensure_ascii=False) returns for a str, without
+    # building a JSONEncoder per call
+    return encode_basestring(fold_spaces(text.replace("<", "‹").replace(">", "›")))
 
 
 def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, partial: bool = False) -> str:
@@ -28,19 +30,21 @@ def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, 
     if not items:
         return head + "/>"
     lines = [head + ">"]
+    add = lines.append
     for n, item in enumerate(items, 1):
-        label = [f"scope={item.scope}", f"author={item.author}", f"visible: {item.why_visible}"]
-        if item.grant_id and not item.injected_by and item.grant_id not in item.why_visible:
-            label.append(f"grant={item.grant_id}")
+        why = item.why_visible
+        label = f"scope={item.scope}; author={item.author}; visible: {why}"
+        if item.grant_id and not item.injected_by and item.grant_id not in why:
+            label += f"; grant={item.grant_id}"
         if item.injected_by:
-            label.append("read-only" if f"injected by {item.injected_by}" in item.why_visible else f"injected_by={item.injected_by} (read-only)")
+            label += "; read-only" if f"injected by {item.injected_by}" in why else f"; injected_by={item.injected_by} (read-only)"
         if item.status != "active":
-            label.append(f"status={item.status}")
+            label += f"; status={item.status}"
         if item.conflicts_with:
-            label.append("overrides " + ", ".join(f"{c.scope}#{c.memory_id[:8]}" for c in item.conflicts_with))
-        lines.append(f"{n}. [{item.kind}] {_escape(item.content)}")
-        lines.append(f"   ({'; '.join(label)}; id={item.memory_id})")
-    lines.append("</memory-context>")
+            label += "; overrides " + ", ".join(f"{c.scope}#{c.memory_id[:8]}" for c in item.conflicts_with)
+        add(f"{n}. [{item.kind}] {_escape(item.content)}")
+        add(f"   ({label}; id={item.memory_id})")
+    add("</memory-context>")
     return "\n".join(lines)
 
 

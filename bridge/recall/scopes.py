@@ -7,11 +7,15 @@ exactly this agent whose whole derivation chain is still live. Anything else rai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge.errors import ManifestError
-from bridge.recall.context import RecallContext
-from bridge.runtime import BridgeRuntime
 from bridge.state.records import InjectionManifest
 from identity.model import MemoryIdentity
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
 
 __all__ = ["stage", "load_manifest_for"]
 

@@ -8,11 +8,15 @@ raises instead of reporting per-scope failures is treated the same way: closed, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from adapters.base import SearchQuery
 from adapters.errors import BackendError
 from bridge.errors import RecallIncomplete
-from bridge.recall.context import RecallContext
-from bridge.runtime import BridgeRuntime
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
 
 __all__ = ["stage"]
 
@@ -22,9 +26,7 @@ async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
     ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds)
     try:
         result = await rt.backend.search(ctx.query)
-    except BackendError as exc:
-        if not exc.retryable:
-            raise
+    except BackendError as exc:  # any backend failure of the whole fan-out: closed, typed, audited
         keys = tuple(ctx.scopes.keys)
         raise RecallIncomplete(f"recall failed closed: the backend could not search any of {len(keys)} scope(s): {exc}", keys, (str(exc),)) from exc
     failed = tuple(str(k) for k in result.failed_scopes)

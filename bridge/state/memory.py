@@ -41,9 +41,13 @@ class MemoryAuditLog:
         self._rows.append((identity.user_id, event))
         if closes_intent is not None:
             self._intents.pop(closes_intent, None)
-        if store_marker is not None and (self._marker is None or self._marker.store_id == store_marker.store_id):
-            self._marker = StoreMarker(store_marker.store_id, max(store_marker.writes, self._marker.writes if self._marker else 0))
+        self._advance(store_marker)
         return seq
+
+    def _advance(self, marker: StoreMarker | None) -> None:
+        """Like SQLite's MAX(writes) for the bound store: the recorded mark only moves forward."""
+        if marker is not None and (self._marker is None or self._marker.store_id == marker.store_id):
+            self._marker = StoreMarker(marker.store_id, max(marker.writes, self._marker.writes if self._marker else 0))
 
     async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
         out = [
@@ -64,13 +68,12 @@ class MemoryAuditLog:
     async def close_intent(self, intent_id: str) -> None:
         self._intents.pop(intent_id, None)
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         seq = next(self._seq)
         detail = {"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}
-        self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", (memory_id,), (str(intent.scope),), (), detail)))
+        self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", tuple(memory_ids), (str(intent.scope),), (), detail)))
         self._intents.pop(intent.intent_id, None)
-        if store_marker is not None:
-            self._marker = store_marker
+        self._advance(store_marker)
         return seq
 
     async def bound_store(self) -> StoreMarker | None:

@@ -78,7 +78,7 @@ class AuditLog(Protocol):
         """Close an intent whose write never landed (nothing to audit)."""
         ...
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         """Audit a write that landed but lost its audit row to a crash (`recovered`, in the
         intent's actor's name) and close the intent, in one transaction; return the seq."""
         ...

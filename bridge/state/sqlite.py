@@ -26,7 +26,7 @@ from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
-from bridge.state._migrate_shim import apply_migrations  # TEMPORARY: identity.storage.apply_migrations
+from identity.migrations import apply_migrations
 
 __all__ = ["SqliteState", "SqliteAuditLog", "SqliteGrants", "SqliteManifests", "AUDIT_MIGRATIONS", "GRANT_MIGRATIONS", "MANIFEST_MIGRATIONS"]
 
@@ -195,10 +195,10 @@ class SqliteAuditLog:
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent_id,))
 
-    async def recover_intent(self, intent: WriteIntent, memory_id: str, store_marker: StoreMarker | None = None) -> int:
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
             time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
-            _json_list([memory_id]), json.dumps([str(intent.scope)]), "[]",
+            _json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
         with self.db.transaction() as conn:
@@ -296,9 +296,11 @@ class SqliteManifests:
     async def revoke_tree(self, manifest_id: str, at: float) -> int:
         with self.db.transaction() as conn:
             return conn.execute(
+                # the statement starts with UPDATE so sqlite3 reports its rowcount (a leading WITH gives -1)
+                "UPDATE manifests SET revoked_at = ? WHERE revoked_at IS NULL AND manifest_id IN ("
                 "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT m.manifest_id FROM manifests m JOIN tree ON m.parent_manifest_id = tree.id)"
-                " UPDATE manifests SET revoked_at = ? WHERE manifest_id IN (SELECT id FROM tree) AND revoked_at IS NULL",
-                (manifest_id, at),
+                " SELECT id FROM tree)",
+                (at, manifest_id),
             ).rowcount
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
@@ -349,6 +351,12 @@ class SqliteState:
     @property
     def path(self) -> Path:
         return self.db.path
+
+    def bound_store_id(self) -> str | None:
+        """The store id this state is bound to, read synchronously (opening a local store
+        needs it before any event loop runs)."""
+        rows = self.db.query("SELECT store_id FROM store_binding")
+        return rows[0][0] if rows else None
 
     def close(self) -> None:
         self.db.close()

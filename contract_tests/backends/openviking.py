@@ -26,6 +26,7 @@ import httpx
 from adapters.openviking import OpenVikingBackend
 from contract_tests.openviking_server.server import OpenVikingServer, default_venv_path, venv_status
 from contract_tests.registry import register_adapter
+from identity.errors import ConfigurationError
 
 __all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend", "insert_unscoped"]
 
@@ -53,7 +54,7 @@ def shared_server(auth_mode: str) -> tuple[str, str]:
         return live
     with _lock:
         if auth_mode in _failures:
-            raise RuntimeError(_failures[auth_mode])
+            raise ConfigurationError(_failures[auth_mode])
         server = _servers.get(auth_mode)
         if server is None:
             try:
@@ -133,9 +134,9 @@ async def insert_unscoped(backend: OpenVikingBackend, tenant_id: str, content: s
         return "m" + hashlib.sha256(f"unscoped\x00{label}\x00{content}".encode()).hexdigest()[:32]
 
     def header(scope: str, memory_id: str) -> str:
-        h = {"v": 1, "id": memory_id, "scope": scope, "kind": "note", "status": "active", "confidence": 1.0, "subject": None,
+        h = {"v": 1, "id": memory_id, "scope": scope, "kind": "note", "status": "active", "confidence": 1.0, "subject_user_id": None,
              "metadata": {}, "created_at": time.time(), "updated_at": time.time(),
-             "prov": {"author_user_id": "nobody", "author_agent_id": "nobody", "session_id": None, "source_message_ids": [],
+             "provenance": {"author_user_id": "nobody", "author_agent_id": "nobody", "session_id": None, "source_message_ids": [],
                       "injected_by": None, "derived_from": [], "grant_id": None}}
         return f"{HEADER_PREFIX}{json.dumps(h, separators=(',', ':'))}-->\n"
 

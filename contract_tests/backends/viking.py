@@ -23,6 +23,7 @@ from typing import AsyncIterator, Callable
 from adapters.scopes import ScopeKey
 from adapters.viking import ApiKeyAuth, RetryPolicy, SignerV4Auth, VikingBackend, VikingConfig, VikingMemoryClient
 from contract_tests.registry import register_adapter
+from identity.errors import ConfigurationError
 from contract_tests.viking_simulator import VikingSimulator
 
 __all__ = ["simulated_viking_backend", "live_viking_backend", "live_unavailable_reason", "SIM_API_KEY"]
@@ -94,7 +95,7 @@ def live_unavailable_reason() -> str | None:
 async def live_viking_backend() -> AsyncIterator[VikingBackend]:
     reason = live_unavailable_reason()
     if reason:
-        raise RuntimeError(reason)
+        raise ConfigurationError(reason)
     env = os.environ
     if env.get("VIKING_MEMORY_API_KEY"):
         auth: ApiKeyAuth | SignerV4Auth = ApiKeyAuth(env["VIKING_MEMORY_API_KEY"])

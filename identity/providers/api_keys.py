@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import secrets
 import time
 from collections.abc import Iterable
@@ -194,10 +195,21 @@ def _key_id(key_id: object) -> str:
     return key_id
 
 
+_MAX_IDS = 256
+
+
 def _id_list(values: object, field_name: str) -> list[object]:
+    """At most `_MAX_IDS` items, read lazily: a `range(10**12)` or an endless iterator is
+    refused after 257 items, not materialised."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidIdentityInput(f"{field_name} must be a list of ids, not a {type(values).__name__}")
-    return list(values)
+    try:
+        items = list(itertools.islice(values, _MAX_IDS + 1))
+    except Exception:  # noqa: BLE001 - a caller's iterable that fails while iterating
+        raise InvalidIdentityInput(f"{field_name} could not be read as a list of ids") from None
+    if len(items) > _MAX_IDS:
+        raise InvalidIdentityInput(f"{field_name} holds more than {_MAX_IDS} ids")
+    return items
 
 
 def _label(label: object) -> str:

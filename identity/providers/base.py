@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from identity.errors import Forbidden, InvalidCredential, Unauthenticated
+from identity.errors import Forbidden, InvalidCredential, InvalidIdentityInput, Unauthenticated
 from identity.ids import InvalidIdError, validate_id
 from identity.model import MemoryIdentity
 
@@ -119,6 +119,13 @@ def credential_ids(values: Iterable[object], source: str) -> frozenset[str]:
     return frozenset(credential_id(v, source) for v in values)
 
 
+def _field_name(key: object) -> str:
+    """A requested field's name for a message: printable text only, never a crash."""
+    if isinstance(key, str) and key.isascii() and key.isprintable() and len(key) <= 64:
+        return key
+    return f"<{type(key).__name__}>"
+
+
 # --------------------------------------------------------------------------- narrowing
 NARROWABLE_FIELDS = frozenset({"session_id"})
 """The only identity field a request may choose. Everything else comes from the credential."""
@@ -135,9 +142,13 @@ def narrow(identity: MemoryIdentity, requested: Mapping[str, object] | None = No
 
     Content (bodies, metadata, prompts, memory text) is never passed here: it is not identity.
     """
+    if requested is None:
+        return identity
+    if not isinstance(requested, Mapping):
+        raise InvalidIdentityInput(f"narrow() takes a mapping of requested fields, not a {type(requested).__name__}")
     if not requested:
         return identity
-    refused = sorted(str(k) for k in requested if k not in NARROWABLE_FIELDS)
+    refused = sorted(_field_name(k) for k in requested if not (isinstance(k, str) and k in NARROWABLE_FIELDS))
     if refused:
         raise Forbidden(
             f"a request may only choose session_id; it tried to set {', '.join(refused)} "

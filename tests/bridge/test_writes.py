@@ -8,7 +8,7 @@ import pytest
 
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
-from bridge import BridgeError, InvalidInput, ManifestError, MemoryBridge, NotPermitted
+from bridge import InvalidInput, ManifestError, MemoryBridge, NotPermitted
 from bridge.recall.scopes import load_manifest_for
 
 

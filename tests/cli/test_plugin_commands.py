@@ -41,6 +41,14 @@ def test_contract_command_whose_module_is_broken_fails_with_one_clear_line(monke
     assert len(err.splitlines()) == 1 and "cannot be loaded" in err and "no_such_contract_module" in err, err
 
 
+def test_contract_command_whose_function_is_missing_fails_with_one_clear_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "contract_module_without_main", type(sys)("contract_module_without_main"))
+    _only_these(monkeypatch, EntryPoint("contract", "contract_module_without_main:main", cli.COMMANDS_GROUP))
+    assert cli.main(["contract"]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot be loaded" in err, err
+
+
 def test_the_installed_contract_command_runs_the_suite_cli() -> None:
     proc = subprocess.run([sys.executable, "-m", "bridge.cli", "contract", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -89,3 +89,12 @@ def test_an_unknown_adapter_name_says_how_backends_are_found(empty_registry: dic
     registry.load_registered_backends()
     with pytest.raises(KeyError, match="viking_bridge.contract_backends"):
         registry.get_adapter("typo")
+
+
+def test_no_registered_backend_is_a_usage_error_not_a_silent_skip(empty_registry: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contract_tests.conftest import selected_adapters
+
+    _only_these(monkeypatch)
+    config = types.SimpleNamespace(getoption=lambda name: [])
+    with pytest.raises(pytest.UsageError, match="no backend is registered"):
+        selected_adapters(config)  # type: ignore[arg-type]

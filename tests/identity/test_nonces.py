@@ -211,3 +211,16 @@ def test_gateway_with_a_full_cache_refuses_new_requests_as_retryable(tmp_path: P
 
 
 _: Callable[..., object] = _make  # keep linters from flagging the factory as unused in some runs
+
+
+def test_settings_can_share_the_replay_cache_between_processes(tmp_path: Path) -> None:
+    from identity.settings import build_provider, load_settings
+
+    path = tmp_path / "gw-nonces.sqlite3"
+    settings = load_settings(
+        provider="gateway",
+        gateway={"secret": "k" * 32, "nonce_db_path": str(path), "max_live_nonces": 5},
+    )
+    provider = build_provider(settings)
+    assert isinstance(provider._nonces, SqliteNonceCache) and provider._nonces.path == path
+    assert isinstance(build_provider(load_settings(provider="gateway", gateway={"secret": "k" * 32}))._nonces, InMemoryNonceCache)

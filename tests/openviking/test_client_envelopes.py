@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from tenacity import wait_none
 
 from adapters.errors import InvalidRequest, NotFound, PermissionDenied, RateLimited, Unavailable
 from adapters.openviking.client import Auth, OpenVikingClient, RetryPolicy, SecretKey
@@ -19,7 +18,11 @@ from adapters.openviking.errors import (
 )
 from tests.openviking.ovhelpers import unique
 
-NO_WAIT = RetryPolicy(attempts=3, wait=wait_none())
+async def _no_sleep(seconds: float) -> None:
+    """The shared RetryPolicy's injectable sleep: tests never really wait."""
+
+
+NO_WAIT = RetryPolicy(attempts=3, sleep=_no_sleep)
 
 
 async def _two_users(client: OpenVikingClient, root: str) -> tuple[str, Auth, Auth]:

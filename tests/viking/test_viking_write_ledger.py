@@ -142,3 +142,29 @@ async def test_a_write_that_never_landed_leaves_no_ledger_row_after_reconciliati
     assert await backend.reconcile_writes() == 0
     assert backend.ledger.pending_count() == 0
     assert await backend.find_by_idempotency_key(ALICE, "a1") is None
+
+
+class _Crash(BaseException):
+    """Stands for the process dying (kill -9) right after the service acknowledged the add."""
+
+
+async def test_a_process_that_died_between_the_answer_and_the_ledger_leaves_no_extra_copy(tmp_path: Path) -> None:
+    sim = VikingSimulator(start_time=1_750_000_000.0)
+    sim.search_lag = LAG
+    first = _backend(sim, tmp_path)
+    await first.put(ALICE, mem("warm-up"), idempotency_key="warm")
+
+    def die(*args: object, **kw: object) -> None:
+        raise _Crash()
+
+    first.ledger.won = die  # type: ignore[method-assign]
+    with pytest.raises(_Crash):
+        await first.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
+    second = _backend(sim, tmp_path)  # restarted before the write became searchable
+    again = await second.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
+    assert len([e for e in sim.all_events() if e.group_id == again.id]) == 2  # the retry could not see the first
+    sim.advance(LAG_BOUND + LAG + 1)
+    await second.reconcile_writes()
+    assert len([e for e in sim.all_events() if e.group_id == again.id]) == 1
+    assert second.ledger.pending_count() == 0
+    await second.aclose()
