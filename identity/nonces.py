@@ -91,8 +91,8 @@ class InMemoryNonceCache:
                     retry_after=self._seconds_to_first_expiry(now),
                 )
             self._live[nonce] = expires_at
-            assert self._swept is not None
-            self._buckets.setdefault(max(math.floor(expires_at), self._swept), []).append(nonce)
+            swept = self._swept if self._swept is not None else math.floor(now)  # set by _sweep
+            self._buckets.setdefault(max(math.floor(expires_at), swept), []).append(nonce)
             return True
 
     def _sweep(self, now: float) -> None:

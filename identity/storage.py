@@ -64,7 +64,9 @@ def ensure_private_dir(path: str | Path) -> Path:
     """
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        for directory in reversed(missing):  # every directory we create is private, not just the leaf
+            directory.mkdir(mode=DIR_MODE, exist_ok=True)
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError as exc:
         raise ConfigurationError(f"store directory {path} cannot be created: {exc.strerror or exc}") from None
