@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from identity.errors import InvalidInput, NonceCacheFull
-from identity.storage import open_identity_store, storage_error
+from identity.migrations import open_identity_store
+from identity.storage import storage_error
 
 __all__ = ["DEFAULT_MAX_NONCES", "InMemoryNonceCache", "SqliteNonceCache"]
 
