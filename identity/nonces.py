@@ -43,7 +43,10 @@ def _checked(nonce: object, expires_at: object) -> tuple[str, float]:
         raise InvalidInput(f"a nonce is a non-empty string of at most {_MAX_NONCE_LENGTH} characters")
     if not nonce.isascii() and not _encodable(nonce):
         raise InvalidInput("a nonce must be valid unicode text (no lone surrogates)")
-    if isinstance(expires_at, bool) or not isinstance(expires_at, (int, float)) or not math.isfinite(expires_at):
+    # an int is compared, never converted: math.isfinite(10**5000) overflows
+    if isinstance(expires_at, bool) or not isinstance(expires_at, (int, float)) or (
+        isinstance(expires_at, float) and not math.isfinite(expires_at)
+    ) or not -2**62 < expires_at < 2**62:
         raise InvalidInput("a nonce's expires_at is a finite number of unix seconds")
     return nonce, float(expires_at)
 
