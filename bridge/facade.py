@@ -29,7 +29,7 @@ from bridge.settings import BridgeSettings, load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
 from bridge.state.sqlite import SqliteState
-from bridge.sugar import OperationMethods
+from bridge.sugar import OperationMethods, ReadMethods
 from identity.errors import Forbidden
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
@@ -42,7 +42,7 @@ R = TypeVar("R")
 REFUSALS = (NotPermitted, RecallIncomplete, Forbidden)
 
 
-class MemoryBridge(OperationMethods):
+class MemoryBridge(OperationMethods, ReadMethods):
     """Async facade. Build with `MemoryBridge.open_local(home)`, `with_backend(backend, home)`,
     `bridge.settings.open_bridge()`, or from parts."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, sessions_audit
+from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
@@ -30,4 +30,12 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.QueryAudit: sessions_audit.query_audit,
     ops.StartSession: sessions_audit.start_session,
     ops.ForkSession: sessions_audit.fork_session,
+    # the read API (issue 11)
+    ops.GetMemory: reads.get_memory,
+    ops.ListMemories: reads.list_memories,
+    ops.PendingApprovals: reads.pending_approvals,
+    ops.EditMemory: reads.edit_memory,
+    ops.Reject: reads.reject,
+    ops.ListGrants: reads.list_grants,
+    ops.InjectContext: reads.inject_context,
 }
