@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--action")
     p.add_argument("--limit", type=int, default=20)
 
+    p = sub.add_parser("serve", help="run the memory service (HTTP API) on uvicorn; see docs/service.md")
+    p.add_argument("--host", help="bind address (default VIKING_BRIDGE_SERVICE_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default VIKING_BRIDGE_SERVICE_PORT or 8080)")
+    p.add_argument("--workers", type=int, help="worker processes (default VIKING_BRIDGE_SERVICE_WORKERS or 1)")
+
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
     return parser
@@ -132,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(argv[1:])
     args = _parser().parse_args(argv)
     try:
+        if args.command == "serve":
+            from bridge.service.server import serve
+
+            return serve(args.host, args.port, args.workers)
         return asyncio.run(_run(args))
     except VikingBridgeError as exc:  # the one error tree, mapped once
         print(f"viking-bridge: error: {exc}", file=sys.stderr)
