@@ -21,7 +21,7 @@ from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
 from bridge.models import RecalledMemory
 from bridge.operations import EditMemory, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
-from bridge.policy import approvable_scopes, grants_subject, may_edit, may_see_status, read_reason
+from bridge.policy import Role, approvable_scopes, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import Grant
@@ -120,9 +120,9 @@ def _split_cursor(cursor: str | None) -> tuple[str | None, str | None]:
 
 
 async def pending_approvals(rt: BridgeRuntime, identity: MemoryIdentity, op: PendingApprovals) -> MemoryPage:
-    scopes = approvable_scopes(rt.policy, identity, await rt.backend.list_scopes(identity.tenant_id))
-    if not scopes:
+    if not (identity.has_role(Role.APPROVER) or identity.has_role(Role.ADMIN)):
         raise NotPermitted(f"{identity.principal} approves no scope (needs the approver role for a department or workspace, or admin)")
+    scopes = approvable_scopes(rt.policy, identity, await rt.backend.list_scopes(identity.tenant_id))
     at, inner = _split_cursor(op.cursor)
     names = [str(k) for k in scopes]
     if at is not None and at not in names:

@@ -39,7 +39,7 @@ async def revoke_manifest(manifest_id: str, request: Request) -> Deleted:
     return Deleted(deleted=True)
 
 
-@router.post("/sessions", response_model=SessionOut, summary="Bind this request's session id to the caller")
+@router.post("/sessions", response_model=SessionOut, summary="Start a new session bound to the caller (send it back as X-Session-Id)")
 async def start_session(request: Request) -> SessionOut:
     bound = await execute(request, identity(request), ops.StartSession())
     return SessionOut(session_id=bound.session_id, principal=bound.principal)
