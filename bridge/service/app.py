@@ -38,6 +38,7 @@ from bridge.service.observability import Metrics, access_log
 from bridge.service.problems import MEDIA_TYPE, problem_body, problem_for
 from bridge.service.routes import admin, memories, ops, recall
 from bridge.service.settings import ServiceSettings, load_service_settings
+from bridge.service.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 
 __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
@@ -206,6 +207,20 @@ def _install_handlers(app: FastAPI) -> None:
         return respond(request, exc)
 
 
+def application(lifespan: Any = None) -> FastAPI:
+    """The routes, the error handlers and the spec, without any state: what `create_app`
+    serves and what `bridge.service.openapi` writes to docs/openapi.json."""
+    app = FastAPI(
+        title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
+        docs_url="/docs", redoc_url=None,
+    )
+    for module in ROUTERS:
+        app.include_router(module.router, responses=None if module is ops else PROBLEM_RESPONSES)
+    _install_handlers(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
 def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | None = None, settings: ServiceSettings | None = None) -> FastAPI:
     """The service. Without arguments (what `viking-bridge serve` and every worker run): the
     bridge `open_bridge()` opens from the same settings as the library, the providers from the
@@ -222,11 +237,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
             if ctx.owns_bridge:
                 await ctx.bridge.aclose()
 
-    app = FastAPI(
-        title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan,
-        summary="Permission-first memory for multi-tenant, multi-agent AI systems. Identity comes only from credentials.",
-        docs_url="/docs", redoc_url=None,
-    )
+    app = application(lifespan)
     owns = bridge is None
     if bridge is None or auth is None:
         from bridge.facade import open_bridge
@@ -239,8 +250,5 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         if bridge is None:
             bridge = open_bridge(bridge_settings)
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
-    for module in ROUTERS:
-        app.include_router(module.router)
-    _install_handlers(app)
     app.add_middleware(EdgeMiddleware, fastapi_app=app)
     return app

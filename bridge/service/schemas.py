@@ -59,7 +59,7 @@ class RecallRequest(Body):
     query: str = Field(min_length=1, description="What to recall. Never logged.")
     purpose: Purpose = "chat"
     budget_tokens: int | None = Field(None, ge=1, le=1_000_000)
-    kinds: list[Kind] | None = Field(None, max_length=16)
+    kinds: list[Kind] | None = Field(None, min_length=1, max_length=16)
     include_scopes: list[str] = Field(default_factory=list, max_length=64, description="Extra scopes, each covered by an active grant.")
     manifest_id: str | None = Field(None, description="An injection manifest issued to the caller (a child agent).")
     allow_partial: bool = False
