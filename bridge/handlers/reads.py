@@ -85,6 +85,9 @@ class InjectedContext(BaseModel):
     source: str  # "injected_by_<parent agent>", as seed 000 shows it
     memories: tuple[MemoryRecord, ...]
     context: str
+    may_reinject: bool = False
+    parent_manifest_id: str | None = None
+    created_at: float = 0.0
 
 
 async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:
@@ -196,4 +199,5 @@ async def inject_context(rt: BridgeRuntime, parent: MemoryIdentity, op: InjectCo
         manifest_id=manifest.manifest_id, child_agent_id=manifest.child_agent_id, task=manifest.task, depth=manifest.depth.value,
         expires_at=manifest.expires_at, source=f"injected_by_{parent.agent_id}",
         memories=tuple(MemoryRecord.of(m, label) for m in memories), context=render_context(child, "chat", items),
+        may_reinject=manifest.may_reinject, parent_manifest_id=manifest.parent_manifest_id, created_at=manifest.created_at,
     )
