@@ -9,7 +9,11 @@ A request presenting more than one kind of credential is refused (which one woul
 attack surface). Any `X-VB-*` header makes the request a gateway request: without a configured
 gateway, or without a valid signature, it is a 401 — never ignored, so a client cannot believe
 it chose its identity. `X-Session-Id` (the only thing a request may choose) narrows the
-identity's session; the session binding is checked by the bridge.
+identity's session; the session binding is checked by the bridge. A request whose credential
+names no session (an API key; a JWT without a session claim; gateway headers without
+X-VB-Session) and that sends no X-Session-Id runs in the identity's *default session*, an id
+derived from its fingerprint — so it cannot belong to anybody else, and it is bound once
+instead of a fresh session being bound (one durable write) on every request.
 
 The gateway's nonce cache is a SQLite file shared by every worker process, so a nonce used on
 one worker is refused by all others. This module never reads identity from a body or query.
@@ -28,7 +32,7 @@ from identity.providers.base import ApiKey, BearerToken, GatewayRequest, Identit
 from identity.providers.gateway import GatewayProvider
 from identity.settings import IdentitySettings, build_provider
 
-__all__ = ["EdgeAuthenticator", "build_edge_providers", "SESSION_HEADER"]
+__all__ = ["EdgeAuthenticator", "build_edge_providers", "default_session_id", "SESSION_HEADER"]
 
 SESSION_HEADER = "x-session-id"
 _SCHEMES = {"bearer": "jwt", "apikey": "api_key"}
@@ -38,8 +42,10 @@ class EdgeAuthenticator:
     """`authenticate(method, target, headers, body)`: `target` is the path plus query string as
     received (what a gateway signs); `headers` a list of (lower-case name, value) pairs."""
 
-    def __init__(self, providers: Mapping[str, IdentityProvider]) -> None:
+    def __init__(self, providers: Mapping[str, IdentityProvider], *, sessionless: Sequence[str] = ("api_key",)) -> None:
         self.providers = dict(providers)
+        #: credential kinds whose provider invents a random session id when none is named
+        self.sessionless = frozenset(sessionless) | {"gateway"}
 
     @property
     def challenge(self) -> str:
@@ -84,7 +90,16 @@ class EdgeAuthenticator:
         sessions = [v for n, v in headers if n == SESSION_HEADER]
         if len(sessions) > 1:
             raise Unauthenticated("more than one X-Session-Id header")
-        return narrow(identity, {"session_id": sessions[0].strip()}) if sessions else identity
+        if sessions:
+            return narrow(identity, {"session_id": sessions[0].strip()})
+        if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
+            return identity.with_session(default_session_id(identity))
+        return identity
+
+
+def default_session_id(identity: MemoryIdentity) -> str:
+    """The session of requests that name none: a function of everything that decides access."""
+    return "dflt" + hashlib.sha256(f"vb-default-session|{identity.fingerprint}".encode()).hexdigest()[:32]
 
 
 def build_edge_providers(identity: IdentitySettings, kinds: Sequence[str], home: Path, nonce_db_path: Path | None = None) -> dict[str, IdentityProvider]:
