@@ -8,15 +8,16 @@ name the caller. `execute` runs one operation under the per-request timeout and 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
-from fastapi import Request
+from fastapi import Request, Response
 
 from bridge import operations as ops
 from bridge.errors import Forbidden, Unauthenticated
 from bridge.models import RecallResult
 from bridge.service.problems import RequestTimeout
-from bridge.service.schemas import AuditOut, GrantOut, ManifestOut, RecallResponse, RefModel
+from bridge.service.schemas import AuditOut, GrantOut, ManifestOut, RefModel
 from bridge.state.records import AuditEvent, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -40,20 +41,23 @@ def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: s
 
 async def execute(request: Request, who: MemoryIdentity, op: ops.Operation) -> Any:
     ctx = request.app.state.ctx
-    try:
-        result = await asyncio.wait_for(ctx.bridge.execute(who, op), ctx.settings.request_timeout_seconds)
-    except asyncio.TimeoutError:
+    try:  # asyncio.timeout, not wait_for: the operation stays in this task (no task per request)
+        async with asyncio.timeout(ctx.settings.request_timeout_seconds):
+            result = await ctx.bridge.execute(who, op)
+    except TimeoutError:
         raise RequestTimeout(f"{op.operation_name()} did not finish within {ctx.settings.request_timeout_seconds:g} s") from None
     if isinstance(result, RecallResult):
         ctx.metrics.recall(len(result.scopes_searched), result.guard_alarms)
     return result
 
 
-def recall_out(r: RecallResult) -> RecallResponse:
-    return RecallResponse(
-        identity=r.identity, purpose=r.purpose, memories=list(r.items), context=r.context, tokens_used=r.tokens_used,
-        scopes_searched=list(r.scopes_searched), partial=r.partial, failed_scopes=list(r.failed_scopes), guard_alarms=r.guard_alarms,
-    )
+def recall_out(r: RecallResult) -> Response:
+    """The `RecallResponse` JSON, serialised straight from the (already validated) result: the
+    hot path skips FastAPI's re-validation of every recalled item. test_openapi_drift and
+    schemathesis check it still matches the RecallResponse schema."""
+    body = r.model_dump(mode="json", exclude={"query", "audit_seq"})
+    body["memories"] = body.pop("items")
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), media_type="application/json")
 
 
 def grant_out(g: Grant) -> GrantOut:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from bridge import operations as ops
 from bridge.handlers.reads import InjectedContext
@@ -14,7 +14,7 @@ from bridge.service.schemas import CALLER_AGENT, CALLER_USER, InjectRequest, Rec
 router = APIRouter(prefix="/api/v1", tags=["recall"])
 
 
-async def _recall(request: Request, body: RecallRequest) -> RecallResponse:
+async def _recall(request: Request, body: RecallRequest) -> Response:
     who = identity(request)
     check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
     op = ops.Recall(body.query, body.purpose, body.budget_tokens, body.kinds, body.include_scopes, body.manifest_id, body.allow_partial, body.min_score)  # type: ignore[arg-type]
@@ -34,7 +34,7 @@ async def recall_get(
     min_score: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
     agent_id: Annotated[str | None, Query(description=CALLER_AGENT)] = None,
     user_id: Annotated[str | None, Query(description=CALLER_USER)] = None,
-) -> RecallResponse:
+) -> Response:
     body = RecallRequest(
         query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id,
         allow_partial=allow_partial, min_score=min_score, agent_id=agent_id, user_id=user_id,
@@ -43,7 +43,7 @@ async def recall_get(
 
 
 @router.post("/recall", response_model=RecallResponse, summary="Recall with a JSON body")
-async def recall_post(body: RecallRequest, request: Request) -> RecallResponse:
+async def recall_post(body: RecallRequest, request: Request) -> Response:
     return await _recall(request, body)
 
 
