@@ -14,13 +14,14 @@ nothing else. Operational routes (/health, /ready, /metrics, the spec) skip auth
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 import time
 import uuid
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 from fastapi import FastAPI, Request
@@ -59,6 +60,8 @@ class ServiceContext:
     buckets: TokenBuckets
     metrics: Metrics
     owns_bridge: bool = True
+    #: writes that outlived their request's timeout: shutdown waits for them before closing
+    background: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 def _problem_response(exc: BaseException, request_id: str, challenge: str | None = None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -234,6 +237,8 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         try:
             yield
         finally:
+            if ctx.background:
+                await asyncio.wait(list(ctx.background), timeout=service_settings.shutdown_grace_seconds or None)
             if ctx.owns_bridge:
                 await ctx.bridge.aclose()
 

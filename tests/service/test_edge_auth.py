@@ -65,11 +65,15 @@ def test_gateway_nonce_replayed_to_another_worker_is_refused(service: Service) -
     def replay(_: int) -> httpx.Response:
         return httpx.post(service.url + "/api/v1/recall", content=payload, headers=headers)  # a new connection each time
 
+    workers: set[str] = set()
     with ThreadPoolExecutor(8) as pool:
-        replays = list(pool.map(replay, range(48)))
-    for r in replays:
-        assert_problem(r, 401)
-    workers = {r.headers["x-served-by"] for r in replays}
+        for _ in range(10):  # rounds until the kernel has handed a replay to the other worker
+            replays = list(pool.map(replay, range(32)))
+            for r in replays:
+                assert_problem(r, 401)
+            workers |= {r.headers["x-served-by"] for r in replays}
+            if workers - {first_worker}:
+                break
     assert workers - {first_worker}, "no replay reached the other worker; the test proved nothing about the shared nonce cache"
 
 

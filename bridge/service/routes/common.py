@@ -39,13 +39,28 @@ def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: s
             raise Forbidden(f"{name} names someone other than the authenticated caller; identity comes from the credential, not the request")
 
 
+#: Operations that change nothing but their own audit row: a timeout may simply cancel them.
+READS = (ops.Recall, ops.QueryAudit, ops.GetMemory, ops.ListMemories, ops.PendingApprovals, ops.ListGrants)
+
+
 async def execute(request: Request, who: MemoryIdentity, op: ops.Operation) -> Any:
+    """Run `op` under the per-request timeout. A read is cancelled at the deadline. A write is
+    never cut in half: at the deadline the client gets a 503 while the write runs to its end
+    (audited, or reconciled), tracked so that shutdown waits for it; a retry with the same
+    idempotency key (explicit, or the automatic one of the same session) cannot duplicate it."""
     ctx = request.app.state.ctx
-    try:  # asyncio.timeout, not wait_for: the operation stays in this task (no task per request)
-        async with asyncio.timeout(ctx.settings.request_timeout_seconds):
-            result = await ctx.bridge.execute(who, op)
+    timeout = ctx.settings.request_timeout_seconds
+    try:
+        if isinstance(op, READS):  # asyncio.timeout: stays in this task (no task per request)
+            async with asyncio.timeout(timeout):
+                result = await ctx.bridge.execute(who, op)
+        else:
+            task = asyncio.ensure_future(ctx.bridge.execute(who, op))
+            ctx.background.add(task)
+            task.add_done_callback(ctx.background.discard)
+            result = await asyncio.wait_for(asyncio.shield(task), timeout)
     except TimeoutError:
-        raise RequestTimeout(f"{op.operation_name()} did not finish within {ctx.settings.request_timeout_seconds:g} s") from None
+        raise RequestTimeout(f"{op.operation_name()} did not finish within {timeout:g} s (a write goes on to completion; retry with the same idempotency key)") from None
     if isinstance(result, RecallResult):
         ctx.metrics.recall(len(result.scopes_searched), result.guard_alarms)
     return result
