@@ -215,7 +215,7 @@ def application(lifespan: Any = None) -> FastAPI:
     serves and what `bridge.service.openapi` writes to docs/openapi.json."""
     app = FastAPI(
         title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
-        docs_url="/docs", redoc_url=None,
+        docs_url="/docs", redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
     )
     for module in ROUTERS:
         app.include_router(module.router, responses=None if module is ops else PROBLEM_RESPONSES)

@@ -8,6 +8,7 @@ fails when the code's spec differs from the committed file.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 def spec() -> dict[str, Any]:
     from bridge.service.app import application
 
-    return application().openapi()
+    return copy.deepcopy(application().openapi())
 
 
 def render() -> str:

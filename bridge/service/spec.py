@@ -7,6 +7,7 @@ spec describes the service as a client (or schemathesis) meets it.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from fastapi.openapi.utils import get_openapi
@@ -73,6 +74,18 @@ SECURITY_SCHEMES = {
 }
 
 
+_REF = {"memory_id": "$response.body#/memory_id", "scope": "$response.body#/scope"}
+#: OpenAPI links, so stateful fuzzing follows real ids: (path, method, status) -> links
+LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("/api/v1/memories", "post", "201"): {
+        name: {"operationId": name, "parameters": _REF} for name in ("get_memory", "edit_memory", "forget", "approve", "reject", "promote")
+    },
+    ("/api/v1/grants", "post", "201"): {"revoke_grant": {"operationId": "revoke_grant", "parameters": {"grant_id": "$response.body#/grant_id"}}},
+    ("/api/v1/inject-context", "get", "200"): {"revoke_manifest": {"operationId": "revoke_manifest", "parameters": {"manifest_id": "$response.body#/manifest_id"}}},
+    ("/api/v1/inject-context", "post", "200"): {"revoke_manifest": {"operationId": "revoke_manifest", "parameters": {"manifest_id": "$response.body#/manifest_id"}}},
+}
+
+
 def openapi(app: Any) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -85,5 +98,7 @@ def openapi(app: Any) -> dict[str, Any]:
         if path.startswith("/api/"):
             for operation in item.values():
                 operation["security"] = alternatives
-    app.openapi_schema = spec
+    for (path, method, status), links in LINKS.items():
+        spec["paths"][path][method]["responses"][status]["links"] = links
+    app.openapi_schema = spec = copy.deepcopy(spec)  # nothing shared with module constants a consumer could mutate
     return spec

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis import Case, Response
 
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -73,3 +74,20 @@ def test_fuzzed_requests_conform_and_never_leak(case: schemathesis.Case, fuzz_wo
     assert MARKER not in text, f"{case.method} {case.path} returned another identity's memory: {text[:300]}"
     leaked = {i for i in fuzz_world.canary_ids if i in text}
     assert not leaked, f"{case.method} {case.path} returned ids of another identity's memories: {leaked}"
+
+
+def test_stateful_workflows_follow_links_conform_and_never_leak(fuzz_world: FuzzWorld) -> None:
+    """Stateful: the spec's links feed real ids (a memory just written, a grant, a manifest) into
+    get/edit/forget/approve/reject/promote/revoke, so fuzzing reaches existing objects."""
+    base = schema.as_state_machine()
+
+    class Workflow(base):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Case) -> dict:
+            return {"base_url": fuzz_world.service.url, "headers": {"X-API-Key": fuzz_world.key}}
+
+        def validate_response(self, response: Response, case: Case, additional_checks=None, **kwargs) -> None:  # noqa: ANN001, ANN003
+            case.validate_response(response, excluded_checks=[positive_data_acceptance], transport_kwargs=kwargs)
+            text = response.text
+            assert MARKER not in text and not {i for i in fuzz_world.canary_ids if i in text}, f"{case.method} {case.path} leaked: {text[:300]}"
+
+    Workflow.run(settings=settings(max_examples=FUZZ_EXAMPLES, stateful_step_count=6, deadline=None, suppress_health_check=list(HealthCheck)))
