@@ -29,7 +29,7 @@ from bridge.settings import BridgeSettings, load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
 from bridge.state.sqlite import SqliteState
-from bridge.sugar import OperationMethods
+from bridge.sugar import OperationMethods, ReadMethods
 from identity.errors import Forbidden
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
@@ -41,7 +41,7 @@ log = logging.getLogger("viking_bridge")
 REFUSALS = (NotPermitted, RecallIncomplete, Forbidden)
 
 
-class MemoryBridge(OperationMethods):
+class MemoryBridge(OperationMethods, ReadMethods):
     """Async facade. Build with `open_bridge()` (the settings), `MemoryBridge.open_local(home)`,
     `with_backend(backend, home)`, or from parts."""
 
@@ -131,7 +131,7 @@ class MemoryBridge(OperationMethods):
         if handler is None:
             raise InvalidInput(f"not an operation: {type(op).__name__}")
         if self._opened is not True:
-            await self._open()
+            await self.aopen()
         try:
             if op.continues_session:
                 identity = self.runtime.sessions.continue_session(identity)
@@ -144,7 +144,8 @@ class MemoryBridge(OperationMethods):
             if self.runtime.quarantined:
                 await self._audit_quarantine(identity)
 
-    async def _open(self) -> None:
+    async def aopen(self) -> None:
+        """Run the open checks (store binding, crash reconciliation) now instead of on first use."""
         if self._opened is False:
             self._opened = asyncio.Lock()
         lock = self._opened
