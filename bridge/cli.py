@@ -42,12 +42,15 @@ def _parser() -> argparse.ArgumentParser:
         help="bind the bridge state to the store it finds even if they disagree (a replaced, emptied or rolled-back store); "
              "only after you have checked why they disagree",
     )
+    parser.add_argument("--url", help="talk to a running memory service instead of the local store (client mode)")
+    parser.add_argument("--api-key", help="client mode: the API key to present (the service decides who you are)")
+    parser.add_argument("--token", help="client mode: a JWT bearer token to present")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
 
     p = sub.add_parser("remember", help="store a memory as the development identity")
-    p.add_argument("content")
+    p.add_argument("content", help="the text, - for stdin, or @FILE (client mode)")
     p.add_argument("--kind", required=True, help="profile, preference, event, fact, decision, procedure, experience, standard, note")
     p.add_argument("--visibility", help="private, agent, workspace, department, tenant, global (default: by kind)")
     p.add_argument("--department", help="department id for department visibility")
@@ -67,6 +70,26 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="show the audit log (your own rows; a tenant admin sees the tenant)")
     p.add_argument("--action")
     p.add_argument("--limit", type=int, default=20)
+
+    p = sub.add_parser("approve", help="client mode: approve a pending memory")
+    p.add_argument("scope")
+    p.add_argument("memory_id")
+    p = sub.add_parser("grant", help="client mode: let a user read a scope for a while (tenant admin)")
+    p.add_argument("grantee")
+    p.add_argument("scope")
+    p.add_argument("--ttl", type=float, default=3600.0)
+    p.add_argument("--reason", required=True)
+    p.add_argument("--agent", help="restrict the grant to one agent of the grantee")
+    p = sub.add_parser("inject", help="client mode: inject context into a child agent (seed 000)")
+    p.add_argument("child")
+    p.add_argument("task")
+    p.add_argument("--depth", default="standard", help="minimal, standard or full")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", help="run the memory service (HTTP API) on uvicorn; see docs/service.md")
+    p.add_argument("--host", help="bind address (default VIKING_BRIDGE_SERVICE_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default VIKING_BRIDGE_SERVICE_PORT or 8080)")
+    p.add_argument("--workers", type=int, help="worker processes (default VIKING_BRIDGE_SERVICE_WORKERS or 1)")
 
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
@@ -132,6 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(argv[1:])
     args = _parser().parse_args(argv)
     try:
+        if args.command == "serve":
+            from bridge.service.server import serve
+
+            return serve(args.host, args.port, args.workers)
+        if args.url:
+            from bridge.service.client import run_client
+
+            return run_client(args)
+        if args.command in ("approve", "grant", "inject"):
+            raise InvalidInput(f"{args.command} needs a running service: viking-bridge --url URL --api-key KEY {args.command} ...")
         return asyncio.run(_run(args))
     except VikingBridgeError as exc:  # the one error tree, mapped once
         print(f"viking-bridge: error: {exc}", file=sys.stderr)

@@ -2,26 +2,38 @@
 
     VikingBridgeError                          identity.errors (the root; bottom layer)
      ├── ConfigurationError                    start-up: a bad setting, file or dependency
-     │    └── IdentityConfigurationError       a mis-configured identity provider
+     │    ├── IncompatibleSchema               a state file migrated by newer code
+     │    ├── IdentityConfigurationError       a mis-configured identity provider
+     │    │    ├── UnusableKey                 a JWK that may never verify tokens
+     │    │    └── InvalidSetting              identity.settings: a bad provider setting
+     │    └── BackendMisconfigured             adapters: EmbeddingMisconfigured, WrongContext
      ├── IdentityError                         establishing who is asking
      │    ├── Unauthenticated                  401: InvalidCredential, ExpiredCredential
      │    ├── Forbidden                        403: SessionIdentityMismatch, UnknownSession
-     │    └── IdentityProviderUnavailable      503 (also Unavailable): JWKS unreachable
+     │    ├── InvalidIdentityInput             (also InvalidInput) a malformed identity field
+     │    └── IdentityProviderUnavailable      503 (also Unavailable): JWKS unreachable,
+     │                                         NonceCacheFull (replay cache at its cap)
      ├── InvalidInput (ValueError)             400/422: empty/over-long text, unknown purpose
      │    │                                    or kind, malformed reference, id grammar
-     │    └── InvalidIdError                   identity.ids: an id that breaks the grammar
+     │    ├── InvalidIdError                   identity.ids: an id that breaks the grammar
+     │    └── InvalidRequest                   adapters: EmptyScopeError, UnsupportedFilter,
+     │                                         EmbedderMismatch
      ├── NotPermitted                          403: the policy refuses (write a visibility,
      │    │                                    approve, forget another's memory, no grant)
      │    └── ManifestError                    misuse of an injection manifest
      ├── NotFound                              404: no such memory/grant/manifest there
      ├── Conflict                              409: idempotency key reused for other content
-     ├── RecallIncomplete                      503: a scope failed mid fan-out (fail closed)
+     ├── RecallIncomplete                      503: a scope (or the whole fan-out) failed;
+     │                                         carries failed_scopes and the adapters' reasons
      ├── Unavailable                           503, retryable: network, overload, held lock
-     ├── CorruptStorage                        a damaged, emptied or foreign store file
+     │    ├── StorageUnavailable               a state/store file is locked, full or failing
+     │    │                                    (local: StorageBusy, StorageFull, StorageIOError)
+     │    └── adapters' Unavailable            NotSent, RateLimited, RetryLater, EmbeddingUnavailable
+     ├── CorruptStorage                        a damaged, emptied or foreign store file (`path`)
+     │                                         (CorruptRecord, local CorruptStore/DamagedRecord)
      └── BackendError                          adapters.errors: every adapter failure, each
                                                also a member of the category above it names
-                                               (InvalidRequest -> InvalidInput, NotFound,
-                                               Conflict, PermissionDenied, Unavailable ...)
+                                               (PermissionDenied: the backend refused the key)
 
 Each message names what was wrong and, where useful, the setting or role that would allow it.
 The CLI and the HTTP service map this tree to exit codes / problem+json in one place each.
@@ -38,15 +50,20 @@ from identity.errors import (
     IdentityConfigurationError,
     IdentityError,
     IdentityProviderUnavailable,
+    IncompatibleSchema,
     InvalidCredential,
+    InvalidIdentityInput,
     InvalidInput,
+    NonceCacheFull,
     NotFound,
     NotPermitted,
     RecallIncomplete,
     SessionIdentityMismatch,
+    StorageUnavailable,
     Unauthenticated,
     Unavailable,
     UnknownSession,
+    UnusableKey,
     VikingBridgeError,
 )
 
@@ -55,7 +72,8 @@ __all__ = [
     "Unauthenticated", "InvalidCredential", "ExpiredCredential", "Forbidden",
     "SessionIdentityMismatch", "UnknownSession", "IdentityProviderUnavailable", "InvalidInput",
     "NotPermitted", "ManifestError", "NotFound", "Conflict", "RecallIncomplete", "Unavailable",
-    "CorruptStorage", "BridgeError",
+    "CorruptStorage", "BridgeError", "IncompatibleSchema", "InvalidIdentityInput", "NonceCacheFull",
+    "StorageUnavailable", "UnusableKey",
 ]
 
 #: Kept for callers of the first release: the bridge's errors are the whole tree now.

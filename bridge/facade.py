@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
@@ -29,7 +29,7 @@ from bridge.settings import BridgeSettings, load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
 from bridge.state.sqlite import SqliteState
-from bridge.sugar import OperationMethods
+from bridge.sugar import OperationMethods, ReadMethods
 from identity.errors import Forbidden
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
@@ -37,14 +37,13 @@ from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSe
 __all__ = ["MemoryBridge", "SyncMemoryBridge", "open_bridge"]
 
 log = logging.getLogger("viking_bridge")
-R = TypeVar("R")
 #: Refusals are security data: who tried what is audited, then the error is re-raised.
 REFUSALS = (NotPermitted, RecallIncomplete, Forbidden)
 
 
-class MemoryBridge(OperationMethods):
-    """Async facade. Build with `MemoryBridge.open_local(home)`, `with_backend(backend, home)`,
-    `bridge.settings.open_bridge()`, or from parts."""
+class MemoryBridge(OperationMethods, ReadMethods):
+    """Async facade. Build with `open_bridge()` (the settings), `MemoryBridge.open_local(home)`,
+    `with_backend(backend, home)`, or from parts."""
 
     def __init__(
         self,
@@ -78,12 +77,13 @@ class MemoryBridge(OperationMethods):
         from adapters.local import LocalBackend
 
         home = Path(home)
-        state = SqliteState(home / "bridge.sqlite3", fsync_reads=kwargs.pop("audit_fsync_reads", _defaults().get("audit_fsync_reads", False)))
-        bound = None if kwargs.get("reinitialise") else state.bound_store_id()
-        quarantined: list[Any] = kwargs.setdefault("quarantined", [])
+        options = {**_defaults(), **kwargs}
+        state = SqliteState(home / "bridge.sqlite3", fsync_reads=options.pop("audit_fsync_reads", False))
+        bound = None if options.get("reinitialise") else state.bound_store_id()
+        quarantined: list[Any] = options.setdefault("quarantined", [])
         try:
             backend = LocalBackend(
-                home / "store", embedder=kwargs.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
+                home / "store", embedder=options.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
                 on_quarantine=quarantined.append,
             )
         except CorruptStorage as exc:
@@ -95,14 +95,16 @@ class MemoryBridge(OperationMethods):
         except BaseException:
             state.close()
             raise
-        return cls.with_backend(backend, home, state=state, **kwargs)
+        return cls._assemble(backend, home, {**options, "state": state})
 
     @classmethod
     def with_backend(cls, backend: MemoryBackend, home: str | Path, **kwargs: Any) -> "MemoryBridge":
         """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in
         `home`; every `VIKING_BRIDGE_*` setting applies unless given here explicitly."""
-        home = Path(home)
-        options = {**_defaults(), **kwargs}
+        return cls._assemble(backend, Path(home), {**_defaults(), **kwargs})
+
+    @classmethod
+    def _assemble(cls, backend: MemoryBackend, home: Path, options: dict[str, Any]) -> "MemoryBridge":
         sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
         fsync_reads = options.pop("audit_fsync_reads", False)
         state = options.pop("state", None) or SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
@@ -129,7 +131,7 @@ class MemoryBridge(OperationMethods):
         if handler is None:
             raise InvalidInput(f"not an operation: {type(op).__name__}")
         if self._opened is not True:
-            await self._open()
+            await self.aopen()
         try:
             if op.continues_session:
                 identity = self.runtime.sessions.continue_session(identity)
@@ -142,7 +144,8 @@ class MemoryBridge(OperationMethods):
             if self.runtime.quarantined:
                 await self._audit_quarantine(identity)
 
-    async def _open(self) -> None:
+    async def aopen(self) -> None:
+        """Run the open checks (store binding, crash reconciliation) now instead of on first use."""
         if self._opened is False:
             self._opened = asyncio.Lock()
         lock = self._opened

@@ -321,3 +321,4 @@ class ForkSession(Operation):
 
     def __post_init__(self) -> None:
         _set(self, "parent_session_id", optional_ident(self.parent_session_id, "parent_session_id"))
+

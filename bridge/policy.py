@@ -394,3 +394,4 @@ class Policy:
         """A tenant admin sees the tenant's rows; anyone else the rows of their own user (all
         of their agents) — by user_id, never by the ambiguous display principal."""
         return AuditView(identity.tenant_id, None if identity.has_role(Role.ADMIN) else identity.user_id)
+

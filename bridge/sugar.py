@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge import operations as ops
+from bridge import read_operations as reads
 from bridge.models import CaptureResult, MemoryRef, Message, RecallResult, WriteResult
 from bridge.state.records import AuditEvent, Grant, InjectDepth, InjectionManifest
 from bridge.vocabulary import Kind, Purpose
@@ -87,3 +88,32 @@ class OperationMethods:
 
     async def fork_session(self, identity: MemoryIdentity, parent_session_id: str | None = None) -> MemoryIdentity:
         return await self.execute(identity, ops.ForkSession(parent_session_id))
+
+
+class ReadMethods:
+    """Sugar of the read API (issue 11); `MemoryBridge` gains these by inheriting this class
+    (or a door builds the operations itself)."""
+
+    async def execute(self, identity: MemoryIdentity, op: ops.Operation) -> Any:
+        raise NotImplementedError
+
+    async def get_memory(self, identity: MemoryIdentity, ref: Ref) -> Any:
+        return await self.execute(identity, reads.GetMemory(ref))  # type: ignore[arg-type]
+
+    async def list_memories(self, identity: MemoryIdentity, scope: ScopeKey | str, *, cursor: str | None = None, limit: int = 50, status: str = "active") -> Any:
+        return await self.execute(identity, reads.ListMemories(scope, cursor, limit, status))  # type: ignore[arg-type]
+
+    async def pending_approvals(self, identity: MemoryIdentity, *, cursor: str | None = None, limit: int = 50) -> Any:
+        return await self.execute(identity, reads.PendingApprovals(cursor, limit))
+
+    async def edit_memory(self, identity: MemoryIdentity, ref: Ref, *, content: str | None = None, metadata: Mapping[str, Any] | None = None, confidence: float | None = None) -> Any:
+        return await self.execute(identity, reads.EditMemory(ref, content, metadata, confidence))  # type: ignore[arg-type]
+
+    async def reject(self, identity: MemoryIdentity, ref: Ref) -> bool:
+        return await self.execute(identity, reads.Reject(ref))  # type: ignore[arg-type]
+
+    async def list_grants(self, identity: MemoryIdentity, *, grantee_user_id: str | None = None, include_inactive: bool = False) -> list[Grant]:
+        return await self.execute(identity, reads.ListGrants(grantee_user_id, include_inactive))
+
+    async def inject_context(self, parent: MemoryIdentity, child_agent_id: str, task: str, **kwargs: Any) -> Any:
+        return await self.execute(parent, reads.InjectContext(ops.Inject(child_agent_id, task, **kwargs)))

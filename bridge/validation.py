@@ -8,9 +8,10 @@ surrogates), ids obey `identity.ids`, metadata values are JSON-safe scalars.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable as IterableABC
 from collections.abc import Mapping as MappingABC
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from pydantic import ValidationError
 
@@ -174,7 +175,9 @@ def positive_int(value: object, what: str, high: int) -> int:
 
 
 def sequence(value: object, what: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if type(value) is tuple:  # the common, already-normalised case: no ABC check
+        return value  # type: ignore[return-value]
+    if isinstance(value, (str, bytes)) or not isinstance(value, IterableABC):
         raise InvalidInput(f"{what} must be a list, not {type(value).__name__}")
     return tuple(value)
 

@@ -22,6 +22,7 @@ from typing import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from contract_tests import harness
 from contract_tests.harness import ContractEnv, Identities, contract_bridge, settle_timeout_for
 from contract_tests.plugin import DEFAULT_EXAMPLES
 from contract_tests.registry import AdapterFactory, get_adapter, load_registered_backends, registered_adapters
@@ -34,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getoption("adapter")
     except ValueError:
         raise pytest.UsageError(PLUGIN_HINT) from None
+    if config.getoption("via"):
+        harness.TRANSPORT = config.getoption("via")
 
 
 def selected_adapters(config: pytest.Config) -> list[str]:

@@ -245,10 +245,21 @@ def scope_of(result: WriteResult) -> ScopeKey:
 CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 
 
+#: How the suite reaches the bridge: "library" (in-process) or "http" (through the memory service,
+#: contract_tests/http_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
+TRANSPORT = os.environ.get("VIKING_BRIDGE_CONTRACT_VIA", "library")
+
+
 def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> MemoryBridge:
-    """A bridge over `backend` with the suite's deployment policy (global writers configured)."""
+    """A bridge over `backend` with the suite's deployment policy (global writers configured),
+    reached through the transport `--via` chose."""
     kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
     # Each test binds a fresh bridge state to a backend the suite reuses and writes to directly:
     # an explicit re-initialisation of the store binding (bridge/recovery.py), on purpose.
     kwargs.setdefault("reinitialise", True)
-    return MemoryBridge.with_backend(backend, home, **kwargs)
+    bridge = MemoryBridge.with_backend(backend, home, **kwargs)
+    if TRANSPORT == "http":
+        from contract_tests.http_transport import HttpBridge
+
+        return HttpBridge(bridge)  # type: ignore[return-value]
+    return bridge

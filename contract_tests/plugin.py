@@ -9,6 +9,8 @@ not loaded into every pytest session of every project that installs viking-bridg
     --adapter NAME            run the suite against this adapter (repeatable; default: all)
     --contract-examples N     property-based examples per adapter (env VIKING_BRIDGE_CONTRACT_EXAMPLES)
     --contract-seed SEED      replay exactly one generated world (env VIKING_BRIDGE_CONTRACT_SEED)
+    --via library|http        drive every test through the library (default) or the HTTP service
+                              (env VIKING_BRIDGE_CONTRACT_VIA)
 """
 
 from __future__ import annotations
@@ -38,4 +40,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         help="replay exactly the generated world with this seed (as printed by a failure)",
+    )
+    group.addoption(
+        "--via",
+        choices=("library", "http"),
+        default=None,
+        help="reach the bridge in-process (library, default) or through the memory service's HTTP stack (http)",
     )

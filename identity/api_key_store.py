@@ -16,7 +16,8 @@ from pathlib import Path
 
 from identity.errors import Conflict, CorruptStorage
 from identity.state import ApiKeyRecord, StoredApiKey
-from identity.storage import open_identity_store, storage_error
+from identity.migrations import open_identity_store
+from identity.storage import storage_error
 
 __all__ = ["InMemoryApiKeyRepository", "MIGRATIONS", "SqliteApiKeyRepository"]
 

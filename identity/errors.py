@@ -29,6 +29,7 @@ Identity's own leaves (kept under `IdentityError` so `except IdentityError` stil
      ├── IdentityProviderUnavailable  (also Unavailable) the key source is unreachable; never a pass
      │    └── NonceCacheFull          the replay cache holds its maximum of live nonces; retry later
      └── IdentityConfigurationError   (also ConfigurationError) a mis-configured provider
+          └── UnusableKey             (also ValueError) a JWK / JWKS document we never verify with
 
 Messages never contain a credential, a secret or memory content.
 """
@@ -165,3 +166,9 @@ class NonceCacheFull(IdentityProviderUnavailable):
 
 class IdentityConfigurationError(IdentityError, ConfigurationError):
     """The provider cannot run as configured; raised at start-up, naming the setting."""
+
+
+class UnusableKey(IdentityConfigurationError, ValueError):
+    """A JWK or JWKS document we will not verify with (symmetric, private, wrong use or
+    algorithm, malformed). From configuration it stops start-up; from a fetched key set the
+    entry is skipped, or the fetch counts as failed."""

@@ -29,11 +29,12 @@ admin granting access, an audit reader), so two ids that render alike must not b
   other default-ignorable code point (ZWJ, variation selectors, tags, ...) is refused too.
 - One script: the Unicode scripts (Scripts.txt) of an id's characters, ignoring Common and
   Inherited (ASCII digits and the allowed punctuation are Common), must be a single script —
-  or a subset of one writing system that mixes scripts by nature: Japanese (Han + Hiragana +
-  Katakana), Korean (Han + Hangul), Chinese with Bopomofo (Han + Bopomofo). So Cyrillic `а` in
-  `аlice`, Greek `ο` in `rοot`, Arabic-Indic digits in a Latin id are refused, while `研发部`,
-  `ユーザー1`, `東京タワー`, `zoë` and `john_doe` stay valid. Latin next to CJK (`AI研究所`) is
-  refused too: spell such an id in one script (`ai-lab`, `人工智能研究所`).
+  or fit one writing system that mixes scripts by nature (UTS #39 "Highly Restrictive"):
+  Latin + Han + Hiragana + Katakana (Japanese), Latin + Han + Hangul (Korean), Latin + Han +
+  Bopomofo (Chinese). So Cyrillic `а` in `аlice`, Greek `ο` in `rοot`, Arabic-Indic digits in a
+  Latin id are refused, while `研发部`, `ws研发部`, `ユーザー1`, `東京タワー`, `zoë` and `john_doe`
+  stay valid. (A CJK look-alike of a Latin letter dropped into an ASCII id is caught by the
+  next rule.)
 - No impersonation of an ASCII id: a non-ASCII id whose every character is ASCII or the TR39
   look-alike of an ASCII letter or digit (`υ17` in Greek for `u17`, Cyrillic `сор` for `cop`,
   Latin `ɑdmin` with U+0251) is refused — one script, yet it renders as an ASCII id. This is
@@ -71,11 +72,12 @@ _DEFAULT_IGNORABLE_RANGES = (
     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
 
-#: Writing systems that mix scripts by nature (UTS #39 "highly restrictive" sets, without Latin).
+#: Writing systems that mix scripts by nature: UTS #39 "Highly Restrictive" — Latin may join
+#: the CJK systems (`ws研发部`, `AI研究所`, `ユーザーA`), nothing else mixes.
 _MIXED_SCRIPT_SYSTEMS = (
-    frozenset({"HAN", "HIRAGANA", "KATAKANA"}),  # Japanese
-    frozenset({"HAN", "HANGUL"}),  # Korean
-    frozenset({"HAN", "BOPOMOFO"}),  # Chinese with zhuyin
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),  # Japanese
+    frozenset({"LATIN", "HAN", "HANGUL"}),  # Korean
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),  # Chinese with zhuyin
 )
 
 

@@ -37,9 +37,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from identity.errors import ConfigurationError, IncompatibleSchema, VikingBridgeError
+from identity.errors import ConfigurationError, IdentityConfigurationError, IncompatibleSchema, VikingBridgeError
+from identity.storage import connect_durable, storage_error
 
-__all__ = ["Migration", "apply_migrations", "database_path", "describe", "schema_version", "split_statements"]
+__all__ = ["Migration", "apply_migrations", "database_path", "describe", "open_identity_store", "schema_version", "split_statements"]
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -99,8 +100,6 @@ def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Seque
     """Bring `component`'s schema in the file behind `conn` up to `len(migrations)`; return the
     number of steps applied now (0 when already current). `conn` must be in autocommit mode
     (`isolation_level=None`, as `connect_durable` makes it) and not inside a transaction."""
-    from identity.storage import storage_error
-
     if not isinstance(component, str) or not component:
         raise ConfigurationError("apply_migrations: component must be a non-empty string")
     target = len(migrations)
@@ -172,3 +171,24 @@ def describe(path: str | Path) -> dict[str, int]:
         return {component: int(version) for component, version in rows}
     finally:
         conn.close()
+
+
+def open_identity_store(
+    path: str | Path,
+    component: str,
+    migrations: Sequence[str | Callable[[sqlite3.Connection], None]],
+    what: str,
+) -> sqlite3.Connection:
+    """`connect_durable` + the store's migrations; any failure is a start-up error naming the
+    store, never a traceback from deep inside (`IdentityConfigurationError`, or the typed error
+    `apply_migrations` raised: a schema newer than this code, a damaged file)."""
+    try:
+        conn = connect_durable(path, busy_timeout_s=5.0)
+    except (sqlite3.Error, OSError) as exc:
+        raise IdentityConfigurationError(f"{what} at {path} cannot be opened: {exc}") from None
+    try:
+        apply_migrations(conn, component, migrations)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, field_validator
 
+from identity.errors import InvalidIdentityInput
 from identity.ids import validate_id
 
 __all__ = ["MemoryIdentity", "Id"]
@@ -64,11 +65,22 @@ class MemoryIdentity(BaseModel):
     roles: frozenset[Id] = frozenset()
     permission_version: Id | None = None
 
+    def __init__(self, **data: Any) -> None:
+        """Validation failures are `InvalidIdentityInput` (a member of the error tree, and still a
+        `ValueError`), naming each bad field and its rule — never a bare pydantic error."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in err['loc']) or 'identity'}: {err['msg']}" for err in exc.errors()
+            )
+            raise InvalidIdentityInput(f"invalid identity: {problems}") from None
+
     @field_validator("department_ids", "roles", mode="before")
     @classmethod
     def _set_from_sequence(cls, value: object) -> object:
         if isinstance(value, str):
-            raise ValueError("must be a list of ids, not a single string")
+            raise InvalidIdentityInput("must be a list of ids, not a single string")
         return value
 
     @property

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from identity.errors import InvalidInput, NonceCacheFull
-from identity.storage import open_identity_store, storage_error
+from identity.migrations import open_identity_store
+from identity.storage import storage_error
 
 __all__ = ["DEFAULT_MAX_NONCES", "InMemoryNonceCache", "SqliteNonceCache"]
 
@@ -42,7 +43,10 @@ def _checked(nonce: object, expires_at: object) -> tuple[str, float]:
         raise InvalidInput(f"a nonce is a non-empty string of at most {_MAX_NONCE_LENGTH} characters")
     if not nonce.isascii() and not _encodable(nonce):
         raise InvalidInput("a nonce must be valid unicode text (no lone surrogates)")
-    if isinstance(expires_at, bool) or not isinstance(expires_at, (int, float)) or not math.isfinite(expires_at):
+    # an int is compared, never converted: math.isfinite(10**5000) overflows
+    if isinstance(expires_at, bool) or not isinstance(expires_at, (int, float)) or (
+        isinstance(expires_at, float) and not math.isfinite(expires_at)
+    ) or not -2**62 < expires_at < 2**62:
         raise InvalidInput("a nonce's expires_at is a finite number of unix seconds")
     return nonce, float(expires_at)
 
@@ -91,8 +95,8 @@ class InMemoryNonceCache:
                     retry_after=self._seconds_to_first_expiry(now),
                 )
             self._live[nonce] = expires_at
-            assert self._swept is not None
-            self._buckets.setdefault(max(math.floor(expires_at), self._swept), []).append(nonce)
+            swept = self._swept if self._swept is not None else math.floor(now)  # set by _sweep
+            self._buckets.setdefault(max(math.floor(expires_at), swept), []).append(nonce)
             return True
 
     def _sweep(self, now: float) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from identity.errors import CorruptStorage
 from identity.state import SessionBinding
-from identity.storage import open_identity_store, storage_error
+from identity.migrations import open_identity_store
+from identity.storage import storage_error
 
 __all__ = ["InMemorySessionRepository", "MIGRATIONS", "SqliteSessionRepository"]
 

@@ -49,6 +49,11 @@ __all__ = [
     "load_settings",
 ]
 
+
+class InvalidSetting(IdentityConfigurationError, ValueError):
+    """Raised inside a settings validator (pydantic collects `ValueError`s); `load_settings`
+    reports every one as one `IdentityConfigurationError` naming the variables."""
+
 ENV_PREFIX = "VIKING_BRIDGE_"
 
 
@@ -85,7 +90,7 @@ class ClaimSettings(_Section):
     @classmethod
     def _not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
-            raise ValueError("at least one claim name is required")
+            raise InvalidSetting("at least one claim name is required")
         return value
 
     def mapping(self) -> ClaimMapping:
@@ -113,7 +118,7 @@ class JwtSettings(_Section):
     @classmethod
     def _required(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
-            raise ValueError("must not be empty")
+            raise InvalidSetting("must not be empty")
         return value
 
     @field_validator("algorithms")
@@ -121,16 +126,16 @@ class JwtSettings(_Section):
     def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         refused = sorted(set(value) - ASYMMETRIC_ALGORITHMS)
         if refused:
-            raise ValueError(f"{refused} not allowed; choose from {sorted(ASYMMETRIC_ALGORITHMS)} (never none or HS*)")
+            raise InvalidSetting(f"{refused} not allowed; choose from {sorted(ASYMMETRIC_ALGORITHMS)} (never none or HS*)")
         if not value:
-            raise ValueError("at least one algorithm is required")
+            raise InvalidSetting("at least one algorithm is required")
         return value
 
     @field_validator("jwks_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("https://", "http://")):
-            raise ValueError("must be an http(s) URL")
+            raise InvalidSetting("must be an http(s) URL")
         return value
 
 
@@ -158,7 +163,7 @@ class GatewaySettings(_Section):
     @classmethod
     def _long_enough(cls, value: SecretStr) -> SecretStr:
         if len(value.get_secret_value().encode()) < MIN_SECRET_BYTES:
-            raise ValueError(f"must be at least {MIN_SECRET_BYTES} bytes (e.g. `openssl rand -hex 32`)")
+            raise InvalidSetting(f"must be at least {MIN_SECRET_BYTES} bytes (e.g. `openssl rand -hex 32`)")
         return value
 
 

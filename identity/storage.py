@@ -25,13 +25,11 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from identity.errors import (
     ConfigurationError,
     CorruptStorage,
-    IdentityConfigurationError,
     StorageUnavailable,
     VikingBridgeError,
 )
@@ -41,7 +39,6 @@ __all__ = [
     "DIR_MODE",
     "connect_durable",
     "ensure_private_dir",
-    "open_identity_store",
     "storage_error",
 ]
 
@@ -64,7 +61,9 @@ def ensure_private_dir(path: str | Path) -> Path:
     """
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        for directory in reversed(missing):  # every directory we create is private, not just the leaf
+            directory.mkdir(mode=DIR_MODE, exist_ok=True)
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError as exc:
         raise ConfigurationError(f"store directory {path} cannot be created: {exc.strerror or exc}") from None
@@ -149,26 +148,3 @@ def storage_error(exc: sqlite3.Error | OSError, path: str | Path, what: str = "s
         if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
             return CorruptStorage(f"{what} at {path} is damaged: {text}", path=str(path))
     return ConfigurationError(f"{what} at {path} cannot be used: {getattr(exc, 'strerror', None) or text}")
-
-
-def open_identity_store(
-    path: str | Path,
-    component: str,
-    migrations: Sequence[str | Callable[[sqlite3.Connection], None]],
-    what: str,
-) -> sqlite3.Connection:
-    """`connect_durable` + the store's migrations; any failure is a start-up error naming the
-    store, never a traceback from deep inside (`IdentityConfigurationError`, or the typed error
-    `apply_migrations` raised: a schema newer than this code, a damaged file)."""
-    from identity.migrations import apply_migrations
-
-    try:
-        conn = connect_durable(path, busy_timeout_s=5.0)
-    except (sqlite3.Error, OSError) as exc:
-        raise IdentityConfigurationError(f"{what} at {path} cannot be opened: {exc}") from None
-    try:
-        apply_migrations(conn, component, migrations)
-    except BaseException:
-        conn.close()
-        raise
-    return conn

@@ -87,7 +87,7 @@ from adapters.envelope import RecordAlarms
 from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
-from adapters.local.errors import DamagedRecord, EmbeddingFailed, storage_errors
+from adapters.local.errors import CorruptStore, DamagedRecord, EmbeddingFailed, storage_error, storage_errors
 from adapters.local.partitions import Partition
 from adapters.local.records import (
     COLUMNS as _COLUMNS,
@@ -97,6 +97,7 @@ from adapters.local.records import (
     clear_decode_caches,
     content_hash,
     encodable,
+    encodable_text,
     lenient_text,
     metadata_json,
     provenance_json,
@@ -135,15 +136,18 @@ class _Touch:
 
 
 def _guarded(method: Callable) -> Callable:
-    """Every public method: closed-store check, SQLite errors mapped, a damaged row quarantined."""
+    """Every public method: closed-store check, SQLite errors mapped, a damaged row quarantined.
+    (A plain try/except rather than `storage_errors`: this wraps the recall hot path.)"""
     if inspect.iscoroutinefunction(method):
 
         @functools.wraps(method)
         async def run(self: "LocalBackend", *args: Any, **kwargs: Any) -> Any:
-            self._ensure_open()
+            if self._closed:
+                self._ensure_open()
             try:
-                with storage_errors(self._db_file):
-                    return await method(self, *args, **kwargs)
+                return await method(self, *args, **kwargs)
+            except (sqlite3.Error, OSError) as exc:
+                raise storage_error(exc, self._db_file) from exc
             except RowDamage as damage:
                 raise self._damaged(damage) from None
 
@@ -151,10 +155,12 @@ def _guarded(method: Callable) -> Callable:
 
     @functools.wraps(method)
     def run_sync(self: "LocalBackend", *args: Any, **kwargs: Any) -> Any:
-        self._ensure_open()
+        if self._closed:
+            self._ensure_open()
         try:
-            with storage_errors(self._db_file):
-                return method(self, *args, **kwargs)
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise storage_error(exc, self._db_file) from exc
         except RowDamage as damage:
             raise self._damaged(damage) from None
 
@@ -163,6 +169,11 @@ def _guarded(method: Callable) -> Callable:
 
 def _vector_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+@functools.lru_cache(maxsize=64)
+def _allowed_codes(statuses: frozenset[Status]) -> tuple[int, ...]:
+    return tuple(sorted(_STATUS_CODES[s] for s in statuses))
 
 
 class LocalBackend:
@@ -208,7 +219,6 @@ class LocalBackend:
             preflight(self.path, expect_existing=expect)
             private_dir(self.path)
             self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
-            self._db.text_factory = lenient_text
         try:
             with storage_errors(self._db_file):
                 tighten_files(self.path)
@@ -223,7 +233,10 @@ class LocalBackend:
                     self._rollback()
                     raise
                 self._store_id = meta["store_id"]
-                self._cursor_key = bytes.fromhex(meta["cursor_key"])
+                try:
+                    self._cursor_key = bytes.fromhex(meta["cursor_key"])
+                except ValueError:
+                    raise CorruptStore("the store's cursor key is damaged", path=self._db_file) from None
                 self._seen_changes = self._counter("changes")
                 self._data_version = self._current_data_version()
         except BaseException:
@@ -238,7 +251,10 @@ class LocalBackend:
                 self._db.execute("ROLLBACK")
 
     def _counter(self, name: str) -> int:
-        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+        row = self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise CorruptStore(f"the store's {name!r} counter is missing or damaged", path=self._db_file)
+        return row[0]
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[_Touch]:
@@ -291,6 +307,27 @@ class LocalBackend:
         if self._current_data_version() != self._data_version:
             self._absorb_foreign_changes()
 
+    # -- reading rows that may hold damaged text --------------------------------------------
+    def _fetchall(self, sql: str, params: Sequence[object] = ()) -> tuple[list[tuple], bool]:
+        """Rows of a query, and whether they were read leniently. TEXT that is not UTF-8 (a
+        damaged page, a foreign writer) fails the whole fetch with sqlite3's default decoder;
+        only then is the query re-run with surrogate escapes, so `row_to_memory(check_text=True)`
+        can refuse exactly the damaged rows. The common path keeps sqlite3's C decoder."""
+        try:
+            return self._db.execute(sql, params).fetchall(), False
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        self._db.text_factory = lenient_text
+        try:
+            return self._db.execute(sql, params).fetchall(), True
+        finally:
+            self._db.text_factory = str
+
+    def _fetchone(self, sql: str, params: Sequence[object] = ()) -> tuple[tuple | None, bool]:
+        rows, lenient = self._fetchall(sql, params)
+        return (rows[0] if rows else None), lenient
+
     # -- partitions ---------------------------------------------------------------------
     def _kind_code(self, kind: str) -> int:
         code = self._kind_codes.get(kind)
@@ -303,17 +340,19 @@ class LocalBackend:
         if part is not None:
             return part
         self.partition_loads[scope] += 1
-        rows = self._db.execute(
+        rows, lenient = self._fetchall(
             "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob' FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
-        ).fetchall()
+        )
         dim = self.embedder.dimension
         want = 4 * dim
         good: list[tuple] = []
         damaged: list[tuple[int, str, str, str]] = []
         for r in rows:
-            if r[2] not in _STATUS_CODE_BY_VALUE:
+            if lenient and not all(encodable_text(t) for t in (r[1], r[3])):
+                damaged.append((r[0], str(scope), r[1], "a text column is not valid UTF-8"))
+            elif r[2] not in _STATUS_CODE_BY_VALUE:
                 damaged.append((r[0], str(scope), r[1], "unknown status"))
             elif not r[5] or not isinstance(r[4], bytes):
                 damaged.append((r[0], str(scope), r[1], "vector is not stored as a blob"))
@@ -381,20 +420,20 @@ class LocalBackend:
         scope_text, memory_id = (ref[1], ref[2]) if ref is not None else (None, None)
         return DamagedRecord(f"memory {memory_id!r} of scope {scope_text} cannot be read: {damage.reason}; it is quarantined", path=self._db_file, memory_id=memory_id)
 
-    def _decode(self, row: tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
+    def _decode(self, row: tuple, scope_key: ScopeKey | None = None, *, check_text: bool = False) -> StoredMemory:
         try:
-            return row_to_memory(row, scope_key)
+            return row_to_memory(row, scope_key, check_text=check_text)
         except RowDamage as damage:
             damage.row_ref = (row[0], row[2], row[1])  # type: ignore[attr-defined]
             raise
 
-    def _decode_all(self, rows: Iterable[tuple]) -> list[StoredMemory]:
+    def _decode_all(self, rows: Iterable[tuple], *, check_text: bool = False) -> list[StoredMemory]:
         """Decode rows, quarantining (and skipping) the ones that do not decode."""
         out: list[StoredMemory] = []
         damaged: list[tuple[int, str, str, str]] = []
         for row in rows:
             try:
-                out.append(row_to_memory(row))
+                out.append(row_to_memory(row, check_text=check_text))
             except RowDamage as damage:
                 damaged.append((row[0], row[2], row[1], damage.reason))
         if damaged:
@@ -445,37 +484,39 @@ class LocalBackend:
             require_scope(scope)
             valid_key(key, "idempotency_key")
             memory = check_new(memory)
-            prepared.append((scope, memory, key, content_hash(memory), provenance_json(memory.provenance), metadata_json(memory.metadata)))
-        vectors = await self._embed([m.content for _, m, *_ in prepared])
+            prepared.append((scope, str(scope), memory, key, content_hash(memory), provenance_json(memory.provenance), metadata_json(memory.metadata)))
+        vectors = await self._embed([m.content for _, _, m, *_ in prepared])
         now = time.time()
         results: list[StoredMemory] = []
         fresh: list[tuple[ScopeKey, int, Status, str, np.ndarray]] = []
         with self._lock:
             with self._write() as touch:
-                for (scope, memory, key, digest, prov, meta), vector in zip(prepared, vectors):
-                    existing = self._db.execute(
-                        f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), key)
-                    ).fetchone()
+                for (scope, scope_text, memory, key, digest, prov, meta), vector in zip(prepared, vectors):
+                    existing, lenient = self._fetchone(f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = ? AND idempotency_key = ?", (scope_text, key))
                     if existing is not None:
                         if existing[-1] != digest:
                             raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
-                        results.append(dataclasses.replace(self._decode(existing[:-1]), created=False))
+                        results.append(dataclasses.replace(self._decode(existing[:-1], scope, check_text=lenient), created=False))
                         continue
-                    stored = StoredMemory.from_new(uuid.uuid4().hex, scope, memory, now)
+                    created_at = memory.created_at if memory.created_at is not None else now
+                    stored = StoredMemory(
+                        uuid.uuid4().hex, scope, memory.content, memory.kind, memory.status, memory.confidence, memory.provenance,
+                        memory.subject_user_id, memory.metadata, created_at, now, created=True,
+                    )
                     cursor = self._db.execute(
                         "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id,"
                         " metadata, created_at, updated_at, idempotency_key, content_hash, vector)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
-                            stored.id, str(scope), scope.tenant_id, stored.content, stored.kind, stored.status.value,
+                            stored.id, scope_text, scope.tenant_id, stored.content, stored.kind, stored.status.value,
                             stored.confidence, prov, stored.subject_user_id, meta, stored.created_at, stored.updated_at,
                             key, digest, _vector_blob(vector),
                         ),
                     )
-                    touch.scopes.add(str(scope))
+                    touch.scopes.add(scope_text)
                     touch.writes += 1
                     fresh.append((scope, int(cursor.lastrowid), stored.status, stored.kind, vector))
-                    results.append(dataclasses.replace(stored, created=True))
+                    results.append(stored)
             # committed: only now do the vectors become searchable
             for scope, rowid, status, kind, vector in fresh:
                 if scope in self._partitions:
@@ -484,11 +525,12 @@ class LocalBackend:
                     )
         return results
 
-    def _fetch(self, scope: ScopeKey, memory_id: str) -> tuple:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (str(scope), memory_id)).fetchone()
+    def _fetch(self, scope: ScopeKey, memory_id: str) -> tuple[tuple, StoredMemory]:
+        """The row of `memory_id` in `scope` and its decoded record (`RowDamage` if it is damaged)."""
+        row, lenient = self._fetchone(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (str(scope), memory_id))
         if row is None:
             raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
-        return row
+        return row, self._decode(row, scope, check_text=lenient)
 
     @_guarded
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
@@ -496,7 +538,7 @@ class LocalBackend:
         if not isinstance(memory_id, str):
             raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         with self._lock:
-            return self._decode(self._fetch(scope, memory_id), scope)
+            return self._fetch(scope, memory_id)[1]
 
     @_guarded
     async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
@@ -508,8 +550,8 @@ class LocalBackend:
             vector = (await self._embed([patch.content]))[0]
         with self._lock:
             with self._write() as touch:
-                row = self._fetch(scope, memory_id)
-                updated = patch.apply(self._decode(row, scope))
+                row, current = self._fetch(scope, memory_id)
+                updated = patch.apply(current)
                 self._db.execute(
                     "UPDATE memories SET content = ?, status = ?, confidence = ?, metadata = ?, updated_at = ?"
                     + (", vector = ?" if vector is not None else "")
@@ -572,7 +614,9 @@ class LocalBackend:
         """
         require_scope_set(scopes)  # also a forged, empty one
         valid_limit(limit)
-        allowed = tuple(sorted(_STATUS_CODES[s] for s in valid_statuses(statuses, allow_none=False)))  # type: ignore[union-attr]
+        if not isinstance(statuses, frozenset) or not statuses or not all(isinstance(x, Status) for x in statuses):
+            statuses = valid_statuses(statuses, allow_none=False)  # type: ignore[assignment]  # raises unless a usable collection
+        allowed = _allowed_codes(statuses)
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if query.shape != (self.embedder.dimension,) or not np.isfinite(query).all():
             raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
@@ -635,7 +679,8 @@ class LocalBackend:
             return [], 0
         marks = ",".join("?" * len(ranked))
         with self._lock:
-            rows = {r[0]: r for r in self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])}
+            fetched, lenient = self._fetchall(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])
+            rows = {r[0]: r for r in fetched}
         hits = []
         damaged: list[tuple[int, str, str, str]] = []
         key_text = {key: str(key) for key in {r[0] for r in ranked}}
@@ -646,7 +691,7 @@ class LocalBackend:
             if row[2] != key_text[key]:  # the row's stored scope is the only truth; mismatch -> drop
                 continue
             try:  # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
-                memory = row_to_memory(row, key)
+                memory = row_to_memory(row, key, check_text=lenient)
             except RowDamage as damage:
                 damaged.append((rowid, row[2], row[1], damage.reason))
                 continue
@@ -690,7 +735,8 @@ class LocalBackend:
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
         params.append(limit)
         with self._lock:
-            return self._decode_all(self._db.execute(sql, params).fetchall())
+            rows, lenient = self._fetchall(sql, params)
+            return self._decode_all(rows, check_text=lenient)
 
     @_guarded
     async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
@@ -708,10 +754,10 @@ class LocalBackend:
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit + 1)
         with self._lock:
-            rows = self._db.execute(sql, params).fetchall()
+            rows, lenient = self._fetchall(sql, params)
             more = len(rows) > limit
             rows = rows[:limit]
-            memories = self._decode_all(rows)
+            memories = self._decode_all(rows, check_text=lenient)
         next_cursor = encode_cursor(self._cursor_key, scope, rows[-1][0]) if more else None
         return ListPage(memories=tuple(memories), next_cursor=next_cursor)
 
@@ -720,8 +766,8 @@ class LocalBackend:
         require_scope(scope)
         valid_key(idempotency_key, "idempotency_key")
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), idempotency_key)).fetchone()
-            return None if row is None else self._decode(row, scope)
+            row, lenient = self._fetchone(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND idempotency_key = ?", (str(scope), idempotency_key))
+            return None if row is None else self._decode(row, scope, check_text=lenient)
 
     @_guarded
     async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:

@@ -21,7 +21,7 @@ from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "clear_decode_caches", "lenient_text"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -98,16 +98,24 @@ def lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None) -> StoredMemory:
-    """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
-    the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row."""
-    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
+def encodable_text(text: object) -> bool:
+    """False for a str holding a lone surrogate (what `lenient_text` makes of bytes that are not UTF-8)."""
+    if not isinstance(text, str):
+        return True
     try:
-        for text in (mid, scope, content, kind, prov, meta, subject):
-            if isinstance(text, str):
-                text.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        raise RowDamage("a text column is not valid UTF-8") from None
+        return False
+    return True
+
+
+def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *, check_text: bool = False) -> StoredMemory:
+    """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
+    the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row.
+    `check_text`: the row was read with `lenient_text`, so its text may hold escaped garbage."""
+    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
+    if check_text and not all(encodable_text(t) for t in (mid, scope, content, kind, prov, meta, subject)):
+        raise RowDamage("a text column is not valid UTF-8")
     state = _STATUS_BY_VALUE.get(status)
     if state is None:
         raise RowDamage("unknown status")

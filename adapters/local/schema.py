@@ -8,7 +8,9 @@ Schema 2 (this build) adds to schema 1, in the same database file:
 - `quarantine`: rows that cannot be served (finding 16), kept for audit and erasure;
 - meta `store_id` (random, made with the store) and `cursor_key` (signs `list_page` cursors).
 A schema-1 store is upgraded in place at open, in one transaction; a schema-1 build refuses a
-schema-2 store (so no old writer can commit without bumping the counters).
+schema-2 store at open (so no old writer can commit without bumping the counters). A schema-1
+process that already had the store open when it was upgraded keeps writing without stamping
+partition versions: upgrade with every older process stopped.
 
 `preflight` runs before SQLite touches anything, because opening a missing or empty file makes a
 new, empty store: when the caller says a store is expected (it has a record of writes), a

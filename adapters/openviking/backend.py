@@ -366,11 +366,7 @@ class OpenVikingBackend:
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> Sequence[StoredMemory]:
         scope = require_scope(scope)
         p = self.mapper.principal(scope)
-        try:
-            entries = await self._call(p, False, lambda auth: self._client.ls(auth, p.memory_dir))
-        except OVNotFound:
-            entries = []
-        ids = [mid for e in entries if not e.get("isDir") and (mid := p.memory_id_of(e.get("uri")))]
+        ids = await self._record_ids(p)
         records: list[StoredMemory | None] = list(await asyncio.gather(*(self._read_quietly(p, mid) for mid in ids)))
         if scope.visibility is Visibility.PRIVATE and (statuses is None or Status.ACTIVE in statuses):
             index = await self._extraction_index(p, force=True)
@@ -441,6 +437,20 @@ class OpenVikingBackend:
                 if len(out) >= limit:
                     return page({"p": "x", "a": after, "o": 0})
         return page(None)
+
+    async def _record_ids(self, p: Principal) -> list[str]:
+        """Every record id in the scope's directory (fs/ls answers at most 1000 entries a call)."""
+        ids: list[str] = []
+        offset = 0
+        while True:
+            try:
+                entries, more = await self._call(p, False, lambda a, o=offset: self._client.ls_page(a, p.memory_dir, offset=o, limit=self._ls_window))
+            except OVNotFound:
+                return ids
+            ids += [mid for e in entries if not e.get("isDir") and (mid := p.memory_id_of(e.get("uri")))]
+            if not more or not entries:
+                return ids
+            offset += len(entries)
 
     async def _read_quietly(self, p: Principal, memory_id: str) -> StoredMemory | None:
         async with self._read_slots:

@@ -417,7 +417,7 @@ class VikingBackend:
 
         Only ledger rows whose last ambiguity is older than `search_lag_bound` are looked at
         (every copy is searchable by then). For each: every event of the same principal with the
-        same group id but the winner is deleted; with no acknowledged winner the oldest copy is
+        same group id but the winner is deleted; with no acknowledged winner the lowest-id copy is
         adopted; with no copy at all the row is dropped (the write never landed)."""
         removed = 0
         for row in self.ledger.due(self._clock() - self.config.search_lag_bound, limit):
@@ -441,17 +441,14 @@ class VikingBackend:
             if isinstance(r.get("id"), str) and r.get("group_id") == row.group_id and r.get("user_id") in ([row.principal], row.principal)
         )
         if not copies:
-            if row.event_id is None:
-                self.ledger.forget(row.collection, row.principal, row.group_id)
-            else:  # the acknowledged copy is not searchable yet: the lag bound is too short; look again later
-                log.warning("viking ledger: an acknowledged write is still not searchable after %.0fs", self.config.search_lag_bound)
-                self.ledger.uncertain(row.collection, row.principal, row.group_id, self._clock())
+            if row.event_id is not None:  # acknowledged, yet gone after the lag: deleted elsewhere (or the bound is too short)
+                log.warning("viking ledger: an acknowledged write is not searchable %.0fs later; forgetting its ledger row", self.config.search_lag_bound)
+            self.ledger.forget(row.collection, row.principal, row.group_id)
             return 0
-        winner = row.event_id if row.event_id in copies else (copies[0] if row.event_id is None else None)
-        if winner is None:
-            log.warning("viking ledger: the acknowledged copy of a write is not searchable yet; kept every copy")
-            self.ledger.uncertain(row.collection, row.principal, row.group_id, self._clock())
-            return 0
+        # The acknowledged copy wins; without one, the copy with the lowest id is adopted (every copy holds the same record). When the winner is
+        # not among the copies (deleted elsewhere, or still lagging) every other copy goes too: it
+        # is either a duplicate of the winner or a leftover of a memory that was forgotten.
+        winner = row.event_id if row.event_id is not None else copies[0]
         removed = 0
         for event_id in copies:
             if event_id == winner:

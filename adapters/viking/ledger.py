@@ -17,7 +17,7 @@ idempotency key), so the row is "idempotency key -> memory id" without storing t
 
 `VikingBackend.reconcile_writes` takes the rows whose last ambiguity is older than the service's
 search lag bound, looks up every copy of that memory (same principal, same group id), deletes
-every copy but the winner (adopting the oldest copy when no add was ever acknowledged; dropping
+every copy but the winner (adopting one copy when no add was ever acknowledged; dropping
 the row when none landed), and clears the mark. It runs a few rows at the start of every put and
 on demand. The ledger also lets a put or `find_by_idempotency_key` answer "it landed" for a write
 that was acknowledged but is not yet searchable.

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, sessions_audit
+from bridge import read_operations as read_ops
+from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
@@ -30,4 +31,12 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.QueryAudit: sessions_audit.query_audit,
     ops.StartSession: sessions_audit.start_session,
     ops.ForkSession: sessions_audit.fork_session,
+    # the read API (issue 11)
+    read_ops.GetMemory: reads.get_memory,
+    read_ops.ListMemories: reads.list_memories,
+    read_ops.PendingApprovals: reads.pending_approvals,
+    read_ops.EditMemory: reads.edit_memory,
+    read_ops.Reject: reads.reject,
+    read_ops.ListGrants: reads.list_grants,
+    read_ops.InjectContext: reads.inject_context,
 }

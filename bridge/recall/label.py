@@ -6,8 +6,7 @@ scope is readable (own scope, a grant, a manifest and who injected it), so no se
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING
 
 from adapters.base import Status
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
@@ -21,34 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["label", "label_all", "stage"]
 
-T = TypeVar("T")
 _STATUS_TEXT = {status: status.value for status in Status}  # a dict hit, not Enum.value's descriptor
-
-
-def _positional_constructor(cls: type[T]) -> Callable[..., T]:
-    """`cls(*every_field)` for a frozen, slotted dataclass without `__post_init__`, faster.
-
-    It stores each field through its slot descriptor, which is all the generated `__init__`
-    does, minus the generic `object.__setattr__` call per field that makes a frozen init about
-    twice as slow (a recall builds one RecalledMemory per chosen item). Any other class gets its
-    own constructor back. tests/bridge/test_recall_stages.py checks equality with the real one.
-    """
-    params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
-        return cls
-    setters = tuple(getattr(cls, f.name).__set__ for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-    new = object.__new__
-
-    def build(*values: object) -> T:
-        item = new(cls)
-        for store, value in zip(setters, values, strict=True):
-            store(item, value)
-        return item
-
-    return build
-
-
-_recalled = _positional_constructor(RecalledMemory)
 
 
 def _refs(hits: list[RankedHit]) -> tuple[MemoryRef, ...]:
@@ -78,7 +50,7 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet) -> list[RecalledMemo
             place = places[m.scope] = (str(m.scope), m.scope.visibility.value)
         p = m.provenance
         # positional, in RecalledMemory's field order (keywords cost a third more, per item)
-        out.append(_recalled(
+        out.append(RecalledMemory(
             m.id, place[0], place[1], m.kind, m.content, round(ranked.score, 6), entry.reason,
             f"{p.author_user_id}@{p.author_agent_id}", _STATUS_TEXT[m.status], entry.grant_id,
             entry.injected_by or p.injected_by, p.derived_from, _refs(item.conflicts_with), _refs(item.duplicates),

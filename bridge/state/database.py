@@ -8,25 +8,37 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from identity.storage import connect_durable
+from identity.storage import connect_durable, storage_error
 
 
 class Database:
-    """A serialised connection; `transaction()` is BEGIN IMMEDIATE ... COMMIT/ROLLBACK."""
+    """A serialised connection; `transaction()` is BEGIN IMMEDIATE ... COMMIT/ROLLBACK.
+
+    Every SQLite failure leaves as a member of the error tree (`identity.storage.storage_error`:
+    a held lock or a full disk is `StorageUnavailable`, a damaged file `CorruptStorage` naming it).
+    """
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(path)
-        self.conn = connect_durable(self.path, busy_timeout_s=busy_timeout_s)
+        try:
+            self.conn = connect_durable(self.path, busy_timeout_s=busy_timeout_s)
+        except sqlite3.Error as exc:
+            raise storage_error(exc, self.path, "bridge state") from None
         self.lock = threading.RLock()
+        self._synchronous = "FULL"  # connect_durable's mode; switched only when a commit needs another
+
+    def _commit_mode(self, mode: str) -> None:
+        if mode != self._synchronous:
+            self.conn.execute(f"PRAGMA synchronous={mode}")
+            self._synchronous = mode
 
     @contextlib.contextmanager
     def transaction(self, *, fsync: bool = True) -> Iterator[sqlite3.Connection]:
         """`fsync=False` commits to the WAL without waiting for the disk (survives a process
         crash, not a power loss); the next fsynced commit makes it durable too."""
         with self.lock:
-            if not fsync:
-                self.conn.execute("PRAGMA synchronous=NORMAL")
             try:
+                self._commit_mode("FULL" if fsync else "NORMAL")
                 self.conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield self.conn
@@ -34,13 +46,15 @@ class Database:
                     self.conn.execute("ROLLBACK")
                     raise
                 self.conn.execute("COMMIT")
-            finally:
-                if not fsync:
-                    self.conn.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "bridge state") from None
 
     def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self.lock:
-            return self.conn.execute(sql, params).fetchall()
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "bridge state") from None
 
     def executescript(self, script: str) -> None:
         with self.transaction() as conn:

@@ -104,6 +104,10 @@ MANIFEST_MIGRATIONS: tuple[Any, ...] = (
 )
 
 
+#: one encoder for every detail column (json.dumps with options builds a new one per call)
+_encode_detail = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def _json_list(values: Iterable[Any]) -> str:
     return json.dumps(list(values))
 
@@ -131,7 +135,7 @@ class SqliteAuditLog:
         row = (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
             _json_list(memory_ids), json.dumps(sorted({str(s) for s in scopes})), json.dumps(sorted({g for g in grant_ids if g})),
-            json.dumps(detail or {}, ensure_ascii=False, default=str),
+            _encode_detail(detail or {}),
         )
         with self.db.transaction(fsync=fsync) as conn:
             seq = self._insert(conn, row)

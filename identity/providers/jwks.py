@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import jwt
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from cryptography.x509 import load_pem_x509_certificate
 
-from identity.errors import IdentityConfigurationError, IdentityProviderUnavailable
+from identity.errors import IdentityConfigurationError, IdentityProviderUnavailable, UnusableKey
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -85,22 +85,22 @@ class VerificationKey:
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, Any]) -> "VerificationKey":
-        """One JWK from a key set; raises `ValueError` for anything we will not verify with."""
+        """One JWK from a key set; raises `UnusableKey` (a `ValueError`) for anything we will not verify with."""
         kty = jwk.get("kty")
         if kty == "oct":
-            raise ValueError("symmetric (oct) keys are never accepted for token verification")
+            raise UnusableKey("symmetric (oct) keys are never accepted for token verification")
         if jwk.get("use") not in (None, "sig"):
-            raise ValueError(f"key use {jwk.get('use')!r} is not 'sig'")
+            raise UnusableKey(f"key use {jwk.get('use')!r} is not 'sig'")
         alg = jwk.get("alg")
         if alg is not None and alg not in ASYMMETRIC_ALGORITHMS:
-            raise ValueError(f"key declares algorithm {alg!r}, which is never accepted")
+            raise UnusableKey(f"key declares algorithm {alg!r}, which is never accepted")
         try:
             parsed = jwt.PyJWK(dict(jwk), algorithm=alg or _default_alg(jwk))
         except jwt.PyJWTError as exc:
-            raise ValueError(f"unusable JWK: {exc}") from None
+            raise UnusableKey(f"unusable JWK: {exc}") from None
         key = parsed.key
         if not _is_public_asymmetric(key):
-            raise ValueError("JWK is not an asymmetric public key")
+            raise UnusableKey("JWK is not an asymmetric public key")
         return cls.from_public_key(key, kid=jwk.get("kid"), alg=alg)
 
 
@@ -137,7 +137,7 @@ def algorithms_for_key(key: Any) -> frozenset[str]:
 def parse_jwks(document: Any) -> list[VerificationKey]:
     """Usable keys of a JWKS document; unusable entries are skipped and logged."""
     if not isinstance(document, Mapping) or not isinstance(document.get("keys"), list):
-        raise ValueError("JWKS document has no 'keys' list")
+        raise UnusableKey("JWKS document has no 'keys' list")
     keys: list[VerificationKey] = []
     for entry in document["keys"]:
         if not isinstance(entry, Mapping):
@@ -151,14 +151,12 @@ def parse_jwks(document: Any) -> list[VerificationKey]:
     return keys
 
 
-class KeySource:
+class KeySource(Protocol):
     """Where the JWT provider finds the key for a token's `kid`."""
 
-    async def find(self, kid: str | None) -> VerificationKey | None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    async def find(self, kid: str | None) -> VerificationKey | None: ...
 
-    async def candidates(self) -> list[VerificationKey]:  # pragma: no cover - protocol
-        raise NotImplementedError
+    async def candidates(self) -> list[VerificationKey]: ...
 
 
 class StaticKeys(KeySource):

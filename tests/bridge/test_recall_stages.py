@@ -14,7 +14,7 @@ fields the stage reads, so each guarantee is checked at the stage that owns it:
     audit   the recall row names exactly the recalled memory ids
 
 The fast paths the stages take (whitespace folding, inlined freshness, decorated sort, the
-positional RecalledMemory constructor) are also compared here against the plain formulas they
+RecalledMemory built from positional arguments) are also compared here against the plain formulas they
 replace, so "faster" can be checked to mean "same answers".
 """
 

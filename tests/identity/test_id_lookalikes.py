@@ -70,7 +70,8 @@ def test_no_non_ascii_lookalike_of_a_latin_id_is_a_valid_id():
         ("\u0430lice", "mixes scripts"),  # Cyrillic а
         ("r\u03bfot", "mixes scripts"),  # Greek ο
         ("user\u0661\u0662", "mixes scripts"),  # Arabic-Indic digits in a Latin id
-        ("AI研究所", "mixes scripts"),
+        ("研发\u0430", "mixes scripts"),  # Han + Cyrillic
+        ("\u0430\u03b1", "mixes scripts"),  # Cyrillic + Greek
         ("\uff41\uff44\uff4d\uff49\uff4e", "not NFKC-stable"),  # fullwidth ａｄｍｉｎ
         ("\U0001d41a\U0001d41d\U0001d426\U0001d422\U0001d427", "not NFKC-stable"),  # math bold
         ("\ufb01le", "not NFKC-stable"),  # ﬁ ligature
@@ -92,7 +93,7 @@ def test_lookalike_or_invisible_id_cannot_be_used(value, rule):
 
 @pytest.mark.parametrize(
     "value",
-    ["研发部", "zoë", "john_doe", "Ünïcödé", "ユーザー1", "東京タワー", "山田たろう", "김철수", "金哲洙", "Сергей", "αγγελος", "ㄅㄆ注音"],
+    ["研发部", "ws研发部", "AI研究所", "ユーザーA", "zoë", "john_doe", "Ünïcödé", "ユーザー1", "東京タワー", "山田たろう", "김철수", "金哲洙", "Сергей", "αγγελος", "ㄅㄆ注音"],
 )
 def test_real_names_in_one_writing_system_stay_valid(value):
     assert validate_id(value) == value

@@ -4,7 +4,6 @@ and shareable between processes (SQLite) behind the `NonceCache` protocol."""
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -209,8 +208,6 @@ def test_gateway_with_a_full_cache_refuses_new_requests_as_retryable(tmp_path: P
     with pytest.raises(NonceCacheFull):
         asyncio.run(provider.authenticate(request("second-nonce")))
 
-
-_: Callable[..., object] = _make  # keep linters from flagging the factory as unused in some runs
 
 
 def test_settings_can_share_the_replay_cache_between_processes(tmp_path: Path) -> None:

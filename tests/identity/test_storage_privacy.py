@@ -55,7 +55,7 @@ def test_other_users_cannot_read_a_database_created_world_readable_by_an_older_r
 def test_a_new_store_directory_is_private(tmp_path: Path) -> None:
     path = tmp_path / "home" / "state" / "keys.sqlite3"
     connect_durable(path).close()
-    assert _mode(path.parent) == 0o700
+    assert _mode(path.parent) == 0o700 and _mode(path.parent.parent) == 0o700  # every directory created
 
 
 def test_ensure_private_dir_creates_0700(tmp_path: Path) -> None:

@@ -186,3 +186,22 @@ async def test_a_deleted_wal_loses_commits_silently_but_lowers_the_write_count(t
     marker = await b.store_marker()
     assert b.count() == 2 and marker.writes == 2 < recorded
     await b.aclose()
+
+
+async def test_damaged_store_bookkeeping_is_corrupt_storage_not_a_type_error(tmp_path):
+    await _store_with_rows(tmp_path / "s")
+    conn = sqlite3.connect(tmp_path / "s" / "memories.sqlite3", isolation_level=None)
+    conn.execute("UPDATE meta SET value = 'not hex' WHERE key = 'cursor_key'")
+    conn.close()
+    with pytest.raises(CorruptStore, match="cursor key"):
+        LocalBackend(tmp_path / "s")
+    conn = sqlite3.connect(tmp_path / "s" / "memories.sqlite3", isolation_level=None)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'cursor_key'", ("ab" * 32,))
+    conn.execute("DELETE FROM counters WHERE name = 'writes'")
+    conn.close()
+    b = LocalBackend(tmp_path / "s")  # the INSERT OR IGNORE at open restores a missing counter at 0 ...
+    assert (await b.store_marker()).writes == 0  # ... which the bridge's high-water mark then refuses
+    b._db.execute("UPDATE counters SET value = 'x' WHERE name = 'writes'")
+    with pytest.raises(CorruptStore, match="counter"):
+        await b.store_marker()
+    await b.aclose()

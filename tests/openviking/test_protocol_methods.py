@@ -107,3 +107,10 @@ async def test_no_private_class_escapes_as_an_error_type() -> None:
         await client.read(Auth(SecretKey("k")), "viking://user/u/memories/vb/m.md")
     assert isinstance(info.value, NotSent)
     assert all(not cls.__name__.startswith("_") for cls in type(info.value).__mro__)
+
+
+async def test_list_sees_every_record_beyond_one_listing_window(api_backend: OpenVikingBackend) -> None:
+    """0.5.2's fs/ls answers at most `node_limit` entries; `list` used to stop at the first answer."""
+    api_backend._ls_window = 3
+    ids = {(await api_backend.put(WS, mem(f"note {i}"), idempotency_key=f"k{i}")).id for i in range(8)}
+    assert {m.id for m in await api_backend.list(WS)} == ids

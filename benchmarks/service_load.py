@@ -1,0 +1,215 @@
+"""The memory service under load vs the library in-process (issue 11), in one bounded run.
+
+    .venv/bin/python benchmarks/service_load.py                 # 2,000 memories, ~1-2 minutes
+    .venv/bin/python benchmarks/service_load.py --memories 500 --requests 300 --out bench-results/service.json
+
+Phases, same store, same identities, same queries:
+1. in-process: `MemoryBridge.recall` in this process — sequential (latency p50/p99) and with
+   `--concurrency` tasks (throughput);
+2. the service (`viking-bridge serve`) with 1 and with 2 workers, driven by a load generator in
+   a SEPARATE process (this file with `--generate`) over loopback with keep-alive connections:
+   the same sequential and concurrent passes (API key authentication on every request).
+Reported: p50/p99 per pass, throughput, and the ratios the issue sets goals for — service p50
+minus in-process p50 (goal <= 1 ms at low load), 2-worker throughput / in-process (goal >= 0.6
+on 2 cores), p99 at the concurrent pass (goal < 25 ms). Counts and time are bounded
+(`--requests`, `--max-seconds` per pass). The generator shares the machine's cores with the
+server: on 2 cores that is part of what the figures measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+QUERIES = ["deployment runbook", "database migrations", "frontend framework", "api latency", "team decision", "on-call rotation", "editor preference", "release checklist"]
+TOPICS = ["deployment", "database", "frontend", "api", "testing", "security", "release", "editor", "monitoring", "design"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def summary(latencies: list[float], seconds: float) -> dict[str, float]:
+    return {"requests": len(latencies), "p50_ms": percentile(latencies, 0.5) * 1000, "p99_ms": percentile(latencies, 0.99) * 1000,
+            "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"), "throughput_rps": len(latencies) / seconds if seconds else 0.0}
+
+
+# -- the load generator (a separate process) --------------------------------------------------
+async def _generate(url: str, keys: list[str], requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    latencies: list[float] = []
+    errors = 0
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+        for key in keys:  # warm every worker path and key
+            await client.get("/api/v1/recall", params={"query": "warm up"}, headers={"X-API-Key": key})
+        deadline = time.perf_counter() + max_seconds
+        counter = iter(range(requests))
+
+        async def worker(n: int) -> None:
+            nonlocal errors
+            rng = random.Random(n)
+            for _ in counter:
+                if time.perf_counter() > deadline:
+                    return
+                started = time.perf_counter()
+                r = await client.get("/api/v1/recall", params={"query": rng.choice(QUERIES)}, headers={"X-API-Key": rng.choice(keys)})
+                latencies.append(time.perf_counter() - started)
+                errors += r.status_code != 200
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency}
+
+
+def _run_generator(url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--generate", url, "--keys-file", str(keys_file), "--requests", str(requests), "--concurrency", str(concurrency), "--max-seconds", str(max_seconds)],
+        capture_output=True, text=True, timeout=max_seconds + 120,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"load generator failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout)
+
+
+# -- set-up and the in-process floor -----------------------------------------------------------
+async def _seed(home: Path, memories: int, users: int) -> list[str]:
+    from bridge.facade import MemoryBridge
+    from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
+
+    store = ApiKeyStore(home / "keys.sqlite3")
+    keys = [store.issue(tenant_id=f"t{n % 2}", user_id=f"u{n}", agent_id="bench", workspace_id=f"ws{n % 4}", department_ids=[f"d{n % 3}"], label="bench").key for n in range(users)]
+    provider = ApiKeyProvider(store)
+    ids = [await provider.authenticate(ApiKey(k)) for k in keys]
+    bridge = MemoryBridge.open_local(home / "data")
+    rng = random.Random(7)
+    kinds = [("preference", None), ("fact", "workspace"), ("decision", "workspace"), ("procedure", "agent"), ("note", None)]
+    for n in range(memories):
+        kind, visibility = rng.choice(kinds)
+        topic = rng.choice(TOPICS)
+        await bridge.remember(rng.choice(ids), f"{topic} memory {n}: notes about the {topic} of project {rng.randint(1, 40)}", kind, visibility=visibility)
+    await bridge.aclose()
+    store.close()
+    return keys
+
+
+async def _in_process(home: Path, keys: list[str], requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+    from bridge.facade import MemoryBridge
+    from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
+
+    store = ApiKeyStore(home / "keys.sqlite3")
+    ids = [await ApiKeyProvider(store).authenticate(ApiKey(k)) for k in keys]
+    bridge = MemoryBridge.open_local(home / "data")
+    for identity in ids:
+        await bridge.recall(identity, "warm up")
+    results = {}
+    for label, tasks in (("sequential", 1), ("concurrent", concurrency)):
+        latencies: list[float] = []
+        counter = iter(range(requests))
+        deadline = time.perf_counter() + max_seconds
+
+        async def worker(n: int) -> None:
+            rng = random.Random(n)
+            for _ in counter:
+                if time.perf_counter() > deadline:
+                    return
+                started = time.perf_counter()
+                await bridge.recall(rng.choice(ids), rng.choice(QUERIES))
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(tasks)))
+        results[label] = {**summary(latencies, time.perf_counter() - started), "concurrency": tasks}
+    await bridge.aclose()
+    store.close()
+    return results
+
+
+def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"), "VIKING_BRIDGE_PROVIDER": "api_key",
+           "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+    process = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(url + "/ready", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    raise SystemExit("the service did not start")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--memories", type=int, default=2000)
+    p.add_argument("--users", type=int, default=8)
+    p.add_argument("--requests", type=int, default=600, help="requests per pass")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--max-seconds", type=float, default=30.0, help="time bound per pass")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--generate", metavar="URL", help=argparse.SUPPRESS)
+    p.add_argument("--keys-file", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.generate:
+        keys = json.loads(args.keys_file.read_text())
+        print(json.dumps(asyncio.run(_generate(args.generate, keys, args.requests, args.concurrency, args.max_seconds))))
+        return 0
+
+    home = Path(tempfile.mkdtemp(prefix="vb-service-bench-"))
+    keys = asyncio.run(_seed(home, args.memories, args.users))
+    keys_file = home / "keys.json"
+    keys_file.write_text(json.dumps(keys))
+    report: dict[str, Any] = {"memories": args.memories, "users": args.users, "cores": os.cpu_count(), "in_process": asyncio.run(_in_process(home, keys, args.requests, args.concurrency, args.max_seconds))}
+    for workers in (1, 2):
+        process, url = _serve(home, workers)
+        try:
+            report[f"service_{workers}w"] = {
+                "sequential": _run_generator(url, keys_file, args.requests, 1, args.max_seconds),
+                "concurrent": _run_generator(url, keys_file, args.requests, args.concurrency, args.max_seconds),
+            }
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
+    base = report["in_process"]
+    report["ratios"] = {
+        "service_1w_p50_minus_in_process_ms": report["service_1w"]["sequential"]["p50_ms"] - base["sequential"]["p50_ms"],
+        "service_2w_throughput_over_in_process": report["service_2w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
+        "service_1w_throughput_over_in_process": report["service_1w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
+        "service_2w_p99_at_concurrency_ms": report["service_2w"]["concurrent"]["p99_ms"],
+    }
+    print(f"{'pass':<28}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}")
+    for name in ("in_process", "service_1w", "service_2w"):
+        for label in ("sequential", "concurrent"):
+            row = report[name][label]
+            print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<28}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}{row.get('errors', 0):>8}")
+    for k, v in report["ratios"].items():
+        print(f"{k:<48}{v:>9.2f}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

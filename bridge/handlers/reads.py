@@ -1,0 +1,204 @@
+"""Handlers of the read API (issue 11): get, list, the approval queue, edit, reject, grants, and
+seed 000's inject-context.
+
+Every permission is the policy's (`bridge/policy.py`, the module functions at its end); this
+module fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
+the memory ids, never content); an edit is an `edit` row naming the fields changed, never their
+values. A memory the caller may not see in a scope it may read is reported as absent
+(`NotFound`), so a pending proposal's existence does not leak to readers of the scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from adapters.base import MemoryPatch, Status, StoredMemory
+from adapters.scopes import ScopeKey
+from bridge.errors import InvalidInput, NotFound, NotPermitted
+from bridge.handlers.injection import inject
+from bridge.handlers.lifecycle import author_tenant
+from bridge.models import RecalledMemory
+from bridge.read_operations import EditMemory, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
+from bridge.policy import Role
+from bridge.read_policy import approvable_scopes, grants_subject, may_edit, may_see_status, read_reason
+from bridge.recall.render import render_context
+from bridge.runtime import BridgeRuntime
+from bridge.state.records import Grant
+from bridge.validation import RESERVED_METADATA_PREFIX
+from identity.model import MemoryIdentity
+
+__all__ = [
+    "MemoryRecord", "MemoryPage", "InjectedContext", "get_memory", "list_memories", "pending_approvals",
+    "edit_memory", "reject", "list_grants", "inject_context",
+]
+
+
+class MemoryRecord(BaseModel):
+    """One stored memory as a reader sees it (the bridge's `vb.` bookkeeping keys left out)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    scope: str
+    visibility: str
+    kind: str
+    content: str
+    status: str
+    confidence: float
+    author: str  # user@agent that wrote it
+    derived_from: tuple[str, ...] = ()
+    metadata: dict[str, Any] = {}
+    created_at: float
+    updated_at: float
+    why_visible: str = ""
+
+    @classmethod
+    def of(cls, memory: StoredMemory, why_visible: str = "") -> "MemoryRecord":
+        p = memory.provenance
+        return cls(
+            memory_id=memory.id, scope=str(memory.scope), visibility=memory.scope.visibility.value, kind=memory.kind,
+            content=memory.content, status=memory.status.value, confidence=memory.confidence,
+            author=f"{p.author_user_id}@{p.author_agent_id}", derived_from=tuple(p.derived_from),
+            metadata={k: v for k, v in memory.metadata.items() if not k.startswith(RESERVED_METADATA_PREFIX)},
+            created_at=memory.created_at, updated_at=memory.updated_at, why_visible=why_visible,
+        )
+
+
+class MemoryPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    memories: tuple[MemoryRecord, ...]
+    next_cursor: str | None = None
+
+
+class InjectedContext(BaseModel):
+    """Seed 000's inject-context answer: the manifest, its memories and the rendered block."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest_id: str
+    child_agent_id: str
+    task: str
+    depth: str
+    expires_at: float
+    source: str  # "injected_by_<parent agent>", as seed 000 shows it
+    memories: tuple[MemoryRecord, ...]
+    context: str
+    may_reinject: bool = False
+    parent_manifest_id: str | None = None
+    created_at: float = 0.0
+
+
+async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:
+    return list(await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id))
+
+
+async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory) -> MemoryRecord:
+    key, memory_id = op.ref
+    reason = read_reason(rt.policy, identity, key, await _grants(rt, identity), rt.clock())
+    memory = await rt.backend.get(key, memory_id)
+    if not may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
+        raise NotFound(f"no memory {memory_id} in {key}")
+    await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "get"})
+    return MemoryRecord.of(memory, reason)
+
+
+async def list_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMemories) -> MemoryPage:
+    reason = read_reason(rt.policy, identity, op.scope, await _grants(rt, identity), rt.clock())
+    status = Status(op.status)
+    page = await rt.backend.list_page(op.scope, cursor=op.cursor, limit=op.limit, statuses=frozenset({status}))
+    shown = [m for m in page.memories if m.scope == op.scope and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
+    await rt.state.audit.append(identity, "recall", memory_ids=[m.id for m in shown], scopes=[op.scope], detail={"operation": "list"})
+    return MemoryPage(memories=tuple(MemoryRecord.of(m, reason) for m in shown), next_cursor=page.next_cursor)
+
+
+def _split_cursor(cursor: str | None) -> tuple[str | None, str | None]:
+    if cursor is None:
+        return None, None
+    scope, sep, inner = cursor.partition("#")
+    if not sep:
+        raise InvalidInput("not a cursor of the approval queue")
+    return scope, inner or None
+
+
+async def pending_approvals(rt: BridgeRuntime, identity: MemoryIdentity, op: PendingApprovals) -> MemoryPage:
+    if not (identity.has_role(Role.APPROVER) or identity.has_role(Role.ADMIN)):
+        raise NotPermitted(f"{identity.principal} approves no scope (needs the approver role for a department or workspace, or admin)")
+    scopes = approvable_scopes(rt.policy, identity, await rt.backend.list_scopes(identity.tenant_id))
+    at, inner = _split_cursor(op.cursor)
+    names = [str(k) for k in scopes]
+    if at is not None and at not in names:
+        raise InvalidInput("the approval-queue cursor names a scope this identity does not approve")
+    start = 0 if at is None else names.index(at)
+    out: list[MemoryRecord] = []
+    for n in range(start, len(scopes)):
+        key = scopes[n]
+        page = await rt.backend.list_page(key, cursor=inner if n == start else None, limit=op.limit - len(out), statuses=frozenset({Status.PENDING}))
+        out.extend(MemoryRecord.of(m, f"awaiting approval in {key}") for m in page.memories if m.scope == key)
+        if page.next_cursor is not None:
+            return MemoryPage(memories=tuple(out), next_cursor=f"{key}#{page.next_cursor}")
+        if len(out) >= op.limit:
+            following = n + 1
+            return MemoryPage(memories=tuple(out), next_cursor=f"{scopes[following]}#" if following < len(scopes) else None)
+    if out:
+        await rt.state.audit.append(identity, "recall", memory_ids=[m.memory_id for m in out], scopes=sorted({ScopeKey.parse(m.scope) for m in out}, key=str), detail={"operation": "pending"})
+    return MemoryPage(memories=tuple(out))
+
+
+async def edit_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: EditMemory) -> MemoryRecord:
+    key, memory_id = op.ref
+    if not rt.policy.may_fetch_for_change(identity, key):
+        raise NotPermitted(f"{identity.principal} cannot act on memories in {key}")
+    memory = await rt.backend.get(key, memory_id)
+    if not may_edit(rt.policy, identity, key, memory.provenance.author_user_id, author_tenant(memory)):
+        raise NotPermitted(f"{identity.principal} may not edit {key}#{memory_id}: not the author and not a tenant admin")
+    merged = None
+    if op.metadata is not None:  # the bridge's own keys survive an edit; the caller's are replaced
+        merged = {**op.metadata, **{k: v for k, v in memory.metadata.items() if k.startswith(RESERVED_METADATA_PREFIX)}}
+    updated = await rt.backend.update(key, memory_id, MemoryPatch(content=op.content, metadata=merged, confidence=op.confidence))
+    fields = [name for name in ("content", "metadata", "confidence") if getattr(op, name) is not None]
+    await rt.state.audit.append(identity, "edit", memory_ids=[memory_id], scopes=[key], detail={"fields": fields})
+    return MemoryRecord.of(updated, "edited by its author or a tenant admin")
+
+
+async def reject(rt: BridgeRuntime, identity: MemoryIdentity, op: Reject) -> bool:
+    key, memory_id = op.ref
+    if not rt.policy.may_approve(identity, key):
+        raise NotPermitted(f"{identity.principal} may not reject memories in {key} (needs the approver role for that scope, or admin)")
+    memory = await rt.backend.get(key, memory_id)
+    if memory.status is not Status.PENDING:
+        raise InvalidInput(f"memory {memory_id} is {memory.status.value}, not pending")
+    deleted = await rt.backend.delete(key, memory_id)
+    await rt.state.manifests.purge_memory_ids({memory_id})
+    await rt.state.audit.append(identity, "reject", memory_ids=[memory_id], scopes=[key])
+    return deleted
+
+
+async def list_grants(rt: BridgeRuntime, identity: MemoryIdentity, op: ListGrants) -> list[Grant]:
+    user = grants_subject(identity, op.grantee_user_id)
+    now = rt.clock()
+    grants = await rt.state.grants.for_grantee(identity.tenant_id, user)
+    return [g for g in grants if g.tenant_id == identity.tenant_id and (op.include_inactive or g.active(now))]
+
+
+async def inject_context(rt: BridgeRuntime, parent: MemoryIdentity, op: InjectContext) -> InjectedContext:
+    manifest = await inject(rt, parent, op.inject)
+    memories = [await rt.backend.get(key, memory_id) for key, memory_id in manifest.entries]
+    label = f"injected by {manifest.issuer}"
+    items = [
+        RecalledMemory(
+            memory_id=m.id, scope=str(m.scope), visibility=m.scope.visibility.value, kind=m.kind, content=m.content, score=1.0,
+            why_visible=label, author=f"{m.provenance.author_user_id}@{m.provenance.author_agent_id}", status=m.status.value,
+            grant_id=manifest.manifest_id, injected_by=manifest.issuer,
+        )
+        for m in memories
+    ]
+    child = f"{parent.tenant_id}/{parent.user_id}@{manifest.child_agent_id}"
+    return InjectedContext(
+        manifest_id=manifest.manifest_id, child_agent_id=manifest.child_agent_id, task=manifest.task, depth=manifest.depth.value,
+        expires_at=manifest.expires_at, source=f"injected_by_{parent.agent_id}",
+        memories=tuple(MemoryRecord.of(m, label) for m in memories), context=render_context(child, "chat", items),
+        may_reinject=manifest.may_reinject, parent_manifest_id=manifest.parent_manifest_id, created_at=manifest.created_at,
+    )

@@ -1,0 +1,134 @@
+"""Authentication at the edge: HTTP credentials -> one `MemoryIdentity`, or a 401.
+
+Accepted (each only if its provider is configured):
+    Authorization: Bearer <JWT>                      -> JwtProvider
+    Authorization: ApiKey <key>   or   X-API-Key     -> ApiKeyProvider
+    X-VB-* headers + X-VB-Signature                  -> GatewayProvider, given the SHA-256 of
+                                                        the body exactly as received
+A request presenting more than one kind of credential is refused (which one would win is an
+attack surface). Any `X-VB-*` header makes the request a gateway request: without a configured
+gateway, or without a valid signature, it is a 401 — never ignored, so a client cannot believe
+it chose its identity. `X-Session-Id` (the only thing a request may choose) narrows the
+identity's session; the session binding is checked by the bridge. A request whose credential
+names no session (an API key; a JWT without a session claim; gateway headers without
+X-VB-Session) and that sends no X-Session-Id runs in the identity's *default session*, an id
+derived from its fingerprint — so it cannot belong to anybody else, and it is bound once
+instead of a fresh session being bound (one durable write) on every request.
+
+The gateway's nonce cache is a SQLite file shared by every worker process, so a nonce used on
+one worker is refused by all others. This module never reads identity from a body or query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bridge.errors import Unauthenticated
+from identity.model import MemoryIdentity
+from identity.nonces import SqliteNonceCache
+from identity.providers.base import ApiKey, BearerToken, GatewayRequest, IdentityProvider, narrow
+from identity.providers.gateway import GatewayProvider
+from identity.settings import IdentitySettings, build_provider
+
+__all__ = ["EdgeAuthenticator", "build_edge_providers", "default_session_id", "SESSION_HEADER"]
+
+SESSION_HEADER = "x-session-id"
+_SCHEMES = {"bearer": "jwt", "apikey": "api_key"}
+
+
+class EdgeAuthenticator:
+    """`authenticate(method, target, headers, body)`: `target` is the path plus query string as
+    received (what a gateway signs); `headers` a list of (lower-case name, value) pairs."""
+
+    def __init__(self, providers: Mapping[str, IdentityProvider], *, sessionless: Sequence[str] = ("api_key",)) -> None:
+        self.providers = dict(providers)
+        #: credential kinds whose provider invents a random session id when none is named
+        self.sessionless = frozenset(sessionless) | {"gateway"}
+
+    @property
+    def challenge(self) -> str:
+        kinds = [s for s, k in (("Bearer", "jwt"), ("ApiKey", "api_key")) if k in self.providers]
+        return ", ".join(f'{s} realm="viking-bridge"' for s in kinds) or 'Gateway realm="viking-bridge"'
+
+    async def authenticate(self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes) -> MemoryIdentity:
+        names = [n for n, _ in headers]
+        presented: list[str] = []
+        authorization = [v for n, v in headers if n == "authorization"]
+        api_key_header = [v for n, v in headers if n == "x-api-key"]
+        if len(authorization) > 1 or len(api_key_header) > 1:
+            raise Unauthenticated("more than one Authorization or X-API-Key header")
+        if authorization:
+            scheme, _, token = authorization[0].strip().partition(" ")
+            kind = _SCHEMES.get(scheme.lower())
+            if kind is None or not token.strip():
+                raise Unauthenticated("Authorization must be 'Bearer <JWT>' or 'ApiKey <key>'")
+            presented.append(kind)
+        if api_key_header:
+            presented.append("api_key")
+        gateway = any(n.startswith("x-vb-") for n in names)
+        if gateway:
+            presented.append("gateway")
+        if not presented:
+            raise Unauthenticated("no credential presented (Authorization: Bearer/ApiKey, X-API-Key, or signed gateway headers)")
+        if len(presented) > 1:
+            raise Unauthenticated(f"present exactly one credential, not {len(presented)} ({', '.join(presented)})")
+        kind = presented[0]
+        provider = self.providers.get(kind)
+        if provider is None:
+            if kind == "gateway":
+                raise Unauthenticated("X-VB-* identity headers are accepted only from a configured gateway that signs them")
+            raise Unauthenticated(f"this service does not accept {kind} credentials (accepted: {', '.join(sorted(self.providers)) or 'none'})")
+        if kind == "gateway":
+            credential: object = GatewayRequest(method, target, list(headers), content_sha256=hashlib.sha256(body).hexdigest())
+        elif kind == "jwt":
+            credential = BearerToken(authorization[0].strip().partition(" ")[2].strip())
+        else:
+            credential = ApiKey((api_key_header[0] if api_key_header else authorization[0].strip().partition(" ")[2]).strip())
+        identity = await provider.authenticate(credential)  # type: ignore[arg-type]
+        sessions = [v for n, v in headers if n == SESSION_HEADER]
+        if len(sessions) > 1:
+            raise Unauthenticated("more than one X-Session-Id header")
+        if sessions:
+            return narrow(identity, {"session_id": sessions[0].strip()})
+        if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
+            return identity.with_session(default_session_id(identity))
+        return identity
+
+
+def default_session_id(identity: MemoryIdentity) -> str:
+    """The session of requests that name none: a function of everything that decides access."""
+    return "dflt" + hashlib.sha256(f"vb-default-session|{identity.fingerprint}".encode()).hexdigest()[:32]
+
+
+def build_edge_providers(identity: IdentitySettings, kinds: Sequence[str], home: Path, nonce_db_path: Path | None = None) -> dict[str, IdentityProvider]:
+    """One provider per accepted credential kind. The gateway gets the shared SQLite nonce
+    cache (every worker refuses a nonce any worker saw); the others are built exactly as the
+    library builds them (`identity.settings.build_provider`). Never the development provider."""
+    chosen = list(dict.fromkeys(kinds or ([identity.provider] if identity.provider else [])))
+    if not chosen or "dev" in chosen:
+        from bridge.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "the service needs a real identity provider: set VIKING_BRIDGE_PROVIDER to jwt, api_key or gateway "
+            "(or VIKING_BRIDGE_SERVICE_PROVIDERS to several); it never serves the development identity"
+        )
+    providers: dict[str, IdentityProvider] = {}
+    for kind in chosen:
+        if kind == "gateway":
+            gw = identity.gateway
+            if gw is None:
+                from bridge.errors import ConfigurationError
+
+                raise ConfigurationError("the gateway credential needs VIKING_BRIDGE_GATEWAY__SECRET")
+            production = identity.mode == "production"
+            providers[kind] = GatewayProvider(
+                [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
+                max_age=gw.max_age_seconds, max_future_skew=gw.max_future_skew_seconds,
+                nonce_cache=SqliteNonceCache(nonce_db_path or home / "gateway-nonces.sqlite3"),
+                require_nonce=gw.require_nonce or production, require_body_hash=gw.require_body_hash or production,
+            )
+        else:
+            providers[kind] = build_provider(identity.model_copy(update={"provider": kind}))
+    return providers

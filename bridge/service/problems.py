@@ -1,0 +1,102 @@
+"""The error tree mapped ONCE to RFC 9457 problem+json. Never a stack trace, never a secret.
+
+    Unauthenticated (InvalidCredential, ExpiredCredential) ... 401 + WWW-Authenticate
+    Forbidden, NotPermitted (ManifestError) .................. 403
+    NotFound ................................................. 404
+    Conflict ................................................. 409
+    RequestTooLarge .......................................... 413 (body) / 414 (query string)
+    InvalidInput ............................................. 400
+    request that does not fit its model (FastAPI validation) . 422 (malformed JSON: 400)
+    RateLimited .............................................. 429 + Retry-After
+    Unavailable, RecallIncomplete, RequestTimeout ............ 503 + Retry-After
+    CorruptStorage, ConfigurationError ....................... 503 (operator must act; no retry hint)
+    anything else ............................................ 500, "internal error" + request id only
+
+The order below is the order of the checks: the most specific category first (an
+`IdentityProviderUnavailable` is both an identity error and `Unavailable`: it is a 503).
+`type` is a URN naming the category; `detail` is the error's message (messages never carry a
+credential or memory content; they may echo the caller's own input back to the caller).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bridge.errors import (
+    Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
+    Unauthenticated, Unavailable, VikingBridgeError,
+)
+
+__all__ = ["RequestTooLarge", "RateLimited", "RequestTimeout", "problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
+
+MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE = "urn:viking-bridge:problem:"
+
+
+class RequestTooLarge(InvalidInput):
+    """The body or the query string is over the service's limit."""
+
+    def __init__(self, message: str, *, status: int = 413) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class RateLimited(VikingBridgeError):
+    """This identity's token bucket is empty; `retry_after` says when a token is back."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class RequestTimeout(Unavailable):
+    """The operation did not finish within the service's per-request timeout."""
+
+
+_TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
+    (RequestTooLarge, 413, "request-too-large", "Request too large"),
+    (RateLimited, 429, "rate-limited", "Too many requests"),
+    (Unauthenticated, 401, "unauthenticated", "Authentication required"),
+    (CorruptStorage, 503, "storage-needs-attention", "Storage needs attention"),
+    (ConfigurationError, 503, "misconfigured", "Service misconfigured"),
+    (RecallIncomplete, 503, "recall-incomplete", "Recall incomplete"),
+    (Unavailable, 503, "unavailable", "Temporarily unavailable"),
+    (Forbidden, 403, "forbidden", "Forbidden"),
+    (NotPermitted, 403, "not-permitted", "Not permitted"),
+    (NotFound, 404, "not-found", "Not found"),
+    (Conflict, 409, "conflict", "Conflict"),
+    (InvalidInput, 400, "invalid-input", "Invalid input"),
+)
+
+
+def problem_body(status: int, slug: str, title: str, detail: str, request_id: str, **extra: Any) -> dict[str, Any]:
+    body = {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": detail, "instance": f"urn:request:{request_id}", "request_id": request_id}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return body
+
+
+def _retry_after(exc: BaseException) -> int | None:
+    value = getattr(exc, "retry_after", None)
+    if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+        return max(1, math.ceil(value))
+    return 1 if getattr(exc, "retryable", False) else None
+
+
+def problem_for(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, problem body, extra headers) for any exception; unknown ones are a bare 500."""
+    for kind, status, slug, title in _TABLE:
+        if isinstance(exc, kind):
+            if isinstance(exc, RequestTooLarge):
+                status = exc.status
+            headers: dict[str, str] = {}
+            retry = _retry_after(exc) if status in (429, 503) and not isinstance(exc, (CorruptStorage, ConfigurationError)) else None
+            if retry is not None:
+                headers["Retry-After"] = str(retry)
+            extra: dict[str, Any] = {"error": type(exc).__name__, "retry_after": retry}
+            if isinstance(exc, RecallIncomplete):
+                extra["failed_scopes"] = [str(s) for s in exc.failed_scopes]
+            return status, problem_body(status, slug, title, str(exc)[:2000], request_id, **extra), headers
+    return 500, problem_body(500, "internal", "Internal error", "the service failed; quote the request id to its operator", request_id), {}

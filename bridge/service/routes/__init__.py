@@ -1,0 +1,1 @@
+"""The HTTP routes: each maps one request model (plus the authenticated identity) to one operation."""

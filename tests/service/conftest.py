@@ -1,0 +1,19 @@
+"""One real service process per test session (two workers, so cross-worker guarantees are
+exercised), on a random loopback port; stopped by its pid at the end of the session."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.service.servicekit import Service, spawn_service
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    handle = spawn_service(tmp_path_factory.mktemp("service"), workers=2)
+    try:
+        yield handle
+    finally:
+        handle.stop()

@@ -1,0 +1,28 @@
+"""The leakage contract suite passes through the memory service (`--via http`), not only in-process.
+
+Runs the whole suite in a child pytest for the local store and the Viking simulator, every
+test's calls going through the service's HTTP stack (contract_tests/http_transport.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapter", ["local", "viking"])
+def test_contract_suite_passes_via_http(adapter: str, tmp_path: Path) -> None:
+    env = {**os.environ, "VIKING_BRIDGE_CONTRACT_EXAMPLES": os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", "10")}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "contract_tests", "--adapter", adapter, "--via", "http", "--basetemp", str(tmp_path / "t")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and " failed" not in run.stdout
