@@ -41,7 +41,7 @@ class ListMemories(Operation):
         if self.cursor is not None:
             _set(self, "cursor", text(self.cursor, "cursor"))
         _set(self, "limit", positive_int(self.limit, "limit", 500))
-        if self.status not in _LISTABLE:
+        if not isinstance(self.status, str) or self.status not in _LISTABLE:
             raise InvalidInput(f"status must be one of: {', '.join(_LISTABLE)}")
 
     def check(self, limits: Limits) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import shutil
 import tempfile
 
 from bridge.service.settings import load_service_settings
@@ -56,14 +57,19 @@ def serve(host: str | None = None, port: int | None = None, workers: int | None 
     port = settings.port if port is None else port
     workers = workers or settings.workers
     check_configuration()
+    metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="vb-metrics-")
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="vb-metrics-")
     logging.getLogger("viking_bridge.service").info("serving on %s:%s with %d worker(s)", host, port, workers)
-    uvicorn.run(
-        "bridge.service.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None, access_log=False, server_header=False,
-        limit_concurrency=None, proxy_headers=False,
-    )
+    try:
+        uvicorn.run(
+            "bridge.service.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
+            timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None, access_log=False, server_header=False,
+            limit_concurrency=None, proxy_headers=False,
+        )
+    finally:
+        if metrics_dir is not None:  # the workers' metric files die with the service that made them
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
 
 

@@ -41,7 +41,7 @@ async def test_write_that_times_out_still_lands_audited_and_retries_dedupe(tmp_p
     bridge = MemoryBridge.with_backend(backend, tmp_path / "bridge")  # type: ignore[arg-type]
     app = create_app(bridge, EdgeAuthenticator({"api_key": ApiKeyProvider(store)}), ServiceSettings(request_timeout_seconds=0.05, rate_burst=0))
     ctx = app.state.ctx
-    await bridge._open()
+    await bridge.aopen()
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.invalid", headers={"X-API-Key": key}) as c:
             body = {"content": "a slow but acknowledged-later memory", "kind": "note", "idempotency_key": "slow-1"}
