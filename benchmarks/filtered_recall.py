@@ -13,7 +13,8 @@ these 4 scopes". Reported per system: p50/p95 latency, recall@10 against float64
 the permitted active rows, ingest rate, resident memory growth (in-process systems) or store size
 (PostgreSQL), and the ratio of its p50 to the bandwidth floor measured in the same process.
 
-Systems (peers are optional `[bench]` extras; a missing one is reported as skipped, not faked):
+Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]` extras; a missing one
+is reported as skipped, not faked):
   floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
   local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
@@ -42,9 +43,9 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -54,9 +55,9 @@ import numpy as np  # noqa: E402
 
 from adapters.base import Status  # noqa: E402
 from adapters.scopes import ScopeKey, ScopeSet  # noqa: E402
+from benchmarks.filtered_recall_peers import K, PEERS, Corpus, Query, System  # noqa: E402
 from benchmarks.local_recall import BenchEmbedder, build_world, machine_info, memory_batches, pick_identities, vm_rss_bytes  # noqa: E402
 
-K = 10
 
 
 class FixedEmbedder:
@@ -68,25 +69,6 @@ class FixedEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.table[t] if t in self.table else self.bench.derive(t) for t in texts]).astype(np.float32)
-
-
-@dataclass
-class Corpus:
-    batches: list[list[tuple[ScopeKey, Any, str]]]
-    vectors: np.ndarray  # (n, dim) float32, row i = i-th item in batch order
-    scope_of: np.ndarray  # row -> index into keys
-    active: np.ndarray  # row -> bool
-    keys: list[ScopeKey]
-    texts: list[str]
-    rows_of_scope: dict[int, np.ndarray] = field(default_factory=dict)
-
-
-@dataclass
-class Query:
-    scopes: tuple[ScopeKey, ...]
-    vector: np.ndarray
-    truth: set[int]
-    rows: np.ndarray  # permitted active rows
 
 
 def build(args: argparse.Namespace) -> tuple[Corpus, list[Query], FixedEmbedder]:
@@ -121,21 +103,7 @@ def build(args: argparse.Namespace) -> tuple[Corpus, list[Query], FixedEmbedder]
     return corpus, queries, embedder
 
 
-# --------------------------------------------------------------------------------------------- systems
-class System:
-    name = "?"
-    in_process = True
-
-    def ingest(self, corpus: Corpus) -> None: ...
-
-    def search(self, q: Query) -> list[int]: ...  # row numbers, best first
-
-    def size_bytes(self) -> int | None:
-        return None
-
-    def close(self) -> None: ...
-
-
+# --------------------------------------------------------------------------------------------- systems (the peers: filtered_recall_peers.py)
 class Floor(System):
     name = "floor"
 
@@ -283,126 +251,6 @@ class PostgresSystem(AsyncBackendSystem):
             conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
             conn.execute(f'DROP ROLE IF EXISTS "{self.app}"')
             conn.execute(f'DROP ROLE IF EXISTS "{self.owner}"')
-
-
-class FaissSystem(System):
-    name = "faiss flat + selector"
-
-    def ingest(self, corpus: Corpus) -> None:
-        import faiss
-
-        self.faiss = faiss
-        self.index = faiss.IndexFlatIP(corpus.vectors.shape[1])
-        self.index.add(corpus.vectors)
-
-    def search(self, q: Query) -> list[int]:
-        params = self.faiss.SearchParameters(sel=self.faiss.IDSelectorBatch(q.rows.astype(np.int64)))
-        _, ids = self.index.search(q.vector[None, :], K, params=params)
-        return [int(i) for i in ids[0] if i >= 0]
-
-
-class UsearchSystem(System):
-    name = "usearch per scope"
-
-    def ingest(self, corpus: Corpus) -> None:
-        from usearch.index import Index
-
-        self.indexes: dict[ScopeKey, Any] = {}
-        for s, rows in corpus.rows_of_scope.items():
-            if len(rows):
-                index = Index(ndim=corpus.vectors.shape[1], metric="ip", dtype="f32")
-                index.add(rows.astype(np.uint64), corpus.vectors[rows])
-                self.indexes[corpus.keys[s]] = index
-
-    def search(self, q: Query) -> list[int]:
-        found: list[tuple[float, int]] = []
-        for key in q.scopes:
-            index = self.indexes.get(key)
-            if index is not None:
-                m = index.search(q.vector, K)
-                found += list(zip(m.distances.tolist(), m.keys.tolist()))
-        return [int(k) for _, k in sorted(found)[:K]]
-
-
-class LanceSystem(System):
-    name = "lancedb prefilter"
-
-    def ingest(self, corpus: Corpus) -> None:
-        import lancedb
-        import pyarrow as pa
-
-        self.home = tempfile.mkdtemp(prefix="vb-bench-lance-")
-        dim = corpus.vectors.shape[1]
-        table = pa.table({
-            "row": pa.array(np.arange(len(corpus.vectors))),
-            "scope": pa.array([str(corpus.keys[s]) for s in corpus.scope_of.tolist()]),
-            "status": pa.array(["active" if a else "other" for a in corpus.active.tolist()]),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(corpus.vectors.reshape(-1)), dim),
-        })
-        self.table = lancedb.connect(self.home).create_table("memories", table)
-        self.table.create_scalar_index("scope")  # what a user tuning for prefiltered search would add
-
-    def search(self, q: Query) -> list[int]:
-        scopes = ", ".join("'" + str(k) + "'" for k in q.scopes)
-        hits = (self.table.search(q.vector).metric("dot").where(f"scope IN ({scopes}) AND status = 'active'", prefilter=True)
-                .limit(K).select(["row"]).to_list())
-        return [int(h["row"]) for h in hits]
-
-    def close(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-class ChromaSystem(System):
-    name = "chromadb $in"
-
-    def ingest(self, corpus: Corpus) -> None:
-        import chromadb
-
-        self.client = chromadb.EphemeralClient()
-        self.col = self.client.create_collection(f"m{secrets.token_hex(4)}", metadata={"hnsw:space": "ip"})
-        for start in range(0, len(corpus.vectors), 5000):
-            end = min(start + 5000, len(corpus.vectors))
-            self.col.add(ids=[str(i) for i in range(start, end)], embeddings=corpus.vectors[start:end],
-                         metadatas=[{"scope": str(corpus.keys[corpus.scope_of[i]]), "status": "active" if corpus.active[i] else "other"} for i in range(start, end)])
-
-    def search(self, q: Query) -> list[int]:
-        res = self.col.query(query_embeddings=[q.vector], n_results=K,
-                             where={"$and": [{"scope": {"$in": [str(k) for k in q.scopes]}}, {"status": "active"}]}, include=[])
-        return [int(i) for i in res["ids"][0]]
-
-
-class LangGraphSystem(System):
-    name = "langgraph InMemoryStore"
-
-    def ingest(self, corpus: Corpus) -> None:
-        from langgraph.store.base import PutOp
-        from langgraph.store.memory import InMemoryStore
-
-        table = {t: corpus.vectors[i] for i, t in enumerate(corpus.texts)}
-        self.queries: dict[str, np.ndarray] = {}
-
-        def embed(texts: list[str]) -> list[list[float]]:
-            return [(table[t] if t in table else self.queries[t]).tolist() for t in texts]
-
-        self.store = InMemoryStore(index={"dims": corpus.vectors.shape[1], "embed": embed, "fields": ["text"]})
-        ops = [PutOp((str(corpus.keys[corpus.scope_of[i]]),), str(i), {"text": corpus.texts[i], "status": "active" if corpus.active[i] else "other"})
-               for i in range(len(corpus.texts))]
-        for start in range(0, len(ops), 5000):
-            self.store.batch(ops[start:start + 5000])
-
-    def search(self, q: Query) -> list[int]:
-        text = f"q{id(q)}"
-        self.queries[text] = q.vector
-        found: list[tuple[float, int]] = []
-        for key in q.scopes:
-            for item in self.store.search((str(key),), query=text, filter={"status": "active"}, limit=K):
-                found.append((-(item.score or 0.0), int(item.key)))
-        return [k for _, k in sorted(found)[:K]]
-
-
-PEERS: dict[str, Callable[[], System]] = {
-    "faiss": FaissSystem, "usearch": UsearchSystem, "lancedb": LanceSystem, "chromadb": ChromaSystem, "langgraph": LangGraphSystem,
-}
 
 
 # --------------------------------------------------------------------------------------------- measure
