@@ -20,7 +20,7 @@ from typing import Any
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
-from bridge.errors import CorruptStorage, InvalidInput, NotPermitted, RecallIncomplete
+from bridge.errors import ConfigurationError, CorruptStorage, InvalidInput, NotPermitted, RecallIncomplete
 from bridge.handlers import HANDLERS
 from bridge.operations import Operation
 from bridge.recovery import open_checks
@@ -114,7 +114,42 @@ class MemoryBridge(OperationMethods, ReadMethods):
     def from_settings(cls, settings: "BridgeSettings | None" = None, **kwargs: Any) -> "MemoryBridge":
         """The bridge the settings describe (today: the local store under `settings.home`)."""
         settings = settings or load_bridge_settings()
-        return cls.open_local(settings.home, **{**settings.runtime_options(), **kwargs})
+        options = {**settings.runtime_options(), **kwargs}
+        if settings.state_url is None and settings.backend == "local":
+            return cls.open_local(settings.home, **options)
+        return cls._open_postgres(settings, options)
+
+    @classmethod
+    def _open_postgres(cls, settings: "BridgeSettings", options: dict[str, Any]) -> "MemoryBridge":
+        """Shared state (and optionally memories) on PostgreSQL: what several replicas open."""
+        secret = lambda v: None if v is None else v.get_secret_value()  # noqa: E731
+        state_url = secret(settings.state_url)
+        if state_url is None:
+            raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_STATE_URL (the bridge's state lives there too)")
+        if settings.backend == "local":
+            raise ConfigurationError(
+                "VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND=local is one machine's store: "
+                "set VIKING_BRIDGE_BACKEND=postgres (memories on PostgreSQL too)"
+            )
+        try:
+            from adapters.postgres import PostgresBackend
+            from bridge.state.postgres import open_postgres_state
+        except ImportError as exc:
+            raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
+        from identity.sessions import SessionBinder
+
+        migrate_url = secret(settings.state_migrate_url)
+        state = open_postgres_state(
+            state_url, migrate_url=migrate_url, schema=settings.state_schema,
+            fsync_reads=options.pop("audit_fsync_reads", False), intent_grace_s=settings.state_intent_grace_s,
+        )
+        try:
+            backend = PostgresBackend(secret(settings.memory_url) or state_url, migrate_url=migrate_url, schema=settings.state_schema)
+            backend.open_sync()
+        except BaseException:
+            state.close()
+            raise
+        return cls(backend, state, sessions=SessionBinder(state.session_repository()), **options)
 
     # the parts, for callers and tests that need them
     backend = property(lambda self: self.runtime.backend)

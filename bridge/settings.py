@@ -19,6 +19,14 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_GLOBAL_WRITER_TENANTS ""       tenants whose global_admins may write global
     VIKING_BRIDGE_AUDIT_FSYNC_READS     false    fsync each recall's audit row too
     VIKING_BRIDGE_MAX_ACTIVE_MANIFESTS_PER_USER 1000
+    VIKING_BRIDGE_STATE_URL             unset    postgresql://... : audit, grants, manifests,
+                                                 sessions, API keys and nonces on PostgreSQL,
+                                                 shared by every replica (SQLite under HOME if unset)
+    VIKING_BRIDGE_STATE_MIGRATE_URL     unset    the schema owner's URL for migrations (default: STATE_URL)
+    VIKING_BRIDGE_STATE_SCHEMA          viking_bridge
+    VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
+    VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
+    VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -26,10 +34,10 @@ Identity settings (provider, mode, keys) live in `identity.settings` under the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
@@ -65,6 +73,19 @@ class BridgeSettings(BaseSettings):
     global_writer_tenants: Annotated[frozenset[str], NoDecode] = frozenset()  # comma-separated in the environment
     audit_fsync_reads: bool = False
     max_active_manifests_per_user: int = Field(1000, ge=1, le=1_000_000)
+    state_url: SecretStr | None = None
+    state_migrate_url: SecretStr | None = None
+    state_schema: str = Field("viking_bridge", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
+    backend: Literal["local", "postgres"] = "local"
+    memory_url: SecretStr | None = None
+
+    @field_validator("state_url", "state_migrate_url", "memory_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
 
     @field_validator("global_writer_tenants", mode="before")
     @classmethod

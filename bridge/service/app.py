@@ -250,13 +250,16 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         from identity.settings import load_settings
 
         bridge_settings = load_bridge_settings()
+        if bridge is None:
+            bridge = open_bridge(bridge_settings)
         if auth is None:
             identity_settings = load_settings()
             sessionless = ["api_key"] + (["jwt"] if identity_settings.jwt is None or not identity_settings.jwt.claims.session_id else [])
-            providers = build_edge_providers(identity_settings, service_settings.providers, bridge_settings.home, service_settings.nonce_db_path)
+            providers = build_edge_providers(
+                identity_settings, service_settings.providers, bridge_settings.home, service_settings.nonce_db_path,
+                shared_state=bridge.state if bridge_settings.state_url is not None else None,
+            )
             auth = EdgeAuthenticator(providers, sessionless=sessionless)
-        if bridge is None:
-            bridge = open_bridge(bridge_settings)
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
     app.add_middleware(EdgeMiddleware, fastapi_app=app)
     return app

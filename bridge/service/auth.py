@@ -28,6 +28,7 @@ from pathlib import Path
 from bridge.errors import Unauthenticated
 from identity.model import MemoryIdentity
 from identity.nonces import SqliteNonceCache
+from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import ApiKey, BearerToken, GatewayRequest, IdentityProvider, narrow
 from identity.providers.gateway import GatewayProvider
 from identity.settings import IdentitySettings, build_provider
@@ -102,10 +103,16 @@ def default_session_id(identity: MemoryIdentity) -> str:
     return "dflt" + hashlib.sha256(f"vb-default-session|{identity.fingerprint}".encode()).hexdigest()[:32]
 
 
-def build_edge_providers(identity: IdentitySettings, kinds: Sequence[str], home: Path, nonce_db_path: Path | None = None) -> dict[str, IdentityProvider]:
-    """One provider per accepted credential kind. The gateway gets the shared SQLite nonce
-    cache (every worker refuses a nonce any worker saw); the others are built exactly as the
-    library builds them (`identity.settings.build_provider`). Never the development provider."""
+def build_edge_providers(
+    identity: IdentitySettings, kinds: Sequence[str], home: Path, nonce_db_path: Path | None = None, *, shared_state: object = None,
+) -> dict[str, IdentityProvider]:
+    """One provider per accepted credential kind. The gateway gets the shared nonce cache (every
+    worker — and with `shared_state` on PostgreSQL every replica — refuses a nonce any of them
+    saw); API keys come from the shared state's repository when there is one; the others are
+    built exactly as the library builds them (`identity.settings.build_provider`). Never the
+    development provider."""
+    shared_nonces = getattr(shared_state, "nonce_cache", None)
+    shared_keys = getattr(shared_state, "api_key_repository", None)
     chosen = list(dict.fromkeys(kinds or ([identity.provider] if identity.provider else [])))
     if not chosen or "dev" in chosen:
         from bridge.errors import ConfigurationError
@@ -126,9 +133,11 @@ def build_edge_providers(identity: IdentitySettings, kinds: Sequence[str], home:
             providers[kind] = GatewayProvider(
                 [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
                 max_age=gw.max_age_seconds, max_future_skew=gw.max_future_skew_seconds,
-                nonce_cache=SqliteNonceCache(nonce_db_path or home / "gateway-nonces.sqlite3"),
+                nonce_cache=shared_nonces() if shared_nonces else SqliteNonceCache(nonce_db_path or home / "gateway-nonces.sqlite3"),
                 require_nonce=gw.require_nonce or production, require_body_hash=gw.require_body_hash or production,
             )
+        elif kind == "api_key" and shared_keys is not None:
+            providers[kind] = ApiKeyProvider(ApiKeyStore(shared_keys()))
         else:
             providers[kind] = build_provider(identity.model_copy(update={"provider": kind}))
     return providers

@@ -1,6 +1,6 @@
 """The leakage contract suite passes through the memory service (`--via http`), not only in-process.
 
-Runs the whole suite in a child pytest for the local store and the Viking simulator, every
+Runs the whole suite in a child pytest for the local store, the Viking simulator and PostgreSQL, every
 test's calls going through the service's HTTP stack (contract_tests/http_transport.py).
 """
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("adapter", ["local", "viking"])
+@pytest.mark.parametrize("adapter", ["local", "viking", "postgres"])
 def test_contract_suite_passes_via_http(adapter: str, tmp_path: Path) -> None:
     env = {**os.environ, "VIKING_BRIDGE_CONTRACT_EXAMPLES": os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", "10")}
     run = subprocess.run(
