@@ -46,7 +46,21 @@ def check_configuration() -> None:
     from identity.settings import load_settings
 
     settings = load_service_settings()
-    build_edge_providers(load_settings(), settings.providers, load_bridge_settings().home, settings.nonce_db_path)
+    bridge_settings = load_bridge_settings()
+    shared = None
+    if bridge_settings.state_url is not None:  # opening it also migrates, once, before any worker starts
+        from bridge.state.postgres import open_postgres_state
+
+        migrate_url = bridge_settings.state_migrate_url
+        shared = open_postgres_state(
+            bridge_settings.state_url.get_secret_value(), schema=bridge_settings.state_schema,
+            migrate_url=None if migrate_url is None else migrate_url.get_secret_value(),
+        )
+    try:
+        build_edge_providers(load_settings(), settings.providers, bridge_settings.home, settings.nonce_db_path, shared_state=shared)
+    finally:
+        if shared is not None:
+            shared.close()
 
 
 def serve(host: str | None = None, port: int | None = None, workers: int | None = None) -> int:

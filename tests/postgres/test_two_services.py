@@ -2,8 +2,8 @@
 (issue 12 item 4): a grant issued through one is honoured by the other; a gateway nonce used on
 one is refused on the other; a session bound on one is enforced on the other; the audit log is
 one sequence; SIGKILL one replica in the middle of writes and every acknowledged write is present
-exactly once afterwards. Each replica is `create_app` over PostgreSQL parts
-(tests/postgres/service_child.py) until `viking-bridge serve` selects them by setting."""
+exactly once afterwards. Each replica is a real `viking-bridge serve` process configured only by
+environment (VIKING_BRIDGE_STATE_URL, VIKING_BRIDGE_BACKEND=postgres), as an operator runs it."""
 
 from __future__ import annotations
 
@@ -44,9 +44,12 @@ def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int) -> Replica:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")},
-           "VIKING_BRIDGE_HOME": str(tmp / f"home{n}"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "100000", "PYTHONPATH": str(ROOT)}
+           "VIKING_BRIDGE_HOME": str(tmp / f"home{n}"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "100000", "PYTHONPATH": str(ROOT),
+           # exactly what an operator sets for each replica: shared state and memories on PostgreSQL
+           "VIKING_BRIDGE_STATE_URL": db.app_url, "VIKING_BRIDGE_STATE_MIGRATE_URL": db.owner_url, "VIKING_BRIDGE_BACKEND": "postgres",
+           "VIKING_BRIDGE_SERVICE_PROVIDERS": "api_key,gateway", "VIKING_BRIDGE_GATEWAY__SECRET": secret}
     err = open(tmp / f"replica{n}.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "tests.postgres.service_child", db.app_url, db.owner_url, str(port), secret],
+    process = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     replica = Replica(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + 60
