@@ -17,11 +17,24 @@ from identity.ids import InvalidIdError
 from identity.providers.api_keys import ApiKeyRecord, ApiKeyStore
 
 DB_ENV = "VIKING_BRIDGE_API_KEYS__DB_PATH"
+STATE_URL_ENV = "VIKING_BRIDGE_STATE_URL"  # shared state on PostgreSQL: keys live there for every replica
+STATE_SCHEMA_ENV = "VIKING_BRIDGE_STATE_SCHEMA"
+
+
+def _open_store(db: str | None) -> ApiKeyStore | None:
+    """The key store the service reads: PostgreSQL when the state is shared, else the SQLite file."""
+    url = os.environ.get(STATE_URL_ENV)
+    if url and not db:
+        from identity.state_postgres import PgApiKeyRepository, PgPool
+
+        schema = os.environ.get(STATE_SCHEMA_ENV) or "viking_bridge"
+        return ApiKeyStore(PgApiKeyRepository(PgPool(url, schema=schema, max_size=1), owns_pool=True))
+    return ApiKeyStore(db) if db else None
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m identity.admin", description="Manage viking-bridge API keys.")
-    parser.add_argument("--db", default=os.environ.get(DB_ENV), help=f"SQLite key store (default ${DB_ENV})")
+    parser.add_argument("--db", default=os.environ.get(DB_ENV), help=f"SQLite key store (default ${DB_ENV}; with ${STATE_URL_ENV} set and no --db: the shared PostgreSQL state)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     issue = sub.add_parser("issue", help="issue a key bound to one identity; prints the key once")
@@ -59,10 +72,10 @@ def _describe(record: ApiKeyRecord) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not args.db:
-        print(f"error: no key store; pass --db or set {DB_ENV}", file=sys.stderr)
+    store = _open_store(args.db)
+    if store is None:
+        print(f"error: no key store; pass --db or set {DB_ENV} (or {STATE_URL_ENV} for shared state)", file=sys.stderr)
         return 2
-    store = ApiKeyStore(args.db)
     try:
         if args.command == "issue":
             try:

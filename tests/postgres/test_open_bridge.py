@@ -53,3 +53,20 @@ def test_a_state_url_that_is_not_postgresql_is_named(monkeypatch) -> None:
     monkeypatch.setenv("VIKING_BRIDGE_STATE_URL", "sqlite:///tmp/x")
     with pytest.raises(ConfigurationError, match="VIKING_BRIDGE_STATE_URL"):
         load_bridge_settings()
+
+
+async def test_keys_issued_by_the_admin_command_under_shared_state_authenticate_on_every_replica(pg_db: TestDatabase, monkeypatch, tmp_path, capsys) -> None:
+    from identity.admin import main as keys_main
+    from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore
+
+    _env(monkeypatch, pg_db, BACKEND="postgres", HOME=str(tmp_path))
+    replica = open_bridge()  # migrates the shared schema, as a replica's start-up does
+    try:
+        monkeypatch.setenv("VIKING_BRIDGE_STATE_URL", pg_db.app_url)
+        assert keys_main(["issue", "--tenant", "acme", "--user", "u9", "--agent", "a"]) == 0
+        key = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("vbk_"))
+        identity = await ApiKeyProvider(ApiKeyStore(replica.state.api_key_repository())).authenticate(ApiKey(key))
+        assert (identity.tenant_id, identity.user_id) == ("acme", "u9")
+        assert not list(tmp_path.glob("*.sqlite3")), "the key went to a local SQLite file instead of the shared state"
+    finally:
+        await replica.aclose()
