@@ -20,19 +20,19 @@ from typing import Any
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
-from bridge.errors import ConfigurationError, CorruptStorage, InvalidInput, NotPermitted, RecallIncomplete
+from bridge import opening
+from bridge.errors import InvalidInput, NotPermitted, RecallIncomplete
 from bridge.handlers import HANDLERS
 from bridge.operations import Operation
 from bridge.recovery import open_checks
 from bridge.runtime import BridgeRuntime
-from bridge.settings import BridgeSettings, load_bridge_settings
+from bridge.settings import BridgeSettings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
-from bridge.state.sqlite import SqliteState
 from bridge.sugar import OperationMethods, ReadMethods
 from identity.errors import Forbidden
 from identity.model import MemoryIdentity
-from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
+from identity.sessions import InMemorySessionRegistry, SessionRegistry
 
 __all__ = ["MemoryBridge", "SyncMemoryBridge", "open_bridge"]
 
@@ -70,86 +70,18 @@ class MemoryBridge(OperationMethods, ReadMethods):
 
     @classmethod
     def open_local(cls, home: str | Path, **kwargs: Any) -> "MemoryBridge":
-        """The embedded default: store, bridge state and session bindings under one directory.
-
-        The store must be the one the bridge state is bound to (bridge/recovery.py): a missing,
-        emptied or replaced store raises `CorruptStorage` here, before anything is written."""
-        from adapters.local import LocalBackend
-
-        home = Path(home)
-        options = {**_defaults(), **kwargs}
-        state = SqliteState(home / "bridge.sqlite3", fsync_reads=options.pop("audit_fsync_reads", False))
-        bound = None if options.get("reinitialise") else state.bound_store_id()
-        quarantined: list[Any] = options.setdefault("quarantined", [])
-        try:
-            backend = LocalBackend(
-                home / "store", embedder=options.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
-                on_quarantine=quarantined.append,
-            )
-        except CorruptStorage as exc:
-            state.close()
-            raise CorruptStorage(
-                f"{exc}; the bridge state {state.path} is bound to store {bound}: restore that store, "
-                "or re-initialise explicitly (--reinitialise)", path=exc.path,
-            ) from None
-        except BaseException:
-            state.close()
-            raise
-        return cls._assemble(backend, home, {**options, "state": state})
+        """The embedded default: store, state and sessions under `home` (bridge/opening.py)."""
+        return opening.open_local(cls, home, **kwargs)
 
     @classmethod
     def with_backend(cls, backend: MemoryBackend, home: str | Path, **kwargs: Any) -> "MemoryBridge":
-        """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in
-        `home`; every `VIKING_BRIDGE_*` setting applies unless given here explicitly."""
-        return cls._assemble(backend, Path(home), {**_defaults(), **kwargs})
-
-    @classmethod
-    def _assemble(cls, backend: MemoryBackend, home: Path, options: dict[str, Any]) -> "MemoryBridge":
-        sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
-        fsync_reads = options.pop("audit_fsync_reads", False)
-        state = options.pop("state", None) or SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
-        return cls(backend, state, sessions=sessions, **options)
+        """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in `home`."""
+        return opening.with_backend(cls, backend, home, **kwargs)
 
     @classmethod
     def from_settings(cls, settings: "BridgeSettings | None" = None, **kwargs: Any) -> "MemoryBridge":
-        """The bridge the settings describe (today: the local store under `settings.home`)."""
-        settings = settings or load_bridge_settings()
-        options = {**settings.runtime_options(), **kwargs}
-        if settings.state_url is None and settings.backend == "local":
-            return cls.open_local(settings.home, **options)
-        return cls._open_postgres(settings, options)
-
-    @classmethod
-    def _open_postgres(cls, settings: "BridgeSettings", options: dict[str, Any]) -> "MemoryBridge":
-        """Shared state (and optionally memories) on PostgreSQL: what several replicas open."""
-        secret = lambda v: None if v is None else v.get_secret_value()  # noqa: E731
-        state_url = secret(settings.state_url)
-        if state_url is None:
-            raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_STATE_URL (the bridge's state lives there too)")
-        if settings.backend == "local":
-            raise ConfigurationError(
-                "VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND=local is one machine's store: "
-                "set VIKING_BRIDGE_BACKEND=postgres (memories on PostgreSQL too)"
-            )
-        try:
-            from adapters.postgres import PostgresBackend
-            from bridge.state.postgres import open_postgres_state
-        except ImportError as exc:
-            raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
-        from identity.sessions import SessionBinder
-
-        migrate_url = secret(settings.state_migrate_url)
-        state = open_postgres_state(
-            state_url, migrate_url=migrate_url, schema=settings.state_schema,
-            fsync_reads=options.pop("audit_fsync_reads", False), intent_grace_s=settings.state_intent_grace_s,
-        )
-        try:
-            backend = PostgresBackend(secret(settings.memory_url) or state_url, migrate_url=migrate_url, schema=settings.state_schema)
-            backend.open_sync()
-        except BaseException:
-            state.close()
-            raise
-        return cls(backend, state, sessions=SessionBinder(state.session_repository()), **options)
+        """The bridge the `VIKING_BRIDGE_*` settings describe (local, or PostgreSQL for replicas)."""
+        return opening.from_settings(cls, settings, **kwargs)
 
     # the parts, for callers and tests that need them
     backend = property(lambda self: self.runtime.backend)
@@ -212,10 +144,6 @@ class MemoryBridge(OperationMethods, ReadMethods):
         if close is not None:
             close()
         await self.runtime.state.aclose()
-
-
-def _defaults() -> dict[str, Any]:
-    return load_bridge_settings().runtime_options()
 
 
 def open_bridge(settings: "BridgeSettings | None" = None, **kwargs: Any) -> MemoryBridge:
