@@ -17,7 +17,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant
 from identity.model import MemoryIdentity
 
-__all__ = ["read_reason", "may_see_status", "approvable_scopes", "may_edit", "grants_subject"]
+__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -37,6 +37,11 @@ def may_see_status(policy: Policy, identity: MemoryIdentity, key: ScopeKey, stat
     if status is Status.ACTIVE:
         return True
     return author_user_id == identity.user_id or policy.may_approve(identity, key)
+
+
+def approves_anything(identity: MemoryIdentity) -> bool:
+    """Whether an approval queue exists for this identity at all (approver or tenant admin)."""
+    return identity.has_role(Role.APPROVER) or identity.has_role(Role.ADMIN)
 
 
 def approvable_scopes(policy: Policy, identity: MemoryIdentity, tenant_scopes: Iterable[ScopeKey]) -> list[ScopeKey]:

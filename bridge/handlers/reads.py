@@ -1,8 +1,8 @@
 """Handlers of the read API (issue 11): get, list, the approval queue, edit, reject, grants, and
 seed 000's inject-context.
 
-Every permission is the policy's (`bridge/policy.py`, the module functions at its end); this
-module fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
+Every permission is the policy's (`bridge/policy.py`, `bridge/read_policy.py`); this module
+fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
 the memory ids, never content); an edit is an `edit` row naming the fields changed, never their
 values. A memory the caller may not see in a scope it may read is reported as absent
 (`NotFound`), so a pending proposal's existence does not leak to readers of the scope.
@@ -21,8 +21,7 @@ from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
 from bridge.models import RecalledMemory
 from bridge.read_operations import EditMemory, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
-from bridge.policy import Role
-from bridge.read_policy import approvable_scopes, grants_subject, may_edit, may_see_status, read_reason
+from bridge.read_policy import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import Grant
@@ -124,7 +123,7 @@ def _split_cursor(cursor: str | None) -> tuple[str | None, str | None]:
 
 
 async def pending_approvals(rt: BridgeRuntime, identity: MemoryIdentity, op: PendingApprovals) -> MemoryPage:
-    if not (identity.has_role(Role.APPROVER) or identity.has_role(Role.ADMIN)):
+    if not approves_anything(identity):
         raise NotPermitted(f"{identity.principal} approves no scope (needs the approver role for a department or workspace, or admin)")
     scopes = approvable_scopes(rt.policy, identity, await rt.backend.list_scopes(identity.tenant_id))
     at, inner = _split_cursor(op.cursor)
@@ -170,9 +169,10 @@ async def reject(rt: BridgeRuntime, identity: MemoryIdentity, op: Reject) -> boo
     memory = await rt.backend.get(key, memory_id)
     if memory.status is not Status.PENDING:
         raise InvalidInput(f"memory {memory_id} is {memory.status.value}, not pending")
+    intent = await rt.state.audit.begin_intent(identity, "reject", key, memory_id)  # a crash after the delete is still audited
     deleted = await rt.backend.delete(key, memory_id)
     await rt.state.manifests.purge_memory_ids({memory_id})
-    await rt.state.audit.append(identity, "reject", memory_ids=[memory_id], scopes=[key])
+    await rt.state.audit.append(identity, "reject", memory_ids=[memory_id], scopes=[key], closes_intent=intent)
     return deleted
 
 

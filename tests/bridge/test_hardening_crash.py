@@ -324,3 +324,21 @@ async def test_an_erasure_killed_midway_is_audited_as_interrupted_at_reopen(tmp_
         assert await reopened.forget_subject(admin, "bob") == 0  # idempotent: the re-run finds nothing left
     finally:
         await reopened.aclose()
+
+
+async def test_a_rejection_whose_audit_row_was_lost_to_a_crash_is_audited_at_reopen(tmp_path):
+    """Rejecting a pending memory deletes it: the same announcement as forget covers it."""
+    home = tmp_path / "home"
+    approver = make_identity("dave", roles=("admin",))
+    b = MemoryBridge.open_local(home)
+    pending = await b.remember(ALICE, "every service exposes /health", "standard")
+    _crash_on_audit_of(b, "reject")
+    with pytest.raises(SimulatedCrash):
+        await b.reject(approver, pending.ref)
+    await b.aclose()
+    reopened = MemoryBridge.open_local(home)
+    try:
+        (row,) = await reopened.audit_events(approver, action="recovered")
+        assert row.memory_ids == (pending.memory_id,) and row.detail["operation"] == "reject" and row.actor == approver.principal
+    finally:
+        await reopened.aclose()
