@@ -119,14 +119,12 @@ class PgPool:
                     async with conn.transaction():
                         return await fn(conn)
             except _RETRYABLE:
-                if attempt == 4:
-                    raise StorageUnavailable(f"{what} at {self.where}: too many serialisation conflicts", path=self.where) from None
                 await asyncio.sleep(0.01 * (attempt + 1))
             except BaseException as exc:
                 if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
                     raise
                 raise map_error(exc, self.where, what) from None
-        raise AssertionError("unreachable")
+        raise StorageUnavailable(f"{what} at {self.where}: too many serialisation conflicts", path=self.where)
 
     def run_sync(self, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str = "PostgreSQL state") -> T:
         """Run `fn(conn)` in one transaction and wait (blocking callers: the identity protocols)."""
