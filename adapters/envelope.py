@@ -45,7 +45,7 @@ __all__ = [
 
 ENVELOPE_VERSION = 1
 #: Our memory ids: `m` + 32 hex chars (128 bits), valid in every remote backend's id alphabet.
-MEMORY_ID = re.compile(r"^m[0-9a-f]{32}$")
+MEMORY_ID = re.compile(r"^m[0-9a-f]{32}\Z")
 
 alarm_log = logging.getLogger("adapters.alarm")
 

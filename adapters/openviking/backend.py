@@ -78,8 +78,8 @@ __all__ = ["OpenVikingBackend", "Mode"]
 log = logging.getLogger("adapters.openviking")
 
 Mode = Literal["api_key", "trusted"]
-_SESSION_ID = re.compile(r"^vb-[0-9a-f]{40}$")
-_ARCHIVE = re.compile(r"^archive_[0-9]{1,9}$")
+_SESSION_ID = re.compile(r"^vb-[0-9a-f]{40}\Z")
+_ARCHIVE = re.compile(r"^archive_[0-9]{1,9}\Z")
 
 
 def status_tag(status: Status) -> str:

@@ -44,8 +44,8 @@ from identity.ids import InvalidIdError, validate_id
 __all__ = ["OV_NAME", "validate_ov_name", "encode_id", "Principal", "ScopeMapper", "memory_id_for", "MEMORY_ID",
            "ADMIN_USER", "TENANT_USER", "GLOBAL_USER", "MEMORY_DIR"]
 
-OV_NAME = re.compile(r"^[a-zA-Z0-9_.@-]+$")
-_NAMESPACE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]{0,39}$")
+OV_NAME = re.compile(r"^[a-zA-Z0-9_.@-]+\Z")
+_NAMESPACE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]{0,39}\Z")
 ADMIN_USER = "vb-admin"  # created with each account; its key is discarded, never used for data
 TENANT_USER = "tenant-shared"
 GLOBAL_USER = "global-shared"

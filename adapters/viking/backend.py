@@ -90,7 +90,7 @@ __all__ = ["VikingBackend", "VikingConfig"]
 log = logging.getLogger("adapters.viking")
 
 _OUR_ID = MEMORY_ID
-_EXTRACTED_ID = re.compile(r"^x[A-Za-z0-9_\-]{1,128}$")
+_EXTRACTED_ID = re.compile(r"^x[A-Za-z0-9_\-]{1,128}\Z")
 MAX_MESSAGES = 1000
 SERVICE_MAX_LIMIT = 5000
 

@@ -50,8 +50,8 @@ def prov_from_json(d: Mapping[str, Any]) -> Provenance:
     """Provenance of a registry capture record (`Provenance.from_dict`)."""
     return Provenance.from_dict(d)
 
-VIKING_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
-_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
+VIKING_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}\Z")
+_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}\Z")
 _TAG = {
     Visibility.PRIVATE: "u",
     Visibility.AGENT: "a",
