@@ -24,6 +24,7 @@ import pytest
 from contract_tests.postgres_server import TestDatabase
 from identity.providers import ApiKeyStore, sign_gateway_headers
 from identity.state_postgres import PgApiKeyRepository, PgPool
+from tests.service.servicekit import wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,17 +53,8 @@ def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int) -> Replica:
     process = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     replica = Replica(f"http://127.0.0.1:{port}", process)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"replica {n} exited: {(tmp / f'replica{n}.err').read_text()[-2000:]}")
-        try:
-            if httpx.get(replica.url + "/ready", timeout=2).status_code == 200:
-                return replica
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"replica {n} never became ready: {(tmp / f'replica{n}.err').read_text()[-2000:]}")
+    wait_until_ready(replica.url, process, tmp / f"replica{n}.err", 60)
+    return replica
 
 
 @pytest.fixture

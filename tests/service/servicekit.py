@@ -113,18 +113,27 @@ def spawn_service(tmp: Path, *, workers: int = 1, env: dict[str, str] | None = N
             env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
         )
     service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path)
-    deadline = time.monotonic() + ready_timeout
+    try:
+        wait_until_ready(service.url, process, err_path, ready_timeout)
+    except RuntimeError:
+        service.stop()
+        raise
+    return service
+
+
+def wait_until_ready(url: str, process: subprocess.Popen, err_path: Path, timeout: float) -> None:
+    """Poll `url/ready` until it answers 200; raise with the server's stderr if it exits or stalls."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the service exited with {process.returncode}: {err_path.read_text()[-3000:]}")
         try:
-            if httpx.get(service.url + "/ready", timeout=2.0).status_code == 200:
-                return service
+            if httpx.get(url + "/ready", timeout=2.0).status_code == 200:
+                return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    service.stop()
-    raise RuntimeError(f"the service did not become ready in {ready_timeout} s: {err_path.read_text()[-3000:]}")
+    raise RuntimeError(f"the service did not become ready in {timeout} s: {err_path.read_text()[-3000:]}")
 
 
 def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
