@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
+from bridge import admin_operations as admin_ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import console, erasure, grants, injection, lifecycle, memories, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
@@ -39,4 +40,9 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     read_ops.Reject: reads.reject,
     read_ops.ListGrants: reads.list_grants,
     read_ops.InjectContext: reads.inject_context,
+    # the admin console (issue 15)
+    admin_ops.TenantGrants: console.tenant_grants,
+    admin_ops.TenantManifests: console.tenant_manifests,
+    admin_ops.ScopeCounts: console.scope_counts,
+    admin_ops.WhoCanRead: console.who_can_read,
 }

@@ -257,6 +257,9 @@ class PgGrants:
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
         return await _count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s ORDER BY issued_at DESC LIMIT %s", (tenant_id, limit))
+
 
 _MANIFEST_COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
 
@@ -341,6 +344,12 @@ class PgManifests:
         rows = await _fetch(self.pool, "SELECT count(*) FROM manifests WHERE tenant_id = %s AND user_id = %s AND expires_at > %s AND revoked_at IS NULL",
                             (tenant_id, user_id, now), "manifest store")
         return int(rows[0][0])
+
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = %s)" if memory_id is not None else ""
+        rows = await _fetch(self.pool, f"SELECT manifest_id FROM manifests WHERE tenant_id = %s AND revoked_at IS NULL AND expires_at > %s{holding} ORDER BY created_at DESC LIMIT %s",
+                            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit), "manifest store")
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
 
 
 def _user_of(url: str) -> str:

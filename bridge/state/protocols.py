@@ -107,6 +107,11 @@ class GrantRepository(Protocol):
 
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int: ...
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        """Every grant of one tenant (active or not), newest first, at most `limit`: the tenant
+        admin's "grants in force" view (the policy filters; the store only lists)."""
+        ...
+
 
 @runtime_checkable
 class ManifestRepository(Protocol):
@@ -132,6 +137,11 @@ class ManifestRepository(Protocol):
     async def purge_expired(self, now: float, limit: int = 1000) -> int: ...
 
     async def count_active(self, tenant_id: str, user_id: str, now: float) -> int: ...
+
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        """Unrevoked, unexpired manifests of one tenant, newest first, at most `limit`; with
+        `memory_id`, only those holding it (an index, not a scan). Their chain is the caller's to check."""
+        ...
 
 
 @runtime_checkable

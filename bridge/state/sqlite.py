@@ -255,6 +255,9 @@ class SqliteGrants:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM grants WHERE tenant_id = ? AND grantee_user_id = ?", (tenant_id, user_id)).rowcount
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return [self._row(r) for r in self.db.query("SELECT * FROM grants WHERE tenant_id = ? ORDER BY issued_at DESC LIMIT ?", (tenant_id, limit))]
+
 
 class SqliteManifests:
     _COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
@@ -337,6 +340,14 @@ class SqliteManifests:
     async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
         rows = self.db.query("SELECT COUNT(*) FROM manifests WHERE tenant_id = ? AND user_id = ? AND expires_at > ? AND revoked_at IS NULL", (tenant_id, user_id, now))
         return int(rows[0][0])
+
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = ?)" if memory_id is not None else ""
+        rows = self.db.query(
+            f"SELECT manifest_id FROM manifests WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at > ?{holding} ORDER BY created_at DESC LIMIT ?",
+            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit),
+        )
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
 
 
 class SqliteState:
