@@ -33,6 +33,7 @@ from starlette.routing import Match
 from adapters.errors import BackendError
 from bridge.errors import VikingBridgeError
 from bridge.facade import MemoryBridge
+from bridge.service import admin as console
 from bridge.service.auth import EdgeAuthenticator, build_edge_providers
 from bridge.service.limits import BodyLimit, TokenBuckets
 from bridge.service.observability import Metrics, access_log
@@ -45,7 +46,8 @@ __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
 log = logging.getLogger("viking_bridge.service")
 API_VERSION = "1.0.0"
-ROUTERS = (recall, memories, admin, ops)
+ROUTERS = (recall, memories, admin, ops, console)
+PUBLIC_PATHS = ops.PUBLIC_PATHS | console.PUBLIC_PATHS  # the console's page holds no data (issue 15)
 #: A random tag of this worker process, sent as `X-Served-By` (tests prove cross-worker
 #: guarantees with it; it reveals nothing, not even the pid).
 WORKER_TAG = uuid.uuid4().hex[:12]
@@ -127,7 +129,7 @@ class EdgeMiddleware:
         limit = BodyLimit(ctx.settings.max_body_bytes, ctx.settings.max_query_bytes)
         try:
             limit.check_head(scope)
-            if scope["path"] in ops.PUBLIC_PATHS:
+            if scope["path"] in PUBLIC_PATHS:
                 await self.app(scope, receive, send_wrapped)
                 return
             receive_limited = limit.wrap(receive)
