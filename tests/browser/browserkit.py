@@ -36,7 +36,7 @@ def ensure_chromium(log_path: Path) -> str | None:
         return "no /usr/bin/chromium, and installing Debian's chromium package with apt-get needs root"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     with open(log_path, "wb") as log:
-        for cmd in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "--no-install-recommends", "chromium"]):
+        for cmd in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "chromium"]):
             done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=1800)
             if done.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} failed with {done.returncode}: {log_path.read_text(errors='replace')[-2000:]}")

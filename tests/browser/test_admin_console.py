@@ -256,3 +256,19 @@ def test_console_is_served_with_a_strict_csp_and_no_data(service: Service) -> No
     js = httpx.get(service.url + "/admin/console.js").text
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
     assert httpx.get(service.url + "/api/v1/admin/whoami").status_code == 401  # the data needs a credential
+
+
+def test_approver_works_the_queue_of_their_department_only(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    mine = tenant.pending("Eng standard: lint before commit")
+    ops_member = service.client(service.api_key("olga", tenant=tenant.id, departments=["ops"]))
+    theirs = ops_member.post("/api/v1/memories", json={"content": "Ops standard: page the on-call", "kind": "standard"}).json()
+    approver_key = service.api_key("erin", tenant=tenant.id, departments=["eng"], roles=["approver"])
+    sign_in(page, service, approver_key)
+    expect(page.locator("#status")).to_have_text("1 pending memory awaiting approval.")
+    expect(page.locator("#approvals-out")).not_to_contain_text(theirs["memory_id"])
+    page.get_by_role("button", name=f"Approve memory {mine['memory_id']}").click()
+    expect(page.locator("#status")).to_have_text(f"Approved memory {mine['memory_id']}.")
+    screenshots.take(page, "approver-queue")
+    goto(page, "Grants")  # the tenant-wide views stay an admin's
+    expect(page.get_by_role("alert")).to_contain_text("403")
+    assert tenant.member.get(f"/api/v1/memories/{mine['memory_id']}", params={"scope": mine["scope"]}).json()["status"] == "active"
