@@ -31,6 +31,7 @@ SECURITY_HEADERS = {
 }
 _FILES = {
     "/admin": ("index.html", "text/html; charset=utf-8"),
+    "/admin/": ("index.html", "text/html; charset=utf-8"),
     "/admin/console.js": ("console.js", "text/javascript; charset=utf-8"),
     "/admin/console.css": ("console.css", "text/css; charset=utf-8"),
     "/admin/favicon.svg": ("favicon.svg", "image/svg+xml"),
@@ -49,7 +50,7 @@ def _route(path: str, name: str, media_type: str) -> None:
     async def serve() -> Response:
         return Response(body, media_type=media_type, headers=SECURITY_HEADERS)
 
-    router.add_api_route(path, serve, methods=["GET"], name=f"admin_console_{name.replace('.', '_')}")
+    router.add_api_route(path, serve, methods=["GET"], name=f"admin_console_{path.strip('/').replace('/', '_').replace('.', '_')}")
 
 
 for _path, (_name, _type) in _FILES.items():
