@@ -1,4 +1,4 @@
-"""Fixtures of the admin console's browser tests: one headless Chromium per session (Debian's
+"""Fixtures of the admin console's browser tests: one headless Chromium per module (Debian's
 package, installed with apt when missing), one fresh page per test, the shared service of
 tests/conftest.py, and the screenshots of every page listed at the end of the run."""
 
@@ -15,9 +15,11 @@ from tests.browser.browserkit import CHROMIUM, CHROMIUM_ARGS, Screenshots, ensur
 _SHOTS: list[Screenshots] = []
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Playwright browser context over /usr/bin/chromium with a fresh user-data-dir."""
+    """A Playwright browser context over /usr/bin/chromium with a fresh user-data-dir. Module
+    scope: sync Playwright runs its own event loop, which must be gone before the asyncio tests
+    of later directories run (a launch costs about a second)."""
     reason = ensure_chromium(tmp_path_factory.mktemp("apt") / "apt.log")
     if reason:
         pytest.skip(f"no headless Chromium for the admin console tests: {reason}")
