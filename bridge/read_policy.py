@@ -18,10 +18,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = [
-    "read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject",
-    "require_tenant_admin", "may_inspect", "Audience", "Reader", "default_audience", "readers_of",
-]
+__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -70,6 +67,9 @@ def grants_subject(identity: MemoryIdentity, grantee_user_id: str | None) -> str
 
 
 # -- the admin console (issue 15): tenant-admin views, and "who can read this and why" ---------
+__all__ += ["require_tenant_admin", "may_inspect", "Audience", "Reader", "default_audience", "readers_of"]
+
+
 def require_tenant_admin(identity: MemoryIdentity, what: str) -> None:
     """The console's tenant-wide views (every grant, every manifest, per-scope counts, readers
     of a memory) are for the tenant's admins; the tenant is always the admin's own."""

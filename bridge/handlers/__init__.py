@@ -11,7 +11,8 @@ from typing import Any, Awaitable, Callable
 from bridge import operations as ops
 from bridge import admin_operations as admin_ops
 from bridge import read_operations as read_ops
-from bridge.handlers import console, erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import console  # the admin console (issue 15)
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
