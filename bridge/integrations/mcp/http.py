@@ -7,7 +7,7 @@ protected-resource metadata (`resource_metadata="<origin>/.well-known/oauth-prot
 which names the authorization server (default: the first JWT issuer) — the MCP authorization spec's
 discovery, so a host knows where to get a token. The SDK binds each `Mcp-Session-Id` to the
 token's principal, so another identity's token cannot ride an MCP session; identity itself is
-re-verified on every request. DNS-rebinding protection is on for loopback binds.
+re-verified on every request. `GET /ready` answers once the bridge is open. DNS-rebinding protection is on for loopback binds.
 
     VIKING_BRIDGE_MCP_HOST                    127.0.0.1
     VIKING_BRIDGE_MCP_PORT                    8090
@@ -25,6 +25,8 @@ from typing import Annotated, Any
 from pydantic import AnyHttpUrl, BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from bridge.errors import ConfigurationError
 from bridge.facade import MemoryBridge
@@ -72,5 +74,6 @@ def http_app(bridge: MemoryBridge, verifier: JwtTokenVerifier, settings: McpHttp
     security = TransportSecuritySettings(enable_dns_rebinding_protection=bool(hosts), allowed_hosts=hosts,
                                          allowed_origins=[f"http://{h}" for h in hosts])
     server = build_server(bridge, request_identity)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host, auth=auth, token_verifier=verifier, transport_security=security)
-    return app
+    ready = Route("/ready", lambda request: PlainTextResponse("ready"), methods=["GET"])  # operational, no identity involved
+    return server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host, auth=auth, token_verifier=verifier,
+                                      transport_security=security, custom_starlette_routes=[ready])
