@@ -41,9 +41,11 @@ INSTRUCTIONS = (
 )
 
 
-def _error(name: str, detail: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{name}: {detail}")],
-                                structured_content={"error": name, "detail": detail}, is_error=True)
+def _error(name: str, detail: str, exc: BaseException | None = None) -> types.CallToolResult:
+    body: dict[str, Any] = {"error": name, "detail": detail}
+    if getattr(exc, "failed_scopes", None):  # RecallIncomplete: which scopes could not be searched
+        body["failed_scopes"] = [str(s) for s in exc.failed_scopes]  # type: ignore[union-attr]
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{name}: {detail}")], structured_content=body, is_error=True)
 
 
 def _tool_list() -> list[types.Tool]:
@@ -74,7 +76,7 @@ def build_server(bridge: MemoryBridge, identify: Identify) -> Server[Any]:
             who = await identify(ctx)
             body = await tool.run(bridge, who, args)
         except VikingBridgeError as exc:
-            return _error(type(exc).__name__, str(exc))
+            return _error(type(exc).__name__, str(exc), exc)
         except Exception as exc:  # noqa: BLE001 - a tool call answers every failure; details stay in the log
             log.error("mcp: unhandled %s in tool %s", type(exc).__name__, tool.name)
             return _error("InternalError", "internal error")
