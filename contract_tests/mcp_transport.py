@@ -12,7 +12,8 @@ Identity travels as a credential, the way a host configures one: each `MemoryIde
 got from a credential is re-issued as a JWT signed by a key only this transport holds, verified
 by the bridge's `JwtProvider` through the MCP server's own `JwtTokenVerifier`, and the connection
 runs as what the provider verified (as a stdio server process runs as its API key) — never as an
-argument. Tool errors are turned back into the error tree by class name (the most derived class
+argument. A `BaseException` that is no `Exception` (a simulated crash) tears the in-process
+connection down and is re-raised as itself, as httpx's ASGI transport re-raises one. Tool errors are turned back into the error tree by class name (the most derived class
 of that name), so `pytest.raises(NotPermitted)` holds through MCP as it does in-process.
 """
 
@@ -60,6 +61,10 @@ def _error(body: dict[str, Any]) -> Exception:
         return bridge_errors.VikingBridgeError(f"{body.get('error')}: {message}")
 
 
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [leaf for e in group.exceptions for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])]
+
+
 class McpBridge:
     def __init__(self, bridge: MemoryBridge) -> None:
         from bridge.integrations.mcp.credentials import JwtTokenVerifier
@@ -94,8 +99,14 @@ class McpBridge:
         if token is None:
             raise bridge_errors.Unauthenticated("the MCP transport's token was refused")
         server = build_server(self.inner, fixed_identity(token.identity))  # type: ignore[attr-defined]
-        async with Client(server) as client:
-            result = await client.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+        try:
+            async with Client(server) as client:
+                result = await client.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+        except BaseExceptionGroup as group:  # a process-killing fault (a simulated crash) in the server: the test's to see
+            leaves = _leaves(group)
+            if len(leaves) == 1 and not isinstance(leaves[0], Exception):
+                raise leaves[0] from None
+            raise
         body = result.structured_content or {}
         if result.is_error:
             raise _error(body)
