@@ -107,3 +107,23 @@ async def test_identity_is_the_tokens_on_every_request_and_labelled_in_the_conte
     assert stored.structured_content["scope"] == f"globex/user/{carol}"
     assert recalled.structured_content["identity"].startswith(f"globex/{carol}@")
     assert f"scope=globex/user/{carol}" in recalled.content[0].text and "visible: own private memory" in recalled.content[0].text
+
+
+def test_another_identitys_token_cannot_continue_an_mcp_session(mcp_http: Service) -> None:
+    """The SDK binds an Mcp-Session-Id to the principal of the token that opened it: bob presenting
+    alice's session id is refused (and would run as bob anyway: identity is the token's, per request)."""
+    alice, bob = _user("alice"), _user("bob")
+    version = "2025-06-18"
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    as_alice = {**base, "Authorization": "Bearer " + mcp_http.token(alice)}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = httpx.post(mcp_http.url + "/mcp", json=init, headers=as_alice)
+    assert opened.status_code == 200, opened.text[:300]
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": version}
+    httpx.post(mcp_http.url + "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**as_alice, **session})
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_memories", "arguments": {}}}
+    hijack = httpx.post(mcp_http.url + "/mcp", json=call, headers={**base, **session, "Authorization": "Bearer " + mcp_http.token(bob)})
+    assert hijack.status_code in (403, 404), (hijack.status_code, hijack.text[:300])
+    assert "memories" not in hijack.text
+    own = httpx.post(mcp_http.url + "/mcp", json=call, headers={**as_alice, **session})
+    assert own.status_code == 200 and '"isError":false' in own.text, own.text[:300]  # positive control: the session works for its owner
