@@ -127,3 +127,24 @@ def test_another_identitys_token_cannot_continue_an_mcp_session(mcp_http: Servic
     assert "memories" not in hijack.text
     own = httpx.post(mcp_http.url + "/mcp", json=call, headers={**as_alice, **session})
     assert own.status_code == 200 and '"isError":false' in own.text, own.text[:300]  # positive control: the session works for its owner
+
+
+async def test_child_agent_reads_only_what_its_parent_injected_and_writes_back_over_http(mcp_http: Service) -> None:
+    alice, bob = _user("alice"), _user("bob")
+    parent, child = mcp_http.token(alice, agent="planner"), mcp_http.token(alice, agent="coder")
+    stored, injected = await call(mcp_http, parent,
+                                  ("remember", {"content": "Project kite deploys with blue-green releases", "kind": "fact", "visibility": "agent"}),
+                                  ("inject_context", {"child_agent": "coder", "task": "how does project kite deploy", "depth": "standard"}))
+    assert not injected.is_error, injected.content
+    manifest = injected.structured_content
+    assert stored.structured_content["memory_id"] in {m["memory_id"] for m in manifest["memories"]}
+    [plain] = await call(mcp_http, child, ("recall", {"query": "kite deploy"}))
+    assert stored.structured_content["memory_id"] not in {m["memory_id"] for m in plain.structured_content["memories"]}  # the planner's own memory
+    seen, written = await call(mcp_http, child,
+                               ("recall", {"query": "kite deploy", "manifest_id": manifest["manifest_id"]}),
+                               ("write_back", {"manifest_id": manifest["manifest_id"], "content": "Kite: blue-green verified in staging", "kind": "fact"}))
+    item = next(m for m in seen.structured_content["memories"] if m["memory_id"] == stored.structured_content["memory_id"])
+    assert item["injected_by"], item  # labelled as injected, read-only for the child
+    assert not written.is_error, written.content
+    [stolen] = await call(mcp_http, mcp_http.token(bob, agent="coder"), ("recall", {"query": "kite deploy", "manifest_id": manifest["manifest_id"]}))
+    assert stolen.is_error or stored.structured_content["memory_id"] not in {m["memory_id"] for m in stolen.structured_content["memories"]}
