@@ -123,3 +123,16 @@ def test_stdio_server_with_a_forged_key_refuses_to_start(tmp_path: Path) -> None
 def test_stdio_server_in_production_mode_never_serves_the_development_identity(tmp_path: Path) -> None:
     run = _start({"VIKING_BRIDGE_HOME": str(tmp_path / "home"), "VIKING_BRIDGE_MODE": "production"})
     assert run.returncode == 2 and run.stdout == "", (run.returncode, run.stderr[-2000:])
+
+
+async def test_stdio_server_in_development_mode_serves_only_the_configured_development_identity(tmp_path: Path) -> None:
+    """No key and no provider configured (a laptop): the development identity from the
+    environment, never one a tool argument names."""
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {**base_env(), "VIKING_BRIDGE_HOME": str(tmp_path / "home"), "VIKING_BRIDGE_USER_ID": "dana", "VIKING_BRIDGE_TENANT_ID": "local"}
+    async with Client(StdioServerParameters(command=CONSOLE_SCRIPT, args=["mcp"], env=env, cwd=str(ROOT))) as client:
+        stored = await client.call_tool("remember", {"content": "Dana prefers vim", "kind": "preference"})
+        forged = await client.call_tool("recall", {"query": "vim", "user_id": "root"})
+    assert stored.structured_content["scope"] == "local/user/dana", stored.structured_content
+    assert forged.is_error and forged.structured_content["error"] == "InvalidInput"
