@@ -30,7 +30,7 @@ from bridge.integrations.mcp.tools import IDENTITY_NOTE, TOOLS
 from identity.model import MemoryIdentity
 from mcp.server import Server, ServerRequestContext
 
-__all__ = ["build_server", "Identify", "SERVER_NAME"]
+__all__ = ["build_server", "fixed_identity", "request_identity", "Identify", "SERVER_NAME"]
 
 log = logging.getLogger("viking_bridge.mcp")
 SERVER_NAME = "viking-bridge"
@@ -98,15 +98,12 @@ def fixed_identity(identity: MemoryIdentity) -> Identify:
     return identify
 
 
-def request_identity(ctx: ServerRequestContext[Any]) -> Awaitable[MemoryIdentity]:
+async def request_identity(ctx: ServerRequestContext[Any]) -> MemoryIdentity:
     """streamable HTTP: the identity the JWT provider verified from this request's bearer token."""
     from bridge.integrations.mcp.credentials import IdentifiedAccessToken
 
-    async def resolve() -> MemoryIdentity:
-        scope = getattr(ctx.request, "scope", None) or {}
-        token = getattr(scope.get("user"), "access_token", None)
-        if not isinstance(token, IdentifiedAccessToken):
-            raise Unauthenticated("no verified bearer token on this request")
-        return token.identity
-
-    return resolve()
+    scope = getattr(ctx.request, "scope", None) or {}
+    token = getattr(scope.get("user"), "access_token", None)
+    if not isinstance(token, IdentifiedAccessToken):
+        raise Unauthenticated("no verified bearer token on this request")
+    return token.identity
