@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from bridge.errors import Unauthenticated, VikingBridgeError
 from bridge.facade import MemoryBridge
+from bridge.integrations.mcp.credentials import IdentifiedAccessToken
 from bridge.integrations.mcp.tools import IDENTITY_NOTE, TOOLS
 from identity.model import MemoryIdentity
 from mcp.server import Server, ServerRequestContext
@@ -100,8 +101,6 @@ def fixed_identity(identity: MemoryIdentity) -> Identify:
 
 async def request_identity(ctx: ServerRequestContext[Any]) -> MemoryIdentity:
     """streamable HTTP: the identity the JWT provider verified from this request's bearer token."""
-    from bridge.integrations.mcp.credentials import IdentifiedAccessToken
-
     scope = getattr(ctx.request, "scope", None) or {}
     token = getattr(scope.get("user"), "access_token", None)
     if not isinstance(token, IdentifiedAccessToken):
