@@ -1,4 +1,4 @@
-"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, contract.
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, migrate, contract.
 
 `remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
 development identity (see docs/identity.md; refused in production mode). Every error is printed
@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, help="worker processes (default VIKING_BRIDGE_SERVICE_WORKERS or 1)")
 
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
+    sub.add_parser("migrate", help="copy memories between backends, resumably, and verify (bridge/migrate)", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
     return parser
 
@@ -142,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from identity.admin import main as keys_main
 
         return keys_main(argv[1:])
+    if argv[:1] == ["migrate"]:
+        from bridge.migrate.cli import main as migrate_main
+
+        return migrate_main(argv[1:])
     if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
         try:
             command = plugin_command(argv[0])
