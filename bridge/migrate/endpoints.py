@@ -6,7 +6,8 @@
     openviking:URL         an OpenViking server in api_key mode; the root key comes from
                            VIKING_BRIDGE_OPENVIKING_ROOT_KEY, the per-user key file from
                            VIKING_BRIDGE_OPENVIKING_KEY_FILE (its Fernet key from
-                           VIKING_BRIDGE_OPENVIKING_KEY_FILE_SECRET)
+                           VIKING_BRIDGE_OPENVIKING_KEY_FILE_SECRET), its account prefix
+                           from VIKING_BRIDGE_OPENVIKING_NAMESPACE (default vb)
 
 Secrets never appear in a spec (a spec is echoed in reports and audit rows). An endpoint may
 carry the bridge state that belongs with it (local and postgres do), so the migration's audit
@@ -125,15 +126,14 @@ async def _postgres(url: str, shown: str, embedder: object | None) -> AsyncItera
 @contextlib.asynccontextmanager
 async def _openviking(url: str, shown: str) -> AsyncIterator[Endpoint]:
     from adapters.openviking import OpenVikingBackend
-    from adapters.openviking.client import OpenVikingClient
-    from adapters.openviking.keystore import FileKeyStore
 
     root_key = _env("VIKING_BRIDGE_OPENVIKING_ROOT_KEY", "an OpenViking endpoint needs the server's root API key")
     key_file = _env("VIKING_BRIDGE_OPENVIKING_KEY_FILE", "an OpenViking endpoint needs the file that keeps the per-user keys it provisions")
-    keys = FileKeyStore(key_file, encryption_key=os.environ.get("VIKING_BRIDGE_OPENVIKING_KEY_FILE_SECRET") or None)
-    namespace = os.environ.get("VIKING_BRIDGE_OPENVIKING_NAMESPACE") or "vb"
-    client = OpenVikingClient(url)
-    backend = OpenVikingBackend(client, root_key=root_key, mode="api_key", key_store=keys, namespace=namespace)
+    backend = OpenVikingBackend.connect(
+        url, root_key, mode="api_key", key_store_path=key_file,
+        key_store_encryption_key=os.environ.get("VIKING_BRIDGE_OPENVIKING_KEY_FILE_SECRET") or None,
+        namespace=os.environ.get("VIKING_BRIDGE_OPENVIKING_NAMESPACE") or "vb",
+    )
     try:
         yield Endpoint(shown, backend, None)
     finally:
