@@ -10,8 +10,9 @@ from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
 from bridge import admin_operations as admin_ops
+from bridge import portable_operations as portable_ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import erasure, grants, injection, lifecycle, memories, portability, reads, sessions_audit
 from bridge.handlers import console  # the admin console (issue 15)
 from bridge.recall.pipeline import run_recall
 
@@ -41,6 +42,8 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     read_ops.Reject: reads.reject,
     read_ops.ListGrants: reads.list_grants,
     read_ops.InjectContext: reads.inject_context,
+    # export (issue 15)
+    portable_ops.ExportMemories: portability.export_memories,
     # the admin console (issue 15)
     admin_ops.TenantGrants: console.tenant_grants,
     admin_ops.TenantManifests: console.tenant_manifests,
