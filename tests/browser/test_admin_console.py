@@ -272,3 +272,19 @@ def test_approver_works_the_queue_of_their_department_only(page: Any, service: S
     goto(page, "Grants")  # the tenant-wide views stay an admin's
     expect(page.get_by_role("alert")).to_contain_text("403")
     assert tenant.member.get(f"/api/v1/memories/{mine['memory_id']}", params={"scope": mine["scope"]}).json()["status"] == "active"
+
+
+def test_admin_signs_in_with_a_bearer_token_and_follows_who_can_read_from_the_queue(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    p = tenant.pending("Token-holders see the same queue")
+    token = service.token("root", tenant=tenant.id, roles=["admin"])
+    page.goto(service.url + "/admin")
+    page.get_by_label("Bearer token (JWT, sent as Authorization: Bearer)").check()
+    page.get_by_label("API key or token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#signed-in-as")).to_contain_text(f"Signed in as {tenant.id}/root@assistant (admin)")
+    page.get_by_role("button", name=f"Who can read memory {p['memory_id']}").click()
+    table = page.get_by_role("table", name=f"Who can read {p['memory_id']}")
+    expect(table.locator("tbody tr").filter(has_text="its author, user alice")).to_contain_text("author")
+    expect(page.get_by_role("link", name="Who can read")).to_have_attribute("aria-current", "page")
+    screenshots.take(page, "who-can-read-pending")
+    assert not page.problems, page.problems
