@@ -150,7 +150,7 @@ async def who_can_read(rt: BridgeRuntime, identity: MemoryIdentity, op: WhoCanRe
     manifests = [(m, (await _chain_live(rt, m, now))[0]) for m in held if m.tenant_id == identity.tenant_id]
     readers = readers_of(rt.policy, key, memory.status, memory.provenance.author_user_id, grants, manifests, now)
     p = memory.provenance
-    never = "nobody outside its audience" if key.tenant_id is None else f"no identity of another tenant: cross-tenant reads are never allowed"
+    never = "nobody outside its audience" if key.tenant_id is None else "no identity of another tenant: cross-tenant reads are never allowed"
     return MemoryReaders(
         memory_id=memory.id, scope=str(key), visibility=key.visibility.value, kind=memory.kind, status=memory.status.value,
         author=f"{p.author_user_id}@{p.author_agent_id}", readers=tuple(ReaderOut.of(r) for r in readers), never=never,

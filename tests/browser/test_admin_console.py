@@ -184,7 +184,7 @@ def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tena
     expect(page.locator("#main")).not_to_contain_text("Tenant A's confidential standard")
     expect(page.locator("#main")).not_to_contain_text(a_pending["memory_id"])
     screenshots.take(page, "tenant-b-queue")
-    for name in ("Grants", "Manifests", "Scopes"):
+    for name in ("Grants", "Manifests", "Audit log", "Scopes"):
         goto(page, name)
         expect(page.locator("#status")).not_to_be_empty()
         expect(page.locator("#main")).not_to_contain_text(tenant.id)
