@@ -288,3 +288,14 @@ def test_admin_signs_in_with_a_bearer_token_and_follows_who_can_read_from_the_qu
     expect(page.get_by_role("link", name="Who can read")).to_have_attribute("aria-current", "page")
     screenshots.take(page, "who-can-read-pending")
     assert not page.problems, page.problems
+
+
+def test_a_long_queue_pages_with_load_more(page: Any, service: Service, tenant: Tenant) -> None:
+    ids = {tenant.pending(f"standard number {n}")["memory_id"] for n in range(53)}
+    sign_in(page, service, tenant.admin_key)
+    expect(page.locator("#status")).to_have_text("50 pending memories awaiting approval (more remain: Load more).")
+    page.get_by_role("button", name="Load more").click()
+    expect(page.locator("#status")).to_have_text("Loaded 3 more; 53 pending memories shown.")
+    expect(page.get_by_role("button", name="Load more")).to_be_hidden()
+    shown = set(page.locator("#approvals-out tbody th").all_inner_texts())
+    assert shown == ids

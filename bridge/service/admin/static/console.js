@@ -162,8 +162,15 @@
         el('button', { type: 'button', 'aria-label': `Reject memory ${m.memory_id}`, onclick: () => run(() => decide(m, 'reject')) }, 'Reject'),
         el('button', { type: 'button', 'aria-label': `Who can read memory ${m.memory_id}`, onclick: () => explain(m.scope, m.memory_id) }, 'Who can read')),
     ]);
-    if (more) $('approvals-out').append(node); else show('approvals-out', node);
-    announce(rows.length ? `${rows.length} pending ${rows.length === 1 ? 'memory' : 'memories'} awaiting approval.` : 'Nothing awaits your approval.');
+    if (more) {
+      $('approvals-out').append(node);
+      const total = $('approvals-out').querySelectorAll('tbody tr').length;
+      announce(`Loaded ${rows.length} more; ${total} pending memories shown${page.next_cursor ? ', more remain' : ''}.`);
+      return;
+    }
+    show('approvals-out', node);
+    const tail = page.next_cursor ? ' (more remain: Load more)' : '';
+    announce(rows.length ? `${rows.length} pending ${rows.length === 1 ? 'memory' : 'memories'} awaiting approval${tail}.` : 'Nothing awaits your approval.');
   }
 
   async function decide(memory, verb) {
