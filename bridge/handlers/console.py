@@ -4,7 +4,8 @@ per-scope counts, and who can read a memory.
 Every permission is the policy's (`bridge/read_policy.py`: `require_tenant_admin`,
 `may_inspect`, `readers_of`); this module fetches, asks and returns. The tenant is always the
 caller's own: every store call names `identity.tenant_id`, never a value from the request. No
-answer carries memory content (the approval queue, which does, is `reads.pending_approvals`).
+answer carries memory content (the approval queue, which does, is `reads.pending_approvals`);
+looking into one memory's readers is audited like a read (a `recall` row naming its id).
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ async def who_can_read(rt: BridgeRuntime, identity: MemoryIdentity, op: WhoCanRe
     held = await rt.state.manifests.live_for_tenant(identity.tenant_id, now, memory_id=memory_id, limit=READER_SOURCES_CAP)
     manifests = [(m, (await _chain_live(rt, m, now))[0]) for m in held if m.tenant_id == identity.tenant_id]
     readers = readers_of(rt.policy, key, memory.status, memory.provenance.author_user_id, grants, manifests, now)
+    # an admin looking into a memory is itself on the record (ids only, like every read)
+    await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "who_can_read"})
     p = memory.provenance
     never = "nobody outside its audience" if key.tenant_id is None else "no identity of another tenant: cross-tenant reads are never allowed"
     return MemoryReaders(
