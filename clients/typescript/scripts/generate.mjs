@@ -22,7 +22,8 @@ function generatedTypes() {
   const dir = mkdtempSync(join(tmpdir(), "vb-openapi-"));
   try {
     const out = join(dir, "openapi.ts");
-    execFileSync(process.execPath, [cli, spec, "--output", out], { stdio: ["ignore", "ignore", "inherit"] });
+    // --default-non-nullable false: a field with a default is optional in a request (the service fills it in)
+    execFileSync(process.execPath, [cli, spec, "--output", out, "--default-non-nullable", "false"], { stdio: ["ignore", "ignore", "inherit"] });
     return readFileSync(out, "utf8");
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -53,6 +53,7 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
   if (value == null) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return undefined; // IMF-fixdate only
   const at = Date.parse(text);
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }

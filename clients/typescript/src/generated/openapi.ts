@@ -364,7 +364,7 @@ export interface components {
              * Detail
              * @default {}
              */
-            detail: {
+            detail?: {
                 [key: string]: unknown;
             };
             /** Grant Ids */
@@ -519,7 +519,7 @@ export interface components {
              * Checks
              * @default {}
              */
-            checks: {
+            checks?: {
                 [key: string]: string;
             };
             /** Status */
@@ -537,7 +537,7 @@ export interface components {
              * @default standard
              * @enum {string}
              */
-            depth: "minimal" | "standard" | "full";
+            depth?: "minimal" | "standard" | "full";
             /**
              * From Manifest Id
              * @description Re-inject from a manifest that allows it.
@@ -547,7 +547,7 @@ export interface components {
              * May Reinject
              * @default false
              */
-            may_reinject: boolean;
+            may_reinject?: boolean;
             /**
              * Memory Refs
              * @description Exactly these memories (else: a search for the task).
@@ -559,7 +559,7 @@ export interface components {
              * Ttl Seconds
              * @default 3600
              */
-            ttl_seconds: number;
+            ttl_seconds?: number;
             /**
              * User Id
              * @description Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403.
@@ -579,7 +579,7 @@ export interface components {
              * Created At
              * @default 0
              */
-            created_at: number;
+            created_at?: number;
             /** Depth */
             depth: string;
             /** Expires At */
@@ -590,7 +590,7 @@ export interface components {
              * May Reinject
              * @default false
              */
-            may_reinject: boolean;
+            may_reinject?: boolean;
             /** Memories */
             memories: components["schemas"]["MemoryRecord"][];
             /** Parent Manifest Id */
@@ -624,7 +624,7 @@ export interface components {
              * Derived From
              * @default []
              */
-            derived_from: string[];
+            derived_from?: string[];
             /** Kind */
             kind: string;
             /** Memory Id */
@@ -633,7 +633,7 @@ export interface components {
              * Metadata
              * @default {}
              */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
             };
             /** Scope */
@@ -648,7 +648,7 @@ export interface components {
              * Why Visible
              * @default
              */
-            why_visible: string;
+            why_visible?: string;
         };
         /**
          * MemoryRef
@@ -707,7 +707,7 @@ export interface components {
              * Allow Partial
              * @default false
              */
-            allow_partial: boolean;
+            allow_partial?: boolean;
             /** Budget Tokens */
             budget_tokens?: number | null;
             /**
@@ -729,7 +729,7 @@ export interface components {
              * @default chat
              * @enum {string}
              */
-            purpose: "chat" | "coding";
+            purpose?: "chat" | "coding";
             /**
              * Query
              * @description What to recall. Never logged.
@@ -753,12 +753,12 @@ export interface components {
              * Failed Scopes
              * @default []
              */
-            failed_scopes: string[];
+            failed_scopes?: string[];
             /**
              * Guard Alarms
              * @default 0
              */
-            guard_alarms: number;
+            guard_alarms?: number;
             /** Identity */
             identity: string;
             /** Memories */
@@ -767,7 +767,7 @@ export interface components {
              * Partial
              * @default false
              */
-            partial: boolean;
+            partial?: boolean;
             /** Purpose */
             purpose: string;
             /** Scopes Searched */
@@ -787,19 +787,19 @@ export interface components {
              * Conflicts With
              * @default []
              */
-            conflicts_with: components["schemas"]["MemoryRef"][];
+            conflicts_with?: components["schemas"]["MemoryRef"][];
             /** Content */
             content: string;
             /**
              * Derived From
              * @default []
              */
-            derived_from: string[];
+            derived_from?: string[];
             /**
              * Duplicates
              * @default []
              */
-            duplicates: components["schemas"]["MemoryRef"][];
+            duplicates?: components["schemas"]["MemoryRef"][];
             /** Grant Id */
             grant_id?: string | null;
             /** Injected By */
@@ -835,7 +835,7 @@ export interface components {
              * Confidence
              * @default 1
              */
-            confidence: number;
+            confidence?: number;
             /** Content */
             content: string;
             /** Department Id */
@@ -892,7 +892,7 @@ export interface components {
              * Deduplicated
              * @default false
              */
-            deduplicated: boolean;
+            deduplicated?: boolean;
             /** Kind */
             kind: string;
             /** Memory Id */
