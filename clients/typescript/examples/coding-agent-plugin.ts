@@ -32,8 +32,8 @@ export function normalizeRemote(remote: string): string {
   return text.toLowerCase().replace(/\/+$/, "").replace(/\.git$/, "").replace(/\/{2,}/g, "/");
 }
 
-/** An id of the service's grammar (identity/ids.py), ASCII subset: letters, digits, `_-.@%*+=~`. */
-const ID = /^[a-z0-9_][a-z0-9_\-.@%*+=~]{0,127}$/;
+/** A readable id: a subset of the service's grammar (identity/ids.py) — no `%` (a percent-encoded path hashes instead). */
+const ID = /^[a-z0-9_][a-z0-9_\-.@+=~]{0,127}$/;
 
 /**
  * The workspace id for a git remote: the normalised `host/owner/repo` with `/` as `~`
