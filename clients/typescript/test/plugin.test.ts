@@ -66,3 +66,10 @@ test("the plugin in another repository refuses alice's key: no recall accepted, 
   await assert.rejects(plugin.recordDecision("this must not land in payments' memory"), WorkspaceMismatchError);
   await assert.rejects(plugin.afterTurn([{ role: "user", content: "this neither" }]), ForbiddenError);
 });
+
+test("the README quickstart runs as written against the live service", { skip }, async () => {
+  const live = typeof env === "string" ? assert.fail(env) : env;
+  const { quickstart } = await import("../examples/quickstart.js");
+  const context = await quickstart(live.url, live.keys.alice, repoWithRemote("https://github.com/acme/payments.git"));
+  assert.match(context, /minor units/);
+});
