@@ -56,6 +56,7 @@ def _environment(service: Service) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_typescript_client_passes_its_node_tests_against_a_live_service(ts_service: Service, tmp_path: Path) -> None:
     npm, how = ensure_node()
     if npm is None:

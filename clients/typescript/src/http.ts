@@ -23,6 +23,12 @@ import { ROUTES, type OperationId } from "./generated/routes.js";
 import { redactHeaders, redactUrl, scrub } from "./redact.js";
 import { delayBeforeRetry, parseRetryAfter, safeToRepeat, type ResolvedRetry } from "./retry.js";
 
+/**
+ * POST routes that only read (bridge/service/routes/common.py READS: a recall changes nothing but
+ * its own audit row), so they are as safe to repeat as a GET.
+ */
+export const READ_ONLY_POSTS: ReadonlySet<OperationId> = new Set<OperationId>(["recall_post"]);
+
 export type QueryValue = string | number | boolean | null | undefined | readonly (string | number | boolean)[];
 
 export interface CallInput {
@@ -69,7 +75,7 @@ export async function call(t: Transport, operation: OperationId, input: CallInpu
     body = { ...body, idempotency_key: `vbts-${randomUUID()}` };
   }
   const keyed = isRecord(body) && typeof body.idempotency_key === "string";
-  const repeatable = input.retry !== false && safeToRepeat(route.method, keyed);
+  const repeatable = input.retry !== false && (READ_ONLY_POSTS.has(operation) || safeToRepeat(route.method, keyed));
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const requestId = `vbts-${randomUUID()}`;
   const safeUrl = redactUrl(url);

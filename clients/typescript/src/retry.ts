@@ -3,8 +3,9 @@
  *
  * Only 429 and retryable 503s (and answers that never arrived) are retried, and only for
  * requests that are safe to repeat: idempotent methods, or a POST carrying an idempotency key
- * (the service never duplicates a write whose key it has seen). `Retry-After` (seconds or an
- * HTTP date) is honoured as a floor; without it the delay is exponential with full jitter.
+ * (the service never duplicates a write whose key it has seen), or a POST that only reads (recall).
+ * `Retry-After` (seconds or an HTTP date) is waited out exactly; without it the delay is
+ * exponential with full jitter.
  * Everything is bounded: attempts, each delay, and a Retry-After above `maxDelayMs` ends the
  * retries (the error is thrown at once) instead of sleeping for however long a server says.
  */

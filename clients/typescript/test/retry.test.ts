@@ -75,6 +75,28 @@ test("a POST without an idempotency key is not retried; with one (filled in by t
   }
 });
 
+test("a POST recall is a read: retried through a 503; an inject (it creates a manifest) is not", async () => {
+  const replies = [
+    { status: 503, headers: { "retry-after": "1" }, body: problem(503, "unavailable") },
+    { status: 200, body: { identity: "x", purpose: "chat", memories: [], context: "", tokens_used: 0, scopes_searched: [] } },
+  ];
+  const s = await stub(replies);
+  try {
+    const sleeps: number[] = [];
+    assert.equal((await client(s.url, sleeps).recall("what did we decide?")).context, "");
+    assert.deepEqual(sleeps, [1000]);
+  } finally {
+    await s.close();
+  }
+  const i = await stub(replies);
+  try {
+    await assert.rejects(client(i.url, []).injectContext({ agent_id: "child", task: "t" }), UnavailableError);
+    assert.equal(i.seen.length, 1);
+  } finally {
+    await i.close();
+  }
+});
+
 test("a Retry-After above the bound ends the retries at once; operator-action 503s are never retried", async () => {
   const s = await stub([{ status: 503, headers: { "retry-after": "3600" }, body: problem(503, "unavailable") }]);
   try {
