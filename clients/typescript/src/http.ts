@@ -112,7 +112,7 @@ export async function call(t: Transport, operation: OperationId, input: CallInpu
     if ((route.success as readonly number[]).includes(response.status) || input.acceptStatuses?.includes(response.status)) {
       return readResult(response);
     }
-    const error = await readError(response, operation);
+    const error = await readError(response, operation, t.secrets());
     const retryAfterMs = error instanceof UnexpectedResponseError ? undefined : error.retryAfterMs;
     if (repeatable && isRetryable(error) && attempt < t.retry.maxAttempts) {
       const delayMs = delayBeforeRetry(t.retry, attempt, retryAfterMs);
@@ -162,9 +162,10 @@ async function readResult(response: Response): Promise<unknown> {
   }
 }
 
-async function readError(response: Response, operation: OperationId): Promise<ProblemError | UnexpectedResponseError> {
+async function readError(response: Response, operation: OperationId, secrets: readonly string[]): Promise<ProblemError | UnexpectedResponseError> {
   const requestId = response.headers.get("x-request-id") ?? undefined;
-  const text = await response.text().catch(() => "");
+  // a server (or a proxy) echoing the credential back must not put it into an error a caller logs
+  const text = scrub(await response.text().catch(() => ""), secrets);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

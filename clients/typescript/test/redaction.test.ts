@@ -22,6 +22,7 @@ test("the logger hook sees redacted credential headers, no query text, and no ke
     await client.recallGet({ query: "private query text" });
     const error = await client.recall("another private query").catch((e: unknown) => e as Error);
     assert.ok(error instanceof Error);
+    assert.ok(!error.message.includes(KEY) && !inspect(error, { depth: 10 }).includes(KEY) && !JSON.stringify(error).includes(KEY), "an echoed key is scrubbed from the error");
     assert.equal(s.seen[0].headers.authorization, `ApiKey ${KEY}`, "the key did reach the server");
     const logged = JSON.stringify(events);
     assert.ok(events.some((e) => e.event === "request") && events.some((e) => e.event === "retry") && events.some((e) => e.event === "error"));
