@@ -38,6 +38,7 @@ from bridge.service.limits import BodyLimit, TokenBuckets
 from bridge.service.observability import Metrics, access_log
 from bridge.service.problems import MEDIA_TYPE, problem_body, problem_for
 from bridge.service.routes import admin, memories, ops, recall
+from bridge.service.routes.common import ImpersonationRefused
 from bridge.service.settings import ServiceSettings, load_service_settings
 from bridge.service.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 
@@ -207,6 +208,8 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(VikingBridgeError)
     async def bridge_error(request: Request, exc: VikingBridgeError) -> JSONResponse:
+        if isinstance(exc, ImpersonationRefused):  # refused before any operation: audit it here
+            await request.app.state.ctx.bridge.audit_refusal(exc.who, f"{request.method} {request.url.path}", exc)
         return respond(request, exc)
 
 
