@@ -195,10 +195,13 @@ class BridgeStore(BaseStore):
         result: RecallResult | None = None
         if query:
             options = dict(recall_options or {})
-            extra = [t.scope for t in targets if not self.bridge.policy.reads_by_default(identity, t.scope)]
-            options.setdefault("include_scopes", tuple(extra))
-            options.setdefault("purpose", self.purpose)
-            result = await self.bridge.execute(identity, Recall(query, budget_tokens=_SEARCH_BUDGET, min_score=0.0, **options))
+            if prefix:  # a scope outside the defaults is asked for explicitly: the bridge needs a grant
+                options.setdefault("include_scopes", tuple(t.scope for t in targets if not self.bridge.policy.reads_by_default(identity, t.scope)))
+            for name, default in (("purpose", self.purpose), ("budget_tokens", _SEARCH_BUDGET), ("min_score", 0.0)):
+                options.setdefault(name, default)
+            result = await self.bridge.execute(identity, Recall(query, **options))
+            if not prefix:  # the whole store: every scope the bridge searched for this identity
+                scopes = {ScopeKey.parse(s) for s in result.scopes_searched}
             for r in result.items:
                 item = decode(r.content)
                 if item is not None and ScopeKey.parse(r.scope) in scopes:
