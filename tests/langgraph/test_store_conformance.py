@@ -143,7 +143,7 @@ async def test_ttl_is_refused_not_ignored(store: BridgeStore) -> None:
 
 
 async def test_a_value_that_is_not_json_is_refused(store: BridgeStore) -> None:
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match="JSON"):
         await store.aput(("memories",), "k", {"when": object()})
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
 
@@ -56,6 +56,9 @@ from bridge.operations import Forget, Recall, Remember
 from bridge.read_operations import EditMemory, ListMemories
 from bridge.vocabulary import Kind, Purpose, parse_kind
 from identity.model import MemoryIdentity
+
+if TYPE_CHECKING:
+    from bridge.integrations.langgraph.service import ServiceBridge
 
 __all__ = ["BridgeStore"]
 
@@ -99,7 +102,7 @@ class BridgeStore(BaseStore):
     supports_ttl = False
 
     def __init__(
-        self, bridge: MemoryBridge, identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
+        self, bridge: "MemoryBridge | ServiceBridge", identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
         purpose: Purpose | str = Purpose.CHAT,
     ) -> None:
         self.bridge = bridge
@@ -108,6 +111,18 @@ class BridgeStore(BaseStore):
         self.purpose = Purpose(getattr(purpose, "value", purpose))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: LoopRunner | None = None
+
+    @classmethod
+    def over_service(cls, url: str, *, api_key: str | None = None, token: str | None = None, **kwargs: Any) -> "BridgeStore":
+        """A store over a running memory service, as the credential's identity (service.py)."""
+        from bridge.integrations.langgraph.service import ServiceBridge, ServiceIdentity
+
+        service = ServiceBridge(url, api_key=api_key, token=token, http_client=kwargs.pop("http_client", None))
+        return cls(service, ServiceIdentity(service), **kwargs)  # type: ignore[arg-type]
+
+    def _reads_by_default(self, identity: MemoryIdentity, scope: ScopeKey) -> bool:
+        own = getattr(self.bridge, "reads_by_default", None)  # the service client answers from its whoami
+        return bool(own(identity, scope)) if own is not None else self.bridge.policy.reads_by_default(identity, scope)
 
     # -- BaseStore's two methods ---------------------------------------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -196,7 +211,7 @@ class BridgeStore(BaseStore):
         if query:
             options = dict(recall_options or {})
             if prefix:  # a scope outside the defaults is asked for explicitly: the bridge needs a grant
-                options.setdefault("include_scopes", tuple(t.scope for t in targets if not self.bridge.policy.reads_by_default(identity, t.scope)))
+                options.setdefault("include_scopes", tuple(t.scope for t in targets if not self._reads_by_default(identity, t.scope)))
             for name, default in (("purpose", self.purpose), ("budget_tokens", _SEARCH_BUDGET), ("min_score", 0.0)):
                 options.setdefault(name, default)
             result = await self.bridge.execute(identity, Recall(query, **options))
