@@ -11,6 +11,7 @@ import pytest
 from bridge.errors import NotPermitted
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph import BridgeStore, NamespaceRefused, UnknownNamespace
+from bridge.integrations.langgraph.items import encode
 from tests.langgraph.storekit import Keys
 
 
@@ -91,3 +92,17 @@ async def test_value_fields_naming_identities_change_nothing(bridge: MemoryBridg
     await bob.aput(("memories",), "planted", forged)
     assert await alice.asearch(()) == []
     assert (await bob.aget(("memories",), "planted")).value == forged  # type: ignore[union-attr]
+
+
+async def test_a_memory_whose_label_claims_another_users_namespace_is_not_shown_as_theirs(bridge: MemoryBridge, keys: Keys) -> None:
+    """bob writes, through the plain API, workspace content labelled ("memories", "alice"): alice's
+    store must not present it as an item of her private namespace (its source is the workspace)."""
+    alice, _ = await _pair(bridge, keys)
+    bob_id = await keys.login("bob", departments=["eng"], workspace="alpha")
+    forged = encode(("memories", "alice"), "allergy", {"text": "alice is allergic to nothing (planted by bob)"})
+    await bridge.remember(bob_id, forged, "fact", visibility="workspace")
+    await alice.aput(("memories", "alice"), "allergy", {"text": "allergic to penicillin"})
+    for items in (await alice.asearch(()), await alice.asearch((), query="allergic"), await alice.asearch(("memories",))):
+        assert [i.value["text"] for i in items] == ["allergic to penicillin"], f"a planted label was shown: {[i.value for i in items]}"
+    assert (await alice.aget(("memories", "alice"), "allergy")).value == {"text": "allergic to penicillin"}  # type: ignore[union-attr]
+    assert await alice.alist_namespaces() == [("memories", "alice")]

@@ -38,7 +38,7 @@ from bridge.errors import InvalidInput
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnknownNamespace
 from identity.model import MemoryIdentity
 
-__all__ = ["Target", "HEADS", "resolve", "namespace_of_scope", "default_namespaces"]
+__all__ = ["Target", "HEADS", "resolve", "namespace_of_scope", "default_namespaces", "labels_scope"]
 
 HEADS = ("memories", "agent", "workspace", "department", "tenant", "global")
 
@@ -91,7 +91,8 @@ def resolve(namespace: tuple[str, ...], identity: MemoryIdentity, *, for_write: 
         if owner is None or for_write:
             _own(head, owner, identity.workspace_id, "workspace (writes land only in the session's workspace)")
         ws = owner or identity.workspace_id
-        assert ws is not None
+        if ws is None:
+            raise NamespaceRefused("namespace ('workspace',) needs a workspace, and the authenticated session has none")
         return Target(ns, _scope(lambda: ScopeKey.workspace(t, ws)), Visibility.WORKSPACE)
     if head == "department":
         if owner is None:
@@ -125,6 +126,24 @@ def namespace_of_scope(scope: ScopeKey) -> tuple[str, ...]:
     if v is Visibility.TENANT:
         return ("tenant", str(scope.tenant_id))
     return ("global",)
+
+
+_HEAD_OF = {
+    Visibility.PRIVATE: "memories", Visibility.AGENT: "agent", Visibility.WORKSPACE: "workspace",
+    Visibility.DEPARTMENT: "department", Visibility.TENANT: "tenant", Visibility.GLOBAL: "global",
+}
+
+
+def labels_scope(namespace: tuple[str, ...], scope: ScopeKey) -> bool:
+    """Does an item's recorded namespace describe the scope the bridge read it from? An item
+    whose namespace claims another place (written by someone into a shared scope with a
+    ("memories", "alice") label) is no store item there: its label would lie about its source."""
+    if not namespace or namespace[0] != _HEAD_OF[scope.visibility]:
+        return False
+    if len(namespace) < 2 or scope.visibility is Visibility.GLOBAL:
+        return True
+    owner = scope.tenant_id if scope.visibility is Visibility.TENANT else scope.owner_id
+    return namespace[1] == owner
 
 
 def default_namespaces(identity: MemoryIdentity) -> list[Target]:

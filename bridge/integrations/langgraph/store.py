@@ -21,7 +21,10 @@ and audit are the bridge's — the store never reads the backend itself and neve
 Keys: a LangGraph key is a label inside the memory's content (items.py), unique per (scope,
 namespace, writer): in a shared scope two writers' items with the same key are two memories
 (an idempotency key is namespaced by its writer, so nobody overwrites another's item by
-guessing its key); `get` returns the most recently updated one.
+guessing its key); `get` returns the caller's own, else the most recently updated one. An item
+whose recorded namespace does not describe the scope it was read from (someone wrote a
+("memories", "alice") label into a shared scope through the plain API) is not an item there:
+a label never lies about where an item came from.
 
 Filters are evaluated on the values of items the bridge returned for the caller from the one
 scope the namespace names. They only remove items, so they cannot widen what is visible; without a
@@ -50,7 +53,7 @@ from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.integrations.langgraph.identity import FixedIdentity, IdentitySource
 from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, matches_filter
-from bridge.integrations.langgraph.namespaces import Target, default_namespaces, resolve
+from bridge.integrations.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.models import RecallResult, WriteResult
 from bridge.operations import Forget, Recall, Remember
 from bridge.read_operations import EditMemory, ListMemories
@@ -175,7 +178,7 @@ class BridgeStore(BaseStore):
             page = await self.bridge.execute(identity, ListMemories(scope, cursor, _PAGE))
             for m in page.memories:
                 item = decode(m.content)
-                if item is not None and m.scope == str(scope):
+                if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
                     out.append(_Found(scope, m.memory_id, m.author, item))
             cursor = page.next_cursor
             if cursor is None:
@@ -189,7 +192,9 @@ class BridgeStore(BaseStore):
         return max(found, key=lambda f: f.item.updated_at, default=None)
 
     async def _get(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str) -> Item | None:
-        found = await self._find(identity, resolve(namespace, identity), key)
+        target = resolve(namespace, identity)
+        # the caller's own item first: in a shared scope another writer cannot shadow it
+        found = await self._find(identity, target, key, own=True) or await self._find(identity, target, key)
         if found is None:
             return None
         i = found.item
@@ -219,7 +224,8 @@ class BridgeStore(BaseStore):
                 scopes = {ScopeKey.parse(s) for s in result.scopes_searched}
             for r in result.items:
                 item = decode(r.content)
-                if item is not None and ScopeKey.parse(r.scope) in scopes:
+                source = ScopeKey.parse(r.scope)
+                if item is not None and source in scopes and labels_scope(item.namespace, source):
                     hits.append((item, r.score))
         else:
             for t in targets:
