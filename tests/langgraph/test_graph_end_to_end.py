@@ -77,3 +77,27 @@ async def test_a_run_without_a_verifiable_credential_is_refused(graph: Any, keys
     forged = {"configurable": {"langgraph_auth_user": {"identity": "alice", "bridge_credential": "vbk_forged_secret"}}}
     with pytest.raises(InvalidCredential):
         await graph.ainvoke({"note": "forged", "owner": "alice"}, forged)
+
+
+async def test_a_jwt_in_the_auth_user_is_verified_by_the_jwt_provider(bridge: MemoryBridge) -> None:
+    """The bearer kind: the platform's auth handler passes the caller's JWT through; the bridge's
+    JwtProvider verifies signature, issuer and audience. A token signed by another key fails."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from identity.providers import JwtProvider, StaticKeys, VerificationKey
+    from tests.identity.idtestkit import AUDIENCE, ISSUER, SigningKey
+
+    key = SigningKey("k1", rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")
+    rogue = SigningKey("k1", rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")
+    provider = JwtProvider(keys=StaticKeys([VerificationKey.from_public_key(key.public, kid="k1")]), issuer=ISSUER, audience=AUDIENCE)
+    graph = build_graph(BridgeStore(bridge, AuthUserIdentity(provider)))
+
+    def as_user(token: str) -> dict[str, Any]:
+        return {"configurable": {"langgraph_auth_user": {"identity": "u17", "bridge_credential": token}}}
+
+    out = await graph.ainvoke({"note": "u17 deploys on Fridays", "owner": "u17"}, as_user(key.mint(sub="u17", tid="acme")))
+    assert out["recalled"] == ["u17 deploys on Fridays"]
+    with pytest.raises(InvalidCredential):
+        await graph.ainvoke({"note": "forged", "owner": "u17"}, as_user(rogue.mint(sub="u17", tid="acme")))
+    with pytest.raises(NamespaceRefused):  # a valid token of u18 cannot name u17's namespace
+        await graph.ainvoke({"note": "u17 deploys on Fridays", "owner": "u17"}, as_user(key.mint(sub="u18", tid="acme")))
