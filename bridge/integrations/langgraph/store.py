@@ -15,7 +15,8 @@ and audit are the bridge's — the store never reads the backend itself and neve
     delete(ns, key)     Forget (the policy decides whether the caller may forget it)
     search(prefix, query=...)  one Recall (the namespace's scope added as `include_scopes` when it
                         is not readable by default, so the bridge asks for a grant), its items of
-                        the namespace's scope; without a query: ListMemories walked in full
+                        the namespace's scope (bounded by the recall's candidate pool, which
+                        spans all scopes searched); without a query: ListMemories walked in full
     list_namespaces     the namespaces of the items in the scopes the identity reads by default
 
 Keys: a LangGraph key is a label inside the memory's content (items.py), unique per (scope,
