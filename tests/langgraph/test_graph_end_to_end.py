@@ -101,3 +101,21 @@ async def test_a_jwt_in_the_auth_user_is_verified_by_the_jwt_provider(bridge: Me
         await graph.ainvoke({"note": "forged", "owner": "u17"}, as_user(rogue.mint(sub="u17", tid="acme")))
     with pytest.raises(NamespaceRefused):  # a valid token of u18 cannot name u17's namespace
         await graph.ainvoke({"note": "u17 deploys on Fridays", "owner": "u17"}, as_user(key.mint(sub="u18", tid="acme")))
+
+
+async def test_a_thread_is_one_session_and_another_identity_cannot_continue_it(graph: Any, bridge: MemoryBridge, keys: Keys) -> None:
+    """The run's thread_id is the bridge session: alice's calls on her thread share one binding,
+    and bob presenting alice's thread id is refused (SessionIdentityMismatch), not served."""
+    from identity.errors import SessionIdentityMismatch
+
+    alice = run_config(keys, "alice")
+    alice["configurable"]["thread_id"] = "thread-1"
+    await graph.ainvoke({"note": "alice's thread note", "owner": "alice"}, alice)
+    await graph.ainvoke({"note": "alice's second note", "owner": "alice"}, alice)
+    bob = run_config(keys, "bob")
+    bob["configurable"]["thread_id"] = "thread-1"
+    with pytest.raises(SessionIdentityMismatch):
+        await graph.ainvoke({"note": "bob on alice's thread", "owner": "bob"}, bob)
+    events = await bridge.audit_events(await keys.login("root", roles=["admin"]), limit=1000)
+    sessions = {e.session_id for e in events if e.actor.startswith("acme/alice@")}
+    assert len([e for e in events if e.actor.startswith("acme/alice@")]) >= 4 and len(sessions) == 1, f"alice's runs on one thread used {len(sessions)} sessions"

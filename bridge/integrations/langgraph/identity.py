@@ -11,16 +11,25 @@
 
 Never: the namespace, the item value, `langgraph_user_id` or the auth user's `identity` string
 on its own — those are request data. Without a verifiable credential the call is refused
-(`StoreIdentityMissing`), never served under a default identity.
+(`StoreIdentityMissing`), never served under a default identity. A client that smuggles its own
+`langgraph_auth_user` into `configurable` gains nothing: only a credential the bridge verifies
+names anyone, and its own credential names only itself.
+
+The session is the LangGraph thread: `thread_id` (hashed into the id grammar) becomes the
+identity's session id (`narrow`, the one field a request may choose), so one run's calls share
+one session binding instead of minting one per call, and a thread first used by one identity is
+refused to every other (`SessionIdentityMismatch`). Without a thread id each call gets the
+provider's fresh session.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal, Mapping, Protocol
 
 from bridge.integrations.langgraph.errors import StoreIdentityMissing
 from identity.model import MemoryIdentity
-from identity.providers import ApiKey, BearerToken, IdentityProvider
+from identity.providers import ApiKey, BearerToken, IdentityProvider, narrow
 
 __all__ = ["IdentitySource", "FixedIdentity", "AuthUserIdentity", "run_config"]
 
@@ -63,8 +72,11 @@ def _field(user: Any, name: str) -> Any:
 class AuthUserIdentity:
     """The run's `langgraph_auth_user`, mapped through a credential the bridge verifies itself."""
 
-    def __init__(self, provider: IdentityProvider, *, field: str = "bridge_credential", kind: Literal["bearer", "api_key"] = "bearer") -> None:
-        self.provider, self.field, self.kind = provider, field, kind
+    def __init__(
+        self, provider: IdentityProvider, *, field: str = "bridge_credential", kind: Literal["bearer", "api_key"] = "bearer",
+        session_from_thread: bool = True,
+    ) -> None:
+        self.provider, self.field, self.kind, self.session_from_thread = provider, field, kind, session_from_thread
 
     async def identity(self) -> MemoryIdentity:
         configurable = run_config().get("configurable") or {}
@@ -75,4 +87,9 @@ class AuthUserIdentity:
         if not isinstance(credential, str) or not credential:
             raise StoreIdentityMissing(f"the authenticated LangGraph user carries no {self.field!r} credential for the bridge to verify")
         wrapped = BearerToken(credential) if self.kind == "bearer" else ApiKey(credential)
-        return await self.provider.authenticate(wrapped)
+        verified = await self.provider.authenticate(wrapped)
+        thread = configurable.get("thread_id")
+        if self.session_from_thread and thread is not None:
+            digest = hashlib.sha256(f"langgraph-thread|{thread}".encode()).hexdigest()[:40]
+            verified = narrow(verified, {"session_id": "lg" + digest})
+        return verified
