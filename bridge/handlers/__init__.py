@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
+from bridge import portable_operations as portable_ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import erasure, grants, injection, lifecycle, memories, portability, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
@@ -39,4 +40,6 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     read_ops.Reject: reads.reject,
     read_ops.ListGrants: reads.list_grants,
     read_ops.InjectContext: reads.inject_context,
+    # export (issue 15)
+    portable_ops.ExportMemories: portability.export_memories,
 }

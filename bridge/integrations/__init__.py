@@ -1,5 +1,4 @@
-"""Doors of the bridge into agent frameworks (LangGraph's `BaseStore`, ...).
-
-Each subpackage imports its framework; nothing in the library imports this package, so the
-framework stays an optional dependency (`pip install 'viking-bridge[langgraph]'`).
-"""
+"""Doors for agent frameworks (an MCP server, LangGraph's BaseStore, ...): each maps its own
+requests onto the bridge's operations and takes identity only from a verified credential, never
+from a request field. Nothing in the library imports these packages, so each framework stays an
+optional dependency (`pip install 'viking-bridge[langgraph]'`)."""
