@@ -266,4 +266,8 @@ def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> Memory
         from contract_tests.mcp_transport import McpBridge
 
         return McpBridge(bridge)  # type: ignore[return-value]
+    if TRANSPORT == "langgraph":
+        from contract_tests.langgraph_transport import LangGraphBridge
+
+        return LangGraphBridge(bridge)  # type: ignore[return-value]
     return bridge
