@@ -117,3 +117,9 @@ class ReadMethods:
 
     async def inject_context(self, parent: MemoryIdentity, child_agent_id: str, task: str, **kwargs: Any) -> Any:
         return await self.execute(parent, reads.InjectContext(ops.Inject(child_agent_id, task, **kwargs)))
+
+    async def role_inject(self, parent: MemoryIdentity, child_agent_id: str, task: str, depth: InjectDepth | str | None = None, **kwargs: Any) -> Any:
+        """Federated injection (bridge/roles/): the manifest the child's role calls for."""
+        from bridge.roles.operation import RoleInject
+
+        return await self.execute(parent, RoleInject(child_agent_id, task, depth, **kwargs))  # type: ignore[arg-type]

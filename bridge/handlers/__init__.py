@@ -10,8 +10,9 @@ from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import erasure, federation, grants, injection, lifecycle, memories, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
+from bridge.roles.operation import RoleInject
 
 __all__ = ["HANDLERS"]
 
@@ -39,4 +40,6 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     read_ops.Reject: reads.reject,
     read_ops.ListGrants: reads.list_grants,
     read_ops.InjectContext: reads.inject_context,
+    # role files and federated injection (issue 13)
+    RoleInject: federation.role_inject,
 }

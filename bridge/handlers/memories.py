@@ -27,7 +27,10 @@ async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) ->
     manifest = await load_manifest_for(rt, child, op.manifest_id)
     result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key)
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
-    return await store(rt, child, plan_write(rt, child, result, lineage))
+    plan = plan_write(rt, child, result, lineage)
+    if rt.roles is not None:  # the child's role names the layers and kinds it may write back
+        rt.roles.check_write_back(child, plan.scope.visibility.value, op.kind.value)
+    return await store(rt, child, plan)
 
 
 async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
