@@ -118,8 +118,11 @@ class ReadMethods:
     async def inject_context(self, parent: MemoryIdentity, child_agent_id: str, task: str, **kwargs: Any) -> Any:
         return await self.execute(parent, reads.InjectContext(ops.Inject(child_agent_id, task, **kwargs)))
 
-    async def role_inject(self, parent: MemoryIdentity, child_agent_id: str, task: str, depth: InjectDepth | str | None = None, **kwargs: Any) -> Any:
+    async def role_inject(
+        self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: InjectDepth | str | None = None,
+        carry: Sequence[Ref] = (), ttl_seconds: float = 3600, may_reinject: bool = False,
+    ) -> Any:
         """Federated injection (bridge/roles/): the manifest the child's role calls for."""
         from bridge.roles.operation import RoleInject
 
-        return await self.execute(parent, RoleInject(child_agent_id, task, depth, **kwargs))  # type: ignore[arg-type]
+        return await self.execute(parent, RoleInject(child_agent_id, task, depth, carry, ttl_seconds, may_reinject))  # type: ignore[arg-type]

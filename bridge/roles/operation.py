@@ -17,7 +17,7 @@ from bridge.operations import Inject, Operation, _set
 from bridge.roles.planner import ManifestPlan
 from bridge.roles.router import Route
 from bridge.state.records import InjectDepth, InjectionManifest
-from bridge.validation import flag, ident, memory_ref, sequence, text, within
+from bridge.validation import flag, ident, memory_ref, sequence, shown, text, within
 
 __all__ = ["RoleInject", "FederatedManifest"]
 
@@ -43,7 +43,7 @@ class RoleInject(Operation):
             try:
                 _set(self, "depth", InjectDepth(self.depth))
             except ValueError:
-                raise InvalidInput(f"unknown depth {self.depth!r}; expected minimal, standard or full") from None
+                raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         _set(self, "carry", tuple(memory_ref(r) for r in sequence(self.carry, "carry")))
         _set(self, "may_reinject", flag(self.may_reinject, "may_reinject"))
         Inject(self.child_agent_id, self.task, ttl_seconds=self.ttl_seconds)  # the same ttl rule as Inject

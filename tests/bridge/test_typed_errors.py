@@ -96,6 +96,9 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         "reject": ([("identity", ADMIN), ("ref", w["pending"].ref)], {}),
         "list_grants": ([("identity", ADMIN)], {"grantee_user_id": None, "include_inactive": False}),
         "inject_context": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {"depth": "minimal"}),
+        # role files and federated injection (issue 13)
+        "role_inject": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {
+            "depth": "minimal", "carry": [ref], "ttl_seconds": 60, "may_reinject": False}),
     }
 
 
