@@ -153,6 +153,17 @@ async def _claims(run: Run, checks: Checks, out: TextIO, private_id: str, noise_
         except error as exc:
             print(f"\n── refused: {name}: {type(exc).__name__}: {exc}", file=out)
             checks.check(name, True)
+    team = await bridge.recall(run.agents["intent"], sc.TEAM_NOTE, budget_tokens=20000)
+    checks.check("role-file team membership: a member agent reads team procurement's memory", any(i.scope == "acme/team/procurement" for i in team.items))
+    outsider = run.agents["freelancer"]
+    unseen = await bridge.recall(outsider, sc.TEAM_NOTE, budget_tokens=20000)
+    checks.check("an agent outside the role file's team does not read its memory", not any(i.scope == "acme/team/procurement" for i in unseen.items))
+    try:
+        await bridge.remember(outsider, "freelancer: 改掉阈值", "decision", memory_type="team", team_id="procurement")
+        checks.check("an agent outside the role file's team cannot write its memory", False, "it was allowed")
+    except NotPermitted as exc:
+        print(f"\n── refused: a non-member writes team memory: {exc}", file=out)
+        checks.check("an agent outside the role file's team cannot write its memory", True)
     audit = await bridge.audit_events(coord, limit=500)
     denied = [e for e in audit if e.action == "denied"]
     checks.check("every refusal is audited as denied", len(denied) >= 1)  # the child's rows are its own user's: same user here
@@ -166,7 +177,7 @@ async def _world(bridge: MemoryBridge, keys: ApiKeyStore) -> tuple[MemoryIdentit
         return await provider.authenticate(ApiKey(keys.issue(tenant_id="acme", user_id=user, agent_id=agent, workspace_id=workspace).key))
 
     coordinator = await login("coordinator")
-    agents = {a: await login(a) for a in sc.DAG}
+    agents = {a: await login(a) for a in (*sc.DAG, "freelancer")}  # freelancer: no role, in no team
     names: dict[str, str] = {}
     cold: set[str] = set()
     for node in sc.NODES:
@@ -174,6 +185,7 @@ async def _world(bridge: MemoryBridge, keys: ApiKeyStore) -> tuple[MemoryIdentit
         names[w.memory_id] = node.node
         if node.tier == "cold":
             cold.add(w.memory_id)
+    await bridge.remember(coordinator, sc.TEAM_NOTE, "decision", memory_type="team", team_id="procurement")
     private = await bridge.remember(coordinator, sc.PRIVATE_NOTE, "note", visibility="agent")
     names[private.memory_id] = "PRIVATE"
     noise = set()

@@ -27,7 +27,7 @@ __all__ = ["AgentRole", "Budgets", "DomainRule", "RoleFile", "Tier", "Layer", "T
 Tier = Literal["hot", "warm", "cold"]
 TIERS: tuple[Tier, ...] = ("hot", "warm", "cold")
 #: The layers of the bridge a role reads from / writes into: the visibilities of a memory's scope.
-Layer = Literal["private", "agent", "workspace", "department", "tenant", "global"]
+Layer = Literal["private", "agent", "team", "workspace", "department", "tenant", "global"]
 DOMAIN_KEY, TIER_KEY, DEFAULT_TIER = "domain", "tier", "warm"
 ANY_AGENT = "*"
 
@@ -117,6 +117,8 @@ class RoleFile(BaseModel):
 
     model_config = _STRICT
     version: Literal[1] = 1
+    #: tenants whose teams take this file's membership when the bridge opens (bridge/roles/teams.py)
+    team_tenants: tuple[str, ...] = ()
     budgets: Budgets = Field(default_factory=Budgets)
     router: dict[Literal["domains"], dict[str, DomainRule]] = Field(default_factory=dict)
     agents: dict[str, AgentRole] = Field(min_length=1)
@@ -128,6 +130,16 @@ class RoleFile(BaseModel):
             if name == ANY_AGENT:
                 raise ValueError("'*' is not an agent id")
             _agent_id(name, "agent id")
+        return value
+
+    @field_validator("team_tenants")
+    @classmethod
+    def _tenant_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for tenant in value:
+            try:
+                validate_id(tenant, "tenant id")
+            except InvalidIdError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @property

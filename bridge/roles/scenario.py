@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-__all__ = ["TASK", "DAG", "SEED_COUNTS", "Node", "NODES", "NOISE", "PRIVATE_NOTE", "Outcome", "intent_stub", "ontology_stub", "verifier_stub", "coder_stub"]
+__all__ = ["TASK", "DAG", "SEED_COUNTS", "Node", "NODES", "NOISE", "PRIVATE_NOTE", "TEAM_NOTE", "Outcome", "intent_stub", "ontology_stub", "verifier_stub", "coder_stub"]
 
 TASK = "采购订单 Kafka 消费幂等：供应商合同到期阈值校验 (procurement threshold scenario)"
 DAG = ("intent", "ontology", "simulation-verifier", "coder")
@@ -60,6 +60,8 @@ NODES: tuple[Node, ...] = (
 NOISE = (
     ("logistics", "物流项目：采购订单 Kafka topic 改为 logistics.orders，阈值 30 天", "decision", {"domain": "purchasing", "tier": "hot"}),
 )
+#: Team memory of team "procurement" (members: the role file's agents), no domain: read by members only.
+TEAM_NOTE = "团队约定 (team procurement)：阈值类变更先经模拟验证智能体通过，再触发代码生成"
 #: The coordinator's private reasoning: no domain, never routed, never injected.
 PRIVATE_NOTE = "协调器内部推理：本体智能体上次在阈值问题上重试了两次，先给它否决记录"
 

@@ -73,3 +73,24 @@ def test_roles_file_setting_loads_into_the_bridge_and_fails_at_start_up(tmp_path
     monkeypatch.setenv("VIKING_BRIDGE_ROLES_FILE", str(broken))
     with pytest.raises(RoleFileError, match=r"roles.toml: agents.intent.budget_multiplier"):
         load_bridge_settings().runtime_options()
+
+
+async def test_role_file_team_membership_is_applied_when_the_bridge_opens(tmp_path):
+    from tests.kit import make_identity
+    from bridge.errors import NotPermitted
+
+    bridge = MemoryBridge.open_local(tmp_path / "home", roles=load_roles(PHASE7_ROLES))
+    try:
+        member = make_identity("li", agent="intent", workspace="procurement")
+        written = await bridge.remember(member, "团队：阈值 15 天", "decision", memory_type="team", team_id="procurement")
+        assert written.scope == "acme/team/procurement"
+        with pytest.raises(NotPermitted, match="not a member"):
+            await bridge.remember(make_identity("li", agent="freelancer", workspace="procurement"), "x", "decision", memory_type="team", team_id="procurement")
+        assert await bridge.state.teams.members("acme", "procurement") == {"coordinator", "intent", "ontology", "simulation-verifier", "coder"}
+    finally:
+        await bridge.aclose()
+
+
+def test_team_tenants_must_be_tenant_ids():
+    with pytest.raises(RoleFileError, match="team_tenants"):
+        parse_roles({"team_tenants": ["not a tenant"], "agents": {"a": {}}}, "t.toml")
