@@ -31,6 +31,7 @@ from identity.providers.base import ApiKey
 __all__ = ["run_multiagent_demo", "PHASE7_ROLES"]
 
 PHASE7_ROLES = Path(__file__).resolve().parents[1] / "examples" / "roles" / "phase7.toml"
+COORDINATOR_SCOPE = "acme/agent/coordinator/li"  # where the federated memory lives (scenario.py)
 
 
 @dataclass
@@ -113,21 +114,15 @@ async def _claims(run: Run, checks: Checks, out: TextIO, private_id: str, noise_
     checks.check("cold-tier memories reach no phase-7 role (all read hot/warm)", not every & cold_ids)
     sim = first["simulation-verifier"]
     checks.check("the simulation verifier's plan holds only hot-tier purchasing memories", set(sim.counts()) == {"purchasing"} and set(sim.counts()["purchasing"]) == {"hot"})
+    extra: list[str] = []  # of the coordinator's own memory, what a child saw beyond its manifest
     for agent, fms in run.manifests.items():
         for fm in fms:
             seen = await bridge.recall(run.agents[agent], sc.TASK, manifest_id=fm.manifest.manifest_id, purpose="coding", budget_tokens=20000)
-            coordinator_items = {i.memory_id for i in seen.items if i.scope == f"acme/agent/coordinator/li"}
-            injected = {i.memory_id for i in seen.items if i.injected_by}
-            if not (coordinator_items <= set(fm.memory_ids) and injected <= set(fm.memory_ids)):
-                checks.check(f"{agent} sees of the coordinator's memory exactly its manifest", False, f"extra: {sorted(run.label(i) for i in coordinator_items - set(fm.memory_ids))}")
-                break
-        else:
-            continue
-        break
-    else:
-        checks.check("every child sees of the coordinator's agent memory only its own manifest", True)
+            beyond = {i.memory_id for i in seen.items if i.scope == COORDINATOR_SCOPE or i.injected_by} - set(fm.memory_ids)
+            extra += [f"{agent}: {run.label(i)}" for i in sorted(beyond)]
+    checks.check("every child sees of the coordinator's agent memory only its own manifest", not extra, ", ".join(extra))
     plain = await bridge.recall(run.agents["ontology"], sc.TASK, purpose="coding", budget_tokens=20000)
-    checks.check("without a manifest a child sees none of the coordinator's agent memory", not any(i.scope == "acme/agent/coordinator/li" for i in plain.items))
+    checks.check("without a manifest a child sees none of the coordinator's agent memory", not any(i.scope == COORDINATOR_SCOPE for i in plain.items))
     by_label = {label: (mid, derived) for label, mid, derived, _ in run.records}
     checks.check("every decision record carries derived_from = the ids of the manifest it was made from",
                  len(run.records) == 6 and all(derived == fm.memory_ids for _, _, derived, fm in run.records))
@@ -166,7 +161,8 @@ async def _claims(run: Run, checks: Checks, out: TextIO, private_id: str, noise_
         checks.check("an agent outside the role file's team cannot write its memory", True)
     audit = await bridge.audit_events(coord, limit=500)
     denied = [e for e in audit if e.action == "denied"]
-    checks.check("every refusal is audited as denied", len(denied) >= 1)  # the child's rows are its own user's: same user here
+    refused = len(refusals) + 1  # + the non-member's team write; every agent acts for user li, whose rows li's agents read
+    checks.check(f"every refusal ({refused}) is audited as denied", len(denied) == refused, "" if len(denied) == refused else f"{len(denied)} denied rows")
     checks.check("every role injection is audited with its route and counts", all("route" in (e.detail or {}) for e in audit if e.action == "inject"))
 
 
