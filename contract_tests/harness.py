@@ -246,8 +246,8 @@ def scope_of(result: WriteResult) -> ScopeKey:
 CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 
 
-#: How the suite reaches the bridge: "library" (in-process) or "http" (through the memory service,
-#: contract_tests/http_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
+#: How the suite reaches the bridge: "library" (in-process), "http" (through the memory service,
+#: contract_tests/http_transport.py) or "mcp" (through the MCP server's tools, contract_tests/mcp_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
 TRANSPORT = os.environ.get("VIKING_BRIDGE_CONTRACT_VIA", "library")
 
 
@@ -263,4 +263,8 @@ def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> Memory
         from contract_tests.http_transport import HttpBridge
 
         return HttpBridge(bridge)  # type: ignore[return-value]
+    if TRANSPORT == "mcp":
+        from contract_tests.mcp_transport import McpBridge
+
+        return McpBridge(bridge)  # type: ignore[return-value]
     return bridge

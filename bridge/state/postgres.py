@@ -117,6 +117,15 @@ def _event(row: Sequence[Any]) -> AuditEvent:
     return AuditEvent(int(seq), ts, tenant, actor, session, action, tuple(mids), tuple(scopes), tuple(grants), json.loads(detail))
 
 
+async def _recovered_seq(conn: Conn, tenant_id: str, intent_id: str) -> int | None:
+    """The seq of the `recovered` row some replica wrote for `intent_id`, if one did."""
+    found = await (await conn.execute(
+        "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
+        (tenant_id, intent_id),
+    )).fetchone()
+    return None if found is None else int(found[0])
+
+
 async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
     # GREATEST: several replicas write one store; the recorded mark only ever moves forward
     await conn.execute(
@@ -156,9 +165,13 @@ class PgAuditLog:
         async def run(conn: Conn) -> int:
             if lazy:
                 await conn.execute("SET LOCAL synchronous_commit = off")
-            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if closes_intent is not None:
-                await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))
+                # the intent row is the claim here too: a replica whose open checks reconciled this
+                # intent (a write slower than the grace) already audited it as `recovered`
+                claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))
+                if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, identity.tenant_id, closes_intent)) is not None:
+                    return seq
+            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)
             return int(seq)
@@ -200,13 +213,8 @@ class PgAuditLog:
             # the intent row is the claim: of two replicas reconciling one intent at once, one
             # deletes it and audits; the other finds the row the winner wrote
             claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent.intent_id,))
-            if claimed.rowcount == 0:
-                found = await (await conn.execute(
-                    "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
-                    (intent.tenant_id, intent.intent_id),
-                )).fetchone()
-                if found is not None:
-                    return int(found[0])
+            if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, intent.tenant_id, intent.intent_id)) is not None:
+                return seq
             seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)

@@ -139,12 +139,23 @@ class SqliteAuditLog:
             _encode_detail(detail or {}),
         )
         with self.db.transaction(fsync=fsync) as conn:
-            seq = self._insert(conn, row)
             if closes_intent is not None:
-                conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,))
+                # the intent row is the claim: if open checks already reconciled this intent (a
+                # write slower than the grace), its `recovered` row is the one audit row
+                claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,))
+                if claimed.rowcount == 0 and (recovered := self._recovered_seq(conn, closes_intent)) is not None:
+                    return recovered
+            seq = self._insert(conn, row)
             if store_marker is not None:
                 self._advance_marker(conn, store_marker)
             return seq
+
+    @staticmethod
+    def _recovered_seq(conn: sqlite3.Connection, intent_id: str) -> int | None:
+        found = conn.execute(
+            "SELECT seq FROM audit WHERE action = 'recovered' AND json_extract(detail, '$.intent') = ? ORDER BY seq LIMIT 1", (intent_id,)
+        ).fetchone()
+        return None if found is None else int(found[0])
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, row: tuple) -> int:
