@@ -173,15 +173,15 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
     order it came in (the product's). Marks the promoted hits (`RankedHit.lead`)."""
     config = config or _DEFAULT
     lead = config.leads.get(purpose)
-    if lead is None or not ranked:
+    if lead is None or not ranked or not ranked[0].factors:
         return ranked
-    best = max(r.factors[0] for r in ranked) if ranked[0].factors else 0.0
-    gate = best * config.lead_band
+    kinds, visibilities = lead.kinds, lead.visibilities
+    gate = max(r.factors[0] for r in ranked) * config.lead_band
     first: list[RankedHit] = []
     rest: list[RankedHit] = []
     for r in ranked:
-        m = r.hit.memory
-        if r.factors and r.factors[0] >= gate and lead.holds(m.kind, r.hit.scope.visibility.value):
+        hit = r.hit
+        if hit.memory.kind in kinds and r.factors[0] >= gate and hit.scope.visibility.value in visibilities:
             r.lead = True
             first.append(r)
         else:
