@@ -13,6 +13,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing import MemoryShares, MemoryTeams
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -186,6 +187,8 @@ class MemoryState:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
+        self.shares = MemoryShares()
+        self.teams = MemoryTeams()
 
     def close(self) -> None:
         pass

@@ -34,6 +34,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError, InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_postgres import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
@@ -91,6 +92,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         GRANT SELECT, INSERT, DELETE ON manifests, manifest_entries TO {runtime};
         GRANT UPDATE (revoked_at) ON manifests TO {runtime};
     """,)),
+    SHARING_PG_MIGRATION,
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
 ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
@@ -381,6 +383,8 @@ class PostgresState:
         self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
         self.manifests = PgManifests(self.pool)
+        self.shares = PgShares(self.pool)
+        self.teams = PgTeams(self.pool)
 
     # identity state over the same pool (the bridge closes the pool once, with the state)
     def session_repository(self) -> PgSessionRepository:

@@ -24,6 +24,7 @@ from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_sqlite import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
@@ -370,9 +371,12 @@ class SqliteState:
             apply_migrations(self.db.conn, "audit", AUDIT_MIGRATIONS)
             apply_migrations(self.db.conn, "grants", GRANT_MIGRATIONS)
             apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
+            apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
+        self.shares = SqliteShares(self.db)
+        self.teams = SqliteTeams(self.db)
 
     @property
     def path(self) -> Path:

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from bridge.state.records import AuditView
+from bridge.state.sqlite import SqliteState
 from identity.providers.api_keys import ApiKeyStore
 from tests.mcp.mcpkit import CONSOLE_SCRIPT, ROOT, base_env, load_host_config, stdio_params
 
@@ -96,6 +98,12 @@ async def test_tool_call_naming_another_user_is_refused_over_stdio(deployment: D
     [mine] = await deployment.call("alice", ("list_memories", {}))
     contents = [m["content"] for m in mine.structured_content["memories"]]
     assert contents == ["Alice prefers green tea at 10:00"], contents  # nothing was written into alice's scope, nothing forgotten
+    state = SqliteState(deployment.home / "bridge.sqlite3")
+    try:  # every attempt is on record as bob's refusal, like a refusal of the policy
+        denied = await state.audit.query(AuditView("acme", "bob"), action="denied")
+    finally:
+        state.close()
+    assert sorted(e.detail["operation"] for e in denied) == sorted(f"mcp:{name}" for name, _ in forged)
 
 
 def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

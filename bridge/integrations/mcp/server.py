@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 import mcp_types as types
 from pydantic import ValidationError
 
-from bridge.errors import Unauthenticated, VikingBridgeError
+from bridge.errors import InvalidInput, Unauthenticated, VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.integrations.mcp.credentials import IdentifiedAccessToken
 from bridge.integrations.mcp.tools import IDENTITY_NOTE, TOOLS
@@ -72,7 +72,14 @@ def build_server(bridge: MemoryBridge, identify: Identify) -> Server[Any]:
             args = tool.args.model_validate(params.arguments or {})
         except ValidationError as exc:
             detail = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()[:10])
-            return _error("InvalidInput", detail + ". " + IDENTITY_NOTE if any(e["type"] == "extra_forbidden" for e in exc.errors()) else detail)
+            if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
+                return _error("InvalidInput", detail)
+            refused = InvalidInput(detail + ". " + IDENTITY_NOTE)
+            try:  # an argument trying to name someone: on record as a refusal, like the policy's
+                await bridge.audit_refusal(await identify(ctx), f"mcp:{tool.name}", refused)
+            except VikingBridgeError:
+                pass  # no verifiable caller: the refusal stands unaudited, as a 401 would
+            return _error("InvalidInput", str(refused))
         try:
             who = await identify(ctx)
             body = await tool.run(bridge, who, args)
