@@ -117,12 +117,14 @@ class Audience:
     agent_id: str | None = None
     workspace_id: str | None = None
     department_id: str | None = None
+    task_id: str | None = None
 
     def matches(self, identity: MemoryIdentity) -> bool:
         return (
             self.tenant_id in (None, identity.tenant_id) and self.user_id in (None, identity.user_id)
             and self.agent_id in (None, identity.agent_id) and self.workspace_id in (None, identity.workspace_id)
             and (self.department_id is None or self.department_id in identity.department_ids)
+            and self.task_id in (None, identity.task_id)
         )
 
     def describe(self) -> str:
@@ -135,6 +137,8 @@ class Audience:
             parts.append(f"whose session is in workspace {self.workspace_id}")
         if self.department_id:
             parts.append(f"who belongs to department {self.department_id}")
+        if self.task_id:
+            parts.append(f"working on task {self.task_id}")
         return " ".join(parts) + f" of tenant {self.tenant_id}"
 
 
@@ -147,6 +151,10 @@ def default_audience(policy: Policy, key: ScopeKey) -> Audience | None:
         return Audience(t, user_id=key.owner_id)
     if key.visibility is Visibility.AGENT:
         return Audience(t, user_id=key.user_id, agent_id=key.owner_id)
+    if key.visibility is Visibility.TASK:
+        return Audience(t, user_id=key.user_id, agent_id=key.owner_id, task_id=key.task_id)
+    if key.visibility is Visibility.TEAM:
+        return None  # nobody by default: a team is read by its member agents (`team_members` below)
     if key.visibility is Visibility.WORKSPACE:
         return Audience(t, workspace_id=key.owner_id)
     if key.visibility is Visibility.DEPARTMENT:
@@ -172,12 +180,16 @@ class Reader:
 def readers_of(
     policy: Policy, key: ScopeKey, status: Status, author_user_id: str, grants: Iterable[Grant],
     manifests: Sequence[tuple[InjectionManifest, Sequence[InjectionManifest]]], now: float,
+    *, shared_with: frozenset[str] = frozenset(), team_members: frozenset[str] = frozenset(),
 ) -> list[Reader]:
     """Everyone who can read one memory and why, by the same rules recall and get apply.
 
     `grants`: grants of the memory's tenant; `manifests`: live manifests holding the memory,
-    each with its chain (nearest source first). An active memory: its scope's default audience,
-    active grants on exactly that scope, manifests whose whole chain is live. Anything else
+    each with its chain (nearest source first); `shared_with`: the memory's `visible_to` beyond its
+    owning agent (agent and task places only, the same user's agents; "*" = all of them);
+    `team_members`: the member agents of a team scope. An active memory: its scope's default
+    audience, its shares, the team's members, active grants on exactly that scope, manifests
+    whose whole chain is live. Anything else
     (pending, superseded): its author, the approvers of its scope, the tenant's admins."""
     out: list[Reader] = []
     tenant = key.tenant_id
@@ -185,6 +197,13 @@ def readers_of(
         audience = default_audience(policy, key)
         if audience is not None:
             out.append(Reader(audience.describe(), f"{key} is one of their default scopes ({key.visibility.value})", "default scope"))
+        if key.visibility in (Visibility.AGENT, Visibility.TASK):  # bridge/sharing_policy.SHAREABLE
+            for agent in sorted(shared_with):
+                who = f"every agent acting for user {key.user_id}" if agent == "*" else f"agent {agent} acting for user {key.user_id}"
+                out.append(Reader(who, f"agent {key.owner_id} shared it with them (visible_to)", "share"))
+        if key.visibility is Visibility.TEAM and team_members:
+            members = ", ".join(sorted(team_members))
+            out.append(Reader(f"member agents of team {key.owner_id} ({members}), acting for any user of tenant {tenant}", f"{key} is team memory", "team"))
         for g in grants:
             if g.scope == key and g.tenant_id == tenant and g.active(now):
                 who = f"user {g.grantee_user_id}" + (f" through agent {g.grantee_agent_id}" if g.grantee_agent_id else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from adapters.base import Status
+from adapters.scopes import Visibility
 from bridge.admin_operations import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
 from bridge.read_policy import Reader, may_inspect, readers_of, require_tenant_admin
 from bridge.runtime import BridgeRuntime
@@ -149,7 +150,13 @@ async def who_can_read(rt: BridgeRuntime, identity: MemoryIdentity, op: WhoCanRe
     grants = await rt.state.grants.for_tenant(identity.tenant_id, limit=READER_SOURCES_CAP)
     held = await rt.state.manifests.live_for_tenant(identity.tenant_id, now, memory_id=memory_id, limit=READER_SOURCES_CAP)
     manifests = [(m, (await _chain_live(rt, m, now))[0]) for m in held if m.tenant_id == identity.tenant_id]
-    readers = readers_of(rt.policy, key, memory.status, memory.provenance.author_user_id, grants, manifests, now)
+    shared: frozenset[str] = frozenset()
+    members: frozenset[str] = frozenset()
+    if key.visibility in (Visibility.AGENT, Visibility.TASK):
+        shared = (await rt.state.shares.audience_of(key, [memory_id])).get(memory_id, frozenset())
+    if key.visibility is Visibility.TEAM and key.tenant_id == identity.tenant_id and key.owner_id is not None:
+        members = await rt.state.teams.members(identity.tenant_id, key.owner_id)
+    readers = readers_of(rt.policy, key, memory.status, memory.provenance.author_user_id, grants, manifests, now, shared_with=shared, team_members=members)
     # an admin looking into a memory is itself on the record (ids only, like every read)
     await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "who_can_read"})
     p = memory.provenance

@@ -12,6 +12,7 @@ from adapters.base import Status
 from adapters.scopes import ScopeKey
 from bridge.admin_operations import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
 from bridge.errors import NotFound, NotPermitted
+from bridge.sharing_operations import SetTeamMembers, SetVisibleTo
 from bridge.policy import Policy, PolicyConfig
 from bridge.read_policy import default_audience, readers_of
 from bridge.state.records import Grant, InjectDepth, InjectionManifest
@@ -91,11 +92,12 @@ def test_default_audience_agrees_with_the_policy_identity_by_identity() -> None:
         keys = [
             ScopeKey.private("acme", "alice"), ScopeKey.agent("acme", "coder", "alice"), ScopeKey.workspace("acme", "alpha"),
             ScopeKey.department("acme", "eng"), ScopeKey.tenant("acme"), ScopeKey.global_(),
+            ScopeKey.task("acme", "coder", "alice", "t1"), ScopeKey.team("acme", "red"),
         ]
         grid = [
-            make_identity(user, tenant=tenant, agent=agent, departments=depts, workspace=ws)
-            for tenant, user, agent, depts, ws in itertools.product(
-                ("acme", "globex"), ("alice", "bob"), ("coder", "assistant"), ((), ("eng",), ("eng", "ops")), (None, "alpha", "beta"),
+            make_identity(user, tenant=tenant, agent=agent, departments=depts, workspace=ws).model_copy(update={"task_id": task})
+            for tenant, user, agent, depts, ws, task in itertools.product(
+                ("acme", "globex"), ("alice", "bob"), ("coder", "assistant"), ((), ("eng",), ("eng", "ops")), (None, "alpha", "beta"), (None, "t1", "t2"),
             )
         ]
         for key in keys:
@@ -118,3 +120,19 @@ def test_dead_or_foreign_sources_never_count_as_readers() -> None:
     orphan = InjectionManifest("m2", "acme", "alice", "helper", "sub2", "t", InjectDepth.MINIMAL, ((key, "m1"),), False, now - 5, now + 100, parent_manifest_id="gone")
     readers = readers_of(policy, key, Status.ACTIVE, "alice", grants, [(child, [source]), (orphan, [])], now)
     assert {r.via for r in readers} == {"default scope", "admin"}
+
+
+async def test_who_can_read_names_the_agents_a_memory_is_shared_with_and_a_teams_members(bridge) -> None:  # type: ignore[no-untyped-def]
+    coder = make_identity("alice", agent="coder")
+    w = await bridge.remember(coder, "the flaky test is test_payments_retry", "experience")
+    assert w.scope == "acme/agent/coder/alice"
+    before = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    assert {r.via for r in before.readers} == {"default scope", "admin"} and "agent coder" in before.readers[0].who
+    await bridge.execute(coder, SetVisibleTo((w.scope, w.memory_id), ("reviewer",)))
+    shared = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    assert [r.who for r in shared.readers if r.via == "share"] == ["agent reviewer acting for user alice"]
+    await bridge.execute(ADMIN, SetTeamMembers("red", ("coder", "tester")))
+    t = await bridge.remember(coder, "red team decision: freeze on thursday", "decision", visibility="team")
+    team = await bridge.execute(ADMIN, WhoCanRead((t.scope, t.memory_id)))
+    readers = {r.via: r.who for r in team.readers}
+    assert "default scope" not in readers and "coder, tester" in readers["team"]
