@@ -36,7 +36,7 @@ MEMORY_TYPE = "Seed 000: 'team' (team memory, members only) or 'private' (the ag
 VISIBLE_TO = "Seed 000: agents of the same user that may read a private memory (['*']: all of them). Never widens to other users or tenants."
 MemoryTypeName = Literal["team", "private"]
 Kind = Literal["profile", "preference", "event", "fact", "decision", "procedure", "experience", "standard", "note"]
-VisibilityName = Literal["private", "agent", "workspace", "department", "tenant", "global"]
+VisibilityName = Literal["private", "agent", "workspace", "department", "tenant", "global", "team", "task"]
 Depth = Literal["minimal", "standard", "full"]
 Purpose = Literal["chat", "coding"]
 ScopeText = Field(min_length=1, max_length=400, description="A scope key such as 'acme/ws/alpha', 'acme/user/u17', 'global'.")
