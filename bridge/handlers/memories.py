@@ -12,6 +12,7 @@ from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
 from bridge.runtime import BridgeRuntime
 from bridge.handlers.sharing import record_share, resolve_write
+from bridge.sharing_policy import decide_team_write
 from bridge.writes import MANIFEST_ID, Lineage, plan_write, provenance, store
 from identity.model import MemoryIdentity
 
@@ -37,6 +38,8 @@ async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) ->
 
 
 async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
+    if op.team_id is not None or op.memory_type == "team":  # refused up front, whatever the text yields
+        decide_team_write(identity, op.team_id, await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id))
     if rt.server_side_extraction and isinstance(rt.backend, ConversationBackend):
         return await _capture_server_side(rt, identity, op)
     # rule extraction is CPU work on attacker-sized text: off the event loop

@@ -9,7 +9,6 @@ It never widens anything the policy did not decide (`bridge/sharing_policy.py`).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from adapters.scopes import ScopeSet
@@ -45,16 +44,19 @@ async def label_visibility(rt: BridgeRuntime, scopes: ScopeSet, items: list[Reca
         if entry is not None and entry.key.visibility in SHAREABLE:
             wanted.setdefault(item.scope, []).append(item.memory_id)
     audiences = {scope: await rt.state.shares.audience_of(entries[scope].key, ids) for scope, ids in wanted.items()}
-    out = []
     for item in items:
         entry = entries.get(item.scope)
         if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
-            out.append(item)
             continue
-        audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
-        kind = memory_type_of(entry.key, entry.source)
-        out.append(replace(item, memory_type=kind.value, visible_to=visible_to_of(entry.key, audience)))
-    return out
+        kind = memory_type_of(entry.key, entry.source).value
+        if kind != item.memory_type:
+            # the items were built by the label stage of this recall and are not shared yet: set
+            # in place (dataclasses.replace costs several microseconds per item on the hot path)
+            object.__setattr__(item, "memory_type", kind)
+        if entry.key.visibility in SHAREABLE:
+            audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
+            object.__setattr__(item, "visible_to", visible_to_of(entry.key, audience))
+    return items
 
 
 async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:

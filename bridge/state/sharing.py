@@ -159,11 +159,12 @@ def audience_rows(scope: ScopeKey, memory_id: str, audience: frozenset[str], at:
 
 
 def group_shares(rows: Iterable[tuple[str, str]]) -> dict[ScopeKey, frozenset[str]]:
-    """(scope text, memory id) rows -> memory ids by scope."""
-    out: dict[ScopeKey, set[str]] = defaultdict(set)
+    """(scope text, memory id) rows -> memory ids by scope (each distinct scope parsed once:
+    parsing re-validates its ids, which costs more than the query)."""
+    out: dict[str, set[str]] = defaultdict(set)
     for scope, memory_id in rows:
-        out[ScopeKey.parse(scope)].add(memory_id)
-    return {k: frozenset(v) for k, v in out.items()}
+        out[scope].add(memory_id)
+    return {ScopeKey.parse(k): frozenset(v) for k, v in out.items()}
 
 
 def group_audience(rows: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
