@@ -34,6 +34,7 @@ class RecalledMemory:
     derived_from: tuple[str, ...] = ()
     conflicts_with: tuple[MemoryRef, ...] = ()
     duplicates: tuple[MemoryRef, ...] = ()
+    expires_at: float | None = None  # epoch seconds; None: never expires
 
     @property
     def ref(self) -> MemoryRef:
@@ -53,6 +54,9 @@ class RecallResult(BaseModel):
     partial: bool = False  # true only if the caller allowed partial results and a scope failed
     failed_scopes: tuple[str, ...] = ()
     guard_alarms: int = 0
+    #: expired hits the guard dropped because the backend cannot exclude them in its own query
+    #: (`Capabilities.expiry_in_query=False`); logged too — never a silent drop
+    expired_dropped: int = 0
     audit_seq: int | None = None
 
 
@@ -66,6 +70,7 @@ class WriteResult(BaseModel):
     status: str
     reason: str
     deduplicated: bool = False  # an idempotent retry returned the memory written before
+    expires_at: float | None = None  # epoch seconds after which it is never recalled (None: never)
 
     @property
     def ref(self) -> MemoryRef:

@@ -17,7 +17,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant
 from identity.model import MemoryIdentity
 
-__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject"]
+__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "may_purge_expired"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -63,3 +63,10 @@ def grants_subject(identity: MemoryIdentity, grantee_user_id: str | None) -> str
     if not identity.has_role(Role.ADMIN):
         raise NotPermitted(f"listing the grants of another user needs the {ROLE_ADMIN!r} role")
     return grantee_user_id
+
+
+def may_purge_expired(identity: MemoryIdentity) -> None:
+    """Purging a tenant's expired memories (`PurgeExpired`): its admins only — the purge deletes
+    in every scope of the tenant, which no member may do. (Beside the read rules: policy.py is full.)"""
+    if not identity.has_role(Role.ADMIN):
+        raise NotPermitted(f"purging expired memories needs the {ROLE_ADMIN!r} role")

@@ -15,6 +15,7 @@ from adapters.base import MemoryBackend
 from bridge.extract import Extractor, RuleExtractor
 from bridge.limits import Limits
 from bridge.policy import Policy
+from bridge.quotas import QuotaConfig
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
 from bridge.state.protocols import BridgeState
@@ -36,6 +37,8 @@ class BridgeRuntime:
     token_counter: TokenCounter | None = None
     server_side_extraction: bool = False
     clock: Callable[[], float] = time.time
+    #: Storage quotas per tenant and per user (bridge/quotas.py); none configured by default.
+    quotas: QuotaConfig = field(default_factory=QuotaConfig)
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)

@@ -27,6 +27,13 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
+    VIKING_BRIDGE_QUOTA_TENANT_MAX_MEMORIES unset  memories one tenant may hold (unset: unlimited)
+    VIKING_BRIDGE_QUOTA_TENANT_MAX_BYTES    unset  content bytes (UTF-8) one tenant may hold
+    VIKING_BRIDGE_QUOTA_USER_MAX_MEMORIES   unset  memories one user may have written, per tenant
+    VIKING_BRIDGE_QUOTA_USER_MAX_BYTES      unset  content bytes one user may have written
+    VIKING_BRIDGE_QUOTA_OVERRIDES           {}     per tenant, JSON in the environment or a TOML table:
+                                                   [quota_overrides.acme] tenant_max_memories = 50000
+    VIKING_BRIDGE_PURGE_INTERVAL_S      300      how often `serve` purges expired memories (0: never)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -37,13 +44,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from bridge.errors import ConfigurationError
 from bridge.limits import Limits
 from bridge.policy import Policy, PolicyConfig
+from bridge.quotas import QuotaConfig, QuotaLimits
 from bridge.recall.budget import BudgetConfig
 from bridge.recall.rank import FreshnessConfig, RankingConfig
 
@@ -54,6 +62,17 @@ CONFIG_FILE_VARIABLE = "VIKING_BRIDGE_CONFIG_FILE"
 
 def default_home() -> Path:
     return Path(platformdirs.user_data_dir("viking-bridge", appauthor=False))
+
+
+class QuotaOverride(BaseModel):
+    """One tenant's quotas; an unset field keeps the deployment default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tenant_max_memories: int | None = Field(None, ge=0)
+    tenant_max_bytes: int | None = Field(None, ge=0)
+    user_max_memories: int | None = Field(None, ge=0)
+    user_max_bytes: int | None = Field(None, ge=0)
 
 
 class BridgeSettings(BaseSettings):
@@ -79,6 +98,12 @@ class BridgeSettings(BaseSettings):
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
     backend: Literal["local", "postgres"] = "local"
     memory_url: SecretStr | None = None
+    quota_tenant_max_memories: int | None = Field(None, ge=0)
+    quota_tenant_max_bytes: int | None = Field(None, ge=0)
+    quota_user_max_memories: int | None = Field(None, ge=0)
+    quota_user_max_bytes: int | None = Field(None, ge=0)
+    quota_overrides: dict[str, QuotaOverride] = Field(default_factory=dict)
+    purge_interval_s: float = Field(300.0, ge=0.0, le=86400.0)
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod
@@ -124,9 +149,24 @@ class BridgeSettings(BaseSettings):
     def policy(self) -> Policy:
         return Policy(PolicyConfig(include_global=self.include_global, global_writer_tenants=self.global_writer_tenants))
 
+    def quotas(self) -> QuotaConfig:
+        def pick(value: int | None, default: int | None) -> int | None:
+            return default if value is None else value
+
+        tenant = QuotaLimits(self.quota_tenant_max_memories, self.quota_tenant_max_bytes)
+        user = QuotaLimits(self.quota_user_max_memories, self.quota_user_max_bytes)
+        overrides = {
+            name: (
+                QuotaLimits(pick(o.tenant_max_memories, tenant.max_memories), pick(o.tenant_max_bytes, tenant.max_bytes)),
+                QuotaLimits(pick(o.user_max_memories, user.max_memories), pick(o.user_max_bytes, user.max_bytes)),
+            )
+            for name, o in self.quota_overrides.items()
+        }
+        return QuotaConfig(tenant=tenant, user=user, overrides=overrides)
+
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "quotas": self.quotas()}
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:

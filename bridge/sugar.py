@@ -36,12 +36,19 @@ class OperationMethods:
     async def remember(
         self, identity: MemoryIdentity, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
         department_id: str | None = None, idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
-        confidence: float = 1.0,
+        confidence: float = 1.0, expires_at: float | None = None, ttl_s: float | None = None,
     ) -> WriteResult:
-        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence, expires_at, ttl_s))  # type: ignore[arg-type]
 
-    async def capture(self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None) -> CaptureResult:
-        return await self.execute(identity, ops.Capture(messages, idempotency_key))  # type: ignore[arg-type]
+    async def capture(
+        self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None,
+        expires_at: float | None = None, ttl_s: float | None = None,
+    ) -> CaptureResult:
+        return await self.execute(identity, ops.Capture(messages, idempotency_key, expires_at, ttl_s))  # type: ignore[arg-type]
+
+    async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
+        """One purge run over the caller's tenant (tenant admins); returns a `PurgeReport`."""
+        return await self.execute(identity, ops.PurgeExpired(max_deletions))
 
     async def forget(self, identity: MemoryIdentity, ref: Ref) -> bool:
         return await self.execute(identity, ops.Forget(ref))  # type: ignore[arg-type]

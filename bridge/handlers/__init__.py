@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, reads, sessions_audit
+from bridge.handlers import erasure, expiry, grants, injection, lifecycle, memories, reads, sessions_audit
 from bridge.recall.pipeline import run_recall
 
 __all__ = ["HANDLERS"]
@@ -31,6 +31,7 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.QueryAudit: sessions_audit.query_audit,
     ops.StartSession: sessions_audit.start_session,
     ops.ForkSession: sessions_audit.fork_session,
+    ops.PurgeExpired: expiry.purge_expired,  # expiry and quotas (issue 13)
     # the read API (issue 11)
     read_ops.GetMemory: reads.get_memory,
     read_ops.ListMemories: reads.list_memories,

@@ -11,7 +11,8 @@ from bridge.models import CaptureResult, WriteResult
 from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
 from bridge.runtime import BridgeRuntime
-from bridge.writes import MANIFEST_ID, Lineage, plan_write, provenance, store
+from bridge.errors import InvalidInput
+from bridge.writes import MANIFEST_ID, Lineage, expiry_of, plan_write, provenance, quota_owner, release, reserve, store
 from identity.model import MemoryIdentity
 
 __all__ = ["remember", "write_back", "capture"]
@@ -32,15 +33,28 @@ async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) ->
 
 async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
     if rt.server_side_extraction and isinstance(rt.backend, ConversationBackend):
+        if op.expires_at is not None or op.ttl_s is not None:
+            raise InvalidInput(f"backend {rt.backend.name} extracts captures server-side and cannot give the memories it makes an expiry")
         return await _capture_server_side(rt, identity, op)
     # rule extraction is CPU work on attacker-sized text: off the event loop
     candidates = await asyncio.to_thread(rt.extractor.extract, list(op.messages))
-    written = []
+    expires_at = expiry_of(rt.clock(), op.expires_at, op.ttl_s)  # one instant for the whole capture
+    plans = []
     for n, candidate in enumerate(candidates):
         key = None if op.idempotency_key is None else f"{op.idempotency_key}.{n}"
-        memory = Remember(candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE)
+        memory = Remember(candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE, expires_at=expires_at)
         lineage = Lineage(message_ids=(candidate.message_id,) if candidate.message_id else (), captured=True)
-        written.append(await store(rt, identity, plan_write(rt, identity, memory, lineage)))
+        plans.append(plan_write(rt, identity, memory, lineage))
+    await reserve(rt, identity, plans)  # the whole capture fits the quota, or nothing is written
+    written = []
+    for done, plan in enumerate(plans):
+        try:
+            written.append(await store(rt, identity, plan, reserved=True))
+        except BaseException:
+            left = plans[done + 1:]  # reserved, never attempted: give their space back
+            if left:
+                await release(rt, *quota_owner(identity, left[0]), [p.memory.content for p in left])
+            raise
     yielding = {c.message_index for c in candidates}
     return CaptureResult(written=tuple(written), skipped=len(op.messages) - len(yielding))
 

@@ -14,6 +14,7 @@ from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.protocols import WriteIntent
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.usage import MemoryUsage
 from identity.model import MemoryIdentity
 
 __all__ = ["MemoryState"]
@@ -174,6 +175,7 @@ class MemoryState:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
+        self.usage = MemoryUsage()  # storage-quota counters (bridge/state/usage.py)
 
     def close(self) -> None:
         pass

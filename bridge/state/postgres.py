@@ -35,6 +35,7 @@ from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError, InvalidInput
 from bridge.state.protocols import WriteIntent
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
     DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
@@ -93,7 +94,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     """,)),
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
-ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
+ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
 
 
 async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
@@ -363,7 +364,7 @@ class PostgresState:
         self.pool = PgPool(url, schema=schema, max_size=pool_size)
         self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
-        self.manifests = PgManifests(self.pool)
+        self.manifests, self.usage = PgManifests(self.pool), PgUsage(self.pool)  # usage: storage-quota counters
 
     # identity state over the same pool (the bridge closes the pool once, with the state)
     def session_repository(self) -> PgSessionRepository:

@@ -19,7 +19,7 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 #: `quarantine` = a damaged record the backend took out of service.
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
-    "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject",
+    "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "expired",
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
 READ_ACTIONS = frozenset({"recall"})

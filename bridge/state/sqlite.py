@@ -25,6 +25,7 @@ from bridge.errors import InvalidInput
 from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import SqliteUsage
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
 
@@ -351,6 +352,7 @@ class SqliteState:
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
+        self.usage = SqliteUsage(self.db)  # storage-quota counters (bridge/state/usage.py)
 
     @property
     def path(self) -> Path:
