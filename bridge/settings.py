@@ -33,7 +33,6 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_QUOTA_USER_MAX_BYTES      unset  content bytes one user may have written
     VIKING_BRIDGE_QUOTA_OVERRIDES           {}     per tenant, JSON in the environment or a TOML table:
                                                    [quota_overrides.acme] tenant_max_memories = 50000
-    VIKING_BRIDGE_PURGE_INTERVAL_S      300      how often `serve` purges expired memories (0: never)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -103,7 +102,6 @@ class BridgeSettings(BaseSettings):
     quota_user_max_memories: int | None = Field(None, ge=0)
     quota_user_max_bytes: int | None = Field(None, ge=0)
     quota_overrides: dict[str, QuotaOverride] = Field(default_factory=dict)
-    purge_interval_s: float = Field(300.0, ge=0.0, le=86400.0)
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod

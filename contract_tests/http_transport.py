@@ -66,6 +66,8 @@ def error_from_problem(response: httpx.Response) -> Exception:
         try:
             if issubclass(cls, bridge_errors.RecallIncomplete):
                 return cls(message, tuple(ScopeKey.parse(s) for s in body.get("failed_scopes", ())))
+            if issubclass(cls, bridge_errors.QuotaExceeded):
+                return cls(message, **{k: body[k] for k in ("level", "measure", "used", "requested", "limit")})
             return cls(message)
         except TypeError:
             pass
@@ -131,17 +133,24 @@ class HttpBridge:
                 "include_scopes": [str(s) for s in include_scopes], "manifest_id": manifest_id, "allow_partial": allow_partial, "min_score": min_score}
         r = await self._call(identity, "POST", "/api/v1/recall", body=body)
         return RecallResult(identity=r["identity"], purpose=r["purpose"], query=query, items=tuple(_recalled(m) for m in r["memories"]), context=r["context"],
-                            tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]), guard_alarms=r["guard_alarms"])
+                            tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]), guard_alarms=r["guard_alarms"], expired_dropped=r.get("expired_dropped", 0))
 
     async def remember(self, identity: MemoryIdentity, content: str, kind: Any, *, visibility: Any = None, department_id: str | None = None, idempotency_key: str | None = None,
-                       metadata: Mapping[str, Any] | None = None, confidence: float = 1.0) -> WriteResult:
+                       metadata: Mapping[str, Any] | None = None, confidence: float = 1.0, expires_at: float | None = None, ttl_s: float | None = None) -> WriteResult:
         body = {"content": content, "kind": getattr(kind, "value", kind), "visibility": getattr(visibility, "value", visibility), "department_id": department_id,
-                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence}
+                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence, "expires_at": expires_at, "ttl_s": ttl_s}
         return WriteResult(**await self._call(identity, "POST", "/api/v1/memories", body=body))
 
-    async def capture(self, identity: MemoryIdentity, messages: Sequence[Any], *, idempotency_key: str | None = None) -> CaptureResult:
+    async def capture(self, identity: MemoryIdentity, messages: Sequence[Any], *, idempotency_key: str | None = None,
+                      expires_at: float | None = None, ttl_s: float | None = None) -> CaptureResult:
         wire = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
-        return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body={"messages": wire, "idempotency_key": idempotency_key}))
+        body = {"messages": wire, "idempotency_key": idempotency_key, "expires_at": expires_at, "ttl_s": ttl_s}
+        return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body=body))
+
+    async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
+        from bridge.handlers.expiry import PurgeReport
+
+        return PurgeReport(**await self._call(identity, "POST", "/api/v1/purge-expired", params={"max_deletions": max_deletions}))
 
     async def forget(self, identity: MemoryIdentity, ref: Any) -> bool:
         key, memory_id = memory_ref(ref)
