@@ -242,7 +242,8 @@ class SearchQuery:
 
     def at(self) -> float:
         """The instant expiry is judged at: the bridge's clock, or the adapter's own."""
-        return time.time() if self.now is None else float(self.now)
+        now = getattr(self, "now", None)  # a query forged past __init__ (object.__new__) has no field at all
+        return time.time() if now is None else float(now)
 
 
 @dataclass(frozen=True, slots=True)
