@@ -64,14 +64,16 @@ async def _purge_one(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey,
         deleted = await rt.backend.delete(key, memory.id)
     except NotFound:
         deleted = False
+    if not deleted:  # another purger (worker, replica) or a forget got there first and audited it
+        await rt.state.audit.close_intent(intent)
+        return False
     await rt.state.manifests.purge_memory_ids({memory.id})
     await rt.state.audit.append(
         identity, "expired", memory_ids=[memory.id], scopes=[key], closes_intent=intent,
-        detail={"expires_at": memory.expires_at, "kind": memory.kind, "deleted": deleted},
+        detail={"expires_at": memory.expires_at, "kind": memory.kind},
     )
-    if deleted:
-        await release_memories(rt, [memory])
-    return deleted
+    await release_memories(rt, [memory])
+    return True
 
 
 async def purge_expired(rt: BridgeRuntime, identity: MemoryIdentity, op: PurgeExpired) -> PurgeReport:
