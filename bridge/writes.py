@@ -34,7 +34,7 @@ from bridge.operations import Remember
 from bridge.runtime import BridgeRuntime
 from identity.model import MemoryIdentity
 
-__all__ = ["Lineage", "WritePlan", "plan_write", "store", "reserve", "release", "release_memories", "quota_owner", "expiry_of", "backend_key", "PROMOTED_FROM", "PROMOTED_BY", "AUTHOR_TENANT", "MANIFEST_ID"]
+__all__ = ["Lineage", "WritePlan", "plan_write", "store", "reserve", "release", "release_memories", "reserve_bytes", "quota_owner", "expiry_of", "backend_key", "PROMOTED_FROM", "PROMOTED_BY", "AUTHOR_TENANT", "MANIFEST_ID"]
 
 PROMOTED_FROM = "vb.promoted_from"
 PROMOTED_BY = "vb.promoted_by"
@@ -132,13 +132,30 @@ async def release_memories(rt: BridgeRuntime, memories: list[StoredMemory]) -> N
     counted against its scope's tenant (a global one: the tenant that wrote it) and its author."""
     owners: dict[tuple[str | None, str], list[str]] = {}
     for m in memories:
-        tenant = m.scope.tenant_id
-        if tenant is None:
-            value = m.metadata.get(AUTHOR_TENANT)
-            tenant = value if isinstance(value, str) else None
-        owners.setdefault((tenant, m.provenance.author_user_id), []).append(m.content)
+        owners.setdefault(_owner_of(m), []).append(m.content)
     for (tenant, user), contents in owners.items():
         await release(rt, tenant, user, contents)
+
+
+def _owner_of(memory: StoredMemory) -> tuple[str | None, str]:
+    tenant = memory.scope.tenant_id
+    if tenant is None:
+        value = memory.metadata.get(AUTHOR_TENANT)
+        tenant = value if isinstance(value, str) else None
+    return tenant, memory.provenance.author_user_id
+
+
+async def reserve_bytes(rt: BridgeRuntime, memory: StoredMemory, delta: int) -> None:
+    """An edit changed `memory`'s text by `delta` bytes: take (delta > 0, may raise
+    `QuotaExceeded`) or give back (delta < 0) that many bytes of its owner's quota."""
+    tenant, user = _owner_of(memory)
+    if not rt.quotas.enabled or tenant is None or delta == 0:
+        return
+    if delta > 0:
+        tenant_limits, user_limits = rt.quotas.limits_for(tenant)
+        await rt.state.usage.reserve(tenant, user, Usage(0, delta), tenant_limits, user_limits)  # type: ignore[attr-defined]
+    else:
+        await rt.state.usage.release(tenant, user, Usage(0, -delta))  # type: ignore[attr-defined]
 
 
 async def release(rt: BridgeRuntime, tenant_id: str | None, user_id: str, contents: list[str]) -> None:

@@ -26,7 +26,8 @@ from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import Grant
 from bridge.validation import RESERVED_METADATA_PREFIX
-from bridge.writes import release_memories
+from bridge.quotas import content_bytes
+from bridge.writes import release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 
 __all__ = [
@@ -161,7 +162,17 @@ async def edit_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: EditMemor
     merged = None
     if op.metadata is not None:  # the bridge's own keys survive an edit; the caller's are replaced
         merged = {**op.metadata, **{k: v for k, v in memory.metadata.items() if k.startswith(RESERVED_METADATA_PREFIX)}}
-    updated = await rt.backend.update(key, memory_id, MemoryPatch(content=op.content, metadata=merged, confidence=op.confidence))
+    grown = 0 if op.content is None else content_bytes(op.content) - content_bytes(memory.content)
+    if grown > 0:  # a longer text takes quota bytes first (QuotaExceeded leaves the memory as it was)
+        await reserve_bytes(rt, memory, grown)
+    try:
+        updated = await rt.backend.update(key, memory_id, MemoryPatch(content=op.content, metadata=merged, confidence=op.confidence))
+    except BaseException:
+        if grown > 0:
+            await reserve_bytes(rt, memory, -grown)
+        raise
+    if grown < 0:
+        await reserve_bytes(rt, memory, grown)
     fields = [name for name in ("content", "metadata", "confidence") if getattr(op, name) is not None]
     await rt.state.audit.append(identity, "edit", memory_ids=[memory_id], scopes=[key], detail={"fields": fields})
     return MemoryRecord.of(updated, "edited by its author or a tenant admin")

@@ -252,3 +252,16 @@ async def test_a_schema_2_local_store_gains_the_expiry_column_and_index_at_open(
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'memories_expiring'").fetchone() == ("memories_expiring",)
     db.close()
+
+
+async def test_an_edit_that_grows_past_the_byte_quota_is_refused_and_changes_nothing(clocked) -> None:
+    bridge, _ = clocked
+    note = await bridge.remember(ALICE, "short", "note")
+    with pytest.raises(QuotaExceeded):
+        await bridge.edit_memory(ALICE, note.ref, content="x" * 500)
+    assert (await bridge.get_memory(ALICE, note.ref)).content == "short"
+    assert await bridge.state.usage.usage("acme", "alice") == Usage(1, 5)
+    await bridge.edit_memory(ALICE, note.ref, content="a bit longer")
+    assert await bridge.state.usage.usage("acme", "alice") == Usage(1, len("a bit longer"))
+    await bridge.edit_memory(ALICE, note.ref, content="tiny")
+    assert await bridge.state.usage.usage("acme", "alice") == Usage(1, 4)
