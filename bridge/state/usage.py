@@ -99,7 +99,10 @@ class SqliteUsage:
             apply_migrations(db.conn, "usage", USAGE_MIGRATIONS)
 
     def _reserve(self, tenant_id: str, user_id: str, need: Usage, tenant: QuotaLimits, user: QuotaLimits) -> None:
-        with self.db.transaction() as conn:
+        # No fsync of its own: the write intent that follows commits with fsync, and in WAL order
+        # that makes this reservation durable too; a crash before it loses only a reservation
+        # whose write never reached the backend (the put comes after the intent).
+        with self.db.transaction(fsync=False) as conn:
             for uid, level, limits in ((TENANT_ROW, "tenant", tenant), (user_id, "user", user)):
                 conn.execute("INSERT OR IGNORE INTO usage VALUES (?, ?, 0, 0)", (tenant_id, uid))
                 held = Usage(*conn.execute("SELECT memories, bytes FROM usage WHERE tenant_id = ? AND user_id = ?", (tenant_id, uid)).fetchone())
@@ -111,7 +114,7 @@ class SqliteUsage:
         self._reserve(tenant_id, user_id, need, tenant, user)
 
     async def release(self, tenant_id: str, user_id: str, freed: Usage) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(fsync=False) as conn:  # a release lost to a power cut over-counts: fail closed
             conn.executemany(
                 "UPDATE usage SET memories = max(memories - ?, 0), bytes = max(bytes - ?, 0) WHERE tenant_id = ? AND user_id = ?",
                 [(freed.memories, freed.bytes, tenant_id, uid) for uid in (TENANT_ROW, user_id)],
