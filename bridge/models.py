@@ -35,6 +35,10 @@ class RecalledMemory:
     conflicts_with: tuple[MemoryRef, ...] = ()
     duplicates: tuple[MemoryRef, ...] = ()
     expires_at: float | None = None  # epoch seconds; None: never expires
+    #: seed 000 section 3 (bridge/sharing_policy.py): team / private / injected, and which
+    #: agents read it (`("*",)`: the whole audience of its scope)
+    memory_type: str = "private"
+    visible_to: tuple[str, ...] = ("*",)
 
     @property
     def ref(self) -> MemoryRef:
@@ -71,6 +75,8 @@ class WriteResult(BaseModel):
     reason: str
     deduplicated: bool = False  # an idempotent retry returned the memory written before
     expires_at: float | None = None  # epoch seconds after which it is never recalled (None: never)
+    memory_type: str = "private"  # seed 000: team / private (bridge/sharing_policy.py)
+    visible_to: tuple[str, ...] = ("*",)
 
     @property
     def ref(self) -> MemoryRef:

@@ -17,6 +17,7 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
 from bridge.models import Message
+from bridge.sharing_fields import memory_type_field, visible_to_field
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
 from bridge.validation import (
     MAX_TTL_S, RESERVED_METADATA_PREFIX, check_metadata, expiry, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
@@ -95,6 +96,10 @@ class Recall(Operation):
 class Remember(Operation):
     """Store an explicit memory. Where it lands is decided by the policy from the identity.
 
+    Seed 000 (issue 13): `memory_type` "team" writes the team `team_id` (members only),
+    "private" the agent's own place; `visible_to` names other agents of the same user that may
+    read a private memory (`["*"]`: all of them) — see bridge/sharing_policy.py.
+
     `expires_at` (epoch seconds) or `ttl_s` (seconds from the bridge's clock; what LangGraph's
     store TTL maps to) makes it expire: from then on it is never a candidate of any search, and
     the purge (`PurgeExpired`) deletes it. At most one of the two; both bounded by `MAX_TTL_S`.
@@ -107,12 +112,18 @@ class Remember(Operation):
     idempotency_key: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     confidence: float = 1.0
+    memory_type: str | None = None
+    visible_to: tuple[str, ...] | None = None
+    team_id: str | None = None
     expires_at: float | None = None
     ttl_s: float | None = None
 
     MAX_TTL_S: ClassVar[float] = MAX_TTL_S
 
     def __post_init__(self) -> None:
+        _set(self, "memory_type", memory_type_field(self.memory_type))
+        _set(self, "visible_to", visible_to_field(self.visible_to))
+        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
         _set(self, "content", text(self.content, "content"))
         _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
@@ -134,12 +145,18 @@ class Capture(Operation):
 
     messages: tuple[Message, ...]
     idempotency_key: str | None = None
+    memory_type: str | None = None  # as for Remember: where every extracted memory lands
+    visible_to: tuple[str, ...] | None = None
+    team_id: str | None = None
     #: Expiry of every memory this capture extracts (see `Remember`); a capture the backend
     #: extracts server-side cannot carry it and is refused with one set.
     expires_at: float | None = None
     ttl_s: float | None = None
 
     def __post_init__(self) -> None:
+        _set(self, "memory_type", memory_type_field(self.memory_type))
+        _set(self, "visible_to", visible_to_field(self.visible_to))
+        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
         _set(self, "expires_at", expiry(self.expires_at, self.ttl_s)[0])
         _set(self, "ttl_s", expiry(self.expires_at, self.ttl_s)[1])
         messages = tuple(message(m) for m in sequence(self.messages, "messages"))

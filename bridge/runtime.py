@@ -18,6 +18,7 @@ from bridge.policy import Policy
 from bridge.quotas import QuotaConfig
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
+from bridge.roles.permissions import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.sessions import SessionRegistry
 
@@ -39,6 +40,8 @@ class BridgeRuntime:
     clock: Callable[[], float] = time.time
     #: Storage quotas per tenant and per user (bridge/quotas.py); none configured by default.
     quotas: QuotaConfig = field(default_factory=QuotaConfig)
+    #: The loaded role file (bridge/roles/), or None: no role restrictions, no federated injection.
+    roles: RoleBook | None = None
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)

@@ -27,6 +27,8 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
+    VIKING_BRIDGE_ROLES_FILE            unset    a role file (TOML, bridge/roles/): per-agent domains, tiers,
+                                                 budgets, who may inject into whom (examples/roles/phase7.toml)
     VIKING_BRIDGE_QUOTA_TENANT_MAX_MEMORIES unset  memories one tenant may hold (unset: unlimited)
     VIKING_BRIDGE_QUOTA_TENANT_MAX_BYTES    unset  content bytes (UTF-8) one tenant may hold
     VIKING_BRIDGE_QUOTA_USER_MAX_MEMORIES   unset  memories one user may have written, per tenant
@@ -97,6 +99,7 @@ class BridgeSettings(BaseSettings):
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
     backend: Literal["local", "postgres"] = "local"
     memory_url: SecretStr | None = None
+    roles_file: Path | None = None
     quota_tenant_max_memories: int | None = Field(None, ge=0)
     quota_tenant_max_bytes: int | None = Field(None, ge=0)
     quota_user_max_memories: int | None = Field(None, ge=0)
@@ -164,7 +167,12 @@ class BridgeSettings(BaseSettings):
 
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "quotas": self.quotas()}
+        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "quotas": self.quotas()}
+        if self.roles_file is not None:
+            from bridge.roles.loader import load_roles  # a RoleFileError names the file and the field
+
+            options["roles"] = load_roles(self.roles_file)
+        return options
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:

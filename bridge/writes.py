@@ -28,6 +28,8 @@ from adapters.errors import BackendError, InvalidRequest, Unavailable
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.models import WriteResult
+from bridge.policy import WriteDecision
+from bridge.sharing_policy import memory_type_of, visible_to_of
 from bridge.quotas import Usage, content_bytes
 from bridge.validation import MAX_TTL_S
 from bridge.operations import Remember
@@ -86,10 +88,11 @@ def expiry_of(now: float, expires_at: float | None, ttl_s: float | None) -> floa
     return expires_at
 
 
-def plan_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember, lineage: Lineage = Lineage()) -> WritePlan:
-    """Where `op` lands and with which status, as the policy decides; `NotPermitted` if nowhere."""
+def plan_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember, lineage: Lineage = Lineage(), decision: WriteDecision | None = None) -> WritePlan:
+    """Where `op` lands and with which status, as the policy decides; `NotPermitted` if nowhere.
+    `decision`: one the sharing rules already made (team memory, `memory_type`, `visible_to`)."""
     expires_at = expiry_of(rt.clock(), op.expires_at, op.ttl_s)
-    decision = rt.policy.decide_write(identity, op.kind, op.visibility, department_id=op.department_id)
+    decision = decision or rt.policy.decide_write(identity, op.kind, op.visibility, department_id=op.department_id)
     status, reason = decision.status, decision.reason
     if lineage.captured and decision.scope.visibility not in (Visibility.PRIVATE, Visibility.AGENT):
         # Extracted from conversation text: the text chose the kind, so it may not also
@@ -220,5 +223,6 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *,
         raise
     return WriteResult(
         memory_id=stored.id, scope=str(scope), visibility=scope.visibility.value, kind=stored.kind,
-        status=stored.status.value, reason=plan.reason, deduplicated=stored.created is False, expires_at=stored.expires_at,
+        status=stored.status.value, reason=plan.reason, deduplicated=stored.created is False,
+        memory_type=memory_type_of(scope).value, visible_to=visible_to_of(scope), expires_at=stored.expires_at,
     )

@@ -12,6 +12,7 @@ from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
 from bridge.runtime import BridgeRuntime
 from bridge.errors import InvalidInput
+from bridge.handlers.sharing import record_share, resolve_write
 from bridge.writes import MANIFEST_ID, Lineage, expiry_of, plan_write, provenance, quota_owner, release, reserve, store
 from identity.model import MemoryIdentity
 
@@ -21,14 +22,19 @@ CAPTURED_CONFIDENCE = 0.8  # extracted by rules from conversation, not stated as
 
 
 async def remember(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember) -> WriteResult:
-    return await store(rt, identity, plan_write(rt, identity, op))
+    decision, audience = await resolve_write(rt, identity, op)  # memory_type / visible_to / team_id
+    result = await store(rt, identity, plan_write(rt, identity, op, decision=decision))
+    return await record_share(rt, identity, result, audience)
 
 
 async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) -> WriteResult:
     manifest = await load_manifest_for(rt, child, op.manifest_id)
     result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key)
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
-    return await store(rt, child, plan_write(rt, child, result, lineage))
+    plan = plan_write(rt, child, result, lineage)
+    if rt.roles is not None:  # the child's role names the layers and kinds it may write back
+        rt.roles.check_write_back(child, plan.scope.visibility.value, op.kind.value)
+    return await store(rt, child, plan)
 
 
 async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
@@ -42,19 +48,24 @@ async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> C
     plans = []
     for n, candidate in enumerate(candidates):
         key = None if op.idempotency_key is None else f"{op.idempotency_key}.{n}"
-        memory = Remember(candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE, expires_at=expires_at)
+        memory = Remember(
+            candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE,
+            memory_type=op.memory_type, visible_to=op.visible_to, team_id=op.team_id, expires_at=expires_at,
+        )
         lineage = Lineage(message_ids=(candidate.message_id,) if candidate.message_id else (), captured=True)
-        plans.append(plan_write(rt, identity, memory, lineage))
-    await reserve(rt, identity, plans)  # the whole capture fits the quota, or nothing is written
+        decision, audience = await resolve_write(rt, identity, memory)
+        plans.append((plan_write(rt, identity, memory, lineage, decision=decision), audience))
+    await reserve(rt, identity, [plan for plan, _ in plans])  # the whole capture fits the quota, or nothing is written
     written = []
-    for done, plan in enumerate(plans):
+    for done, (plan, audience) in enumerate(plans):
         try:
-            written.append(await store(rt, identity, plan, reserved=True))
+            stored = await store(rt, identity, plan, reserved=True)
         except BaseException:
-            left = plans[done + 1:]  # reserved, never attempted: give their space back
+            left = [p for p, _ in plans[done + 1:]]  # reserved, never attempted: give their space back
             if left:
                 await release(rt, *quota_owner(identity, left[0]), [p.memory.content for p in left])
             raise
+        written.append(await record_share(rt, identity, stored, audience))
     yielding = {c.message_index for c in candidates}
     return CaptureResult(written=tuple(written), skipped=len(op.messages) - len(yielding))
 
