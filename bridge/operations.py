@@ -305,6 +305,8 @@ class WriteBack(Operation):
     kind: Kind
     visibility: Visibility | None = None
     idempotency_key: str | None = None
+    #: the caller's metadata for the result, e.g. the `domain` and `tier` role files route by
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
@@ -312,9 +314,11 @@ class WriteBack(Operation):
         _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
+        _set(self, "metadata", metadata(self.metadata))
 
     def check(self, limits: Limits) -> None:
         within(self.content, "content", limits.max_content_chars)
+        check_metadata(self.metadata, limits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,9 +99,9 @@ class OperationMethods:
 
     async def write_back(
         self, child: MemoryIdentity, manifest_id: str, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
-        idempotency_key: str | None = None,
+        idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> WriteResult:
-        return await self.execute(child, ops.WriteBack(manifest_id, content, kind, visibility, idempotency_key))  # type: ignore[arg-type]
+        return await self.execute(child, ops.WriteBack(manifest_id, content, kind, visibility, idempotency_key, metadata or {}))  # type: ignore[arg-type]
 
     async def audit_events(self, identity: MemoryIdentity, *, action: str | None = None, memory_id: str | None = None, limit: int = 100, since_seq: int = 0) -> list[AuditEvent]:
         return await self.execute(identity, ops.QueryAudit(action, memory_id, limit, since_seq))

@@ -29,7 +29,7 @@ async def remember(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember) ->
 
 async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) -> WriteResult:
     manifest = await load_manifest_for(rt, child, op.manifest_id)
-    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key)
+    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key, metadata=op.metadata)
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
     plan = plan_write(rt, child, result, lineage)
     if rt.roles is not None:  # the child's role names the layers and kinds it may write back

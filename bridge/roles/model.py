@@ -19,16 +19,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bridge.vocabulary import Kind
+from bridge.vocabulary import TIER_KEY, Kind
+from bridge.vocabulary import TIERS as VOCABULARY_TIERS
 from identity.ids import InvalidIdError, validate_id
 
 __all__ = ["AgentRole", "Budgets", "DomainRule", "RoleFile", "Tier", "Layer", "TIERS", "DOMAIN_KEY", "TIER_KEY", "DEFAULT_TIER", "ANY_AGENT"]
 
-Tier = Literal["hot", "warm", "cold"]
-TIERS: tuple[Tier, ...] = ("hot", "warm", "cold")
+Tier = Literal["hot", "warm", "cold"]  # = bridge.vocabulary.TIERS, which writes are checked against
+TIERS: tuple[Tier, ...] = VOCABULARY_TIERS  # type: ignore[assignment]
 #: The layers of the bridge a role reads from / writes into: the visibilities of a memory's scope.
 Layer = Literal["private", "agent", "team", "workspace", "department", "tenant", "global"]
-DOMAIN_KEY, TIER_KEY, DEFAULT_TIER = "domain", "tier", "warm"
+DOMAIN_KEY, DEFAULT_TIER = "domain", "warm"
 ANY_AGENT = "*"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)

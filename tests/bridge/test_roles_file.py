@@ -94,3 +94,16 @@ async def test_role_file_team_membership_is_applied_when_the_bridge_opens(tmp_pa
 def test_team_tenants_must_be_tenant_ids():
     with pytest.raises(RoleFileError, match="team_tenants"):
         parse_roles({"team_tenants": ["not a tenant"], "agents": {"a": {}}}, "t.toml")
+
+
+def test_a_memory_cannot_be_written_with_a_tier_role_files_do_not_budget() -> None:
+    """A tier outside hot/warm/cold would be a memory no role's budget ever routes: refused."""
+    from bridge.errors import InvalidInput
+    from bridge.operations import Remember, WriteBack
+
+    for bad in ("lukewarm", "HOT", True, None, 1):
+        with pytest.raises(InvalidInput, match="tier"):
+            Remember("Kafka idempotency decision", "decision", metadata={"tier": bad})
+        with pytest.raises(InvalidInput, match="tier"):
+            WriteBack("m" * 16, "the result", "fact", metadata={"tier": bad})
+    assert Remember("x", "fact", metadata={"tier": "cold", "domain": "purchasing"}).metadata["tier"] == "cold"
