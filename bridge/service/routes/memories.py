@@ -29,12 +29,12 @@ async def capture(body: CaptureRequest, request: Request) -> CaptureResult:
     messages: list = list(body.messages or [])
     if body.content is not None:
         messages.append({"role": "user", "content": body.content})
-    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.expires_at, body.ttl_s))  # type: ignore[arg-type]
+    return await execute(request, who, ops.Capture(messages, body.idempotency_key, expires_at=body.expires_at, ttl_s=body.ttl_s))  # type: ignore[arg-type]
 
 
 @router.post("/memories", response_model=WriteResult, status_code=201, summary="Remember one memory")
 async def remember(body: RememberRequest, request: Request) -> WriteResult:
-    return await execute(request, identity(request), ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence, body.expires_at, body.ttl_s))  # type: ignore[arg-type]
+    return await execute(request, identity(request), ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence, expires_at=body.expires_at, ttl_s=body.ttl_s))  # type: ignore[arg-type]
 
 
 @router.get("/memories", response_model=MemoryPage, summary="List a readable scope's memories (cursor pages)")
