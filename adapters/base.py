@@ -22,6 +22,7 @@ backend query and tags every hit with the `ScopeKey` it was read from. Rules eve
 from __future__ import annotations
 
 import enum
+import math
 import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -123,11 +124,20 @@ class NewMemory:
     subject_user_id: str | None = None  # whose personal data this is (forget-by-subject)
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     created_at: float | None = None  # epoch seconds; the adapter stamps "now" when None
+    #: Epoch seconds after which the memory is never a candidate again (None: it never expires).
+    #: Adapters exclude it inside their queries (`SearchQuery.now`); the purge deletes it later.
+    expires_at: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
         if not (0.0 <= self.confidence <= 1.0):
             raise InvalidRequest(f"confidence must be within [0, 1], got {self.confidence}")
+        _check_expiry(self.expires_at)
+
+
+def _check_expiry(value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+        raise InvalidRequest(f"expires_at must be finite epoch seconds or None, got {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +155,7 @@ class StoredMemory:
     metadata: Mapping[str, MetadataValue]
     created_at: float
     updated_at: float
+    expires_at: float | None = None  # epoch seconds; None: never expires
     #: Set by `put` only: True when this call stored the memory, False when an earlier put with
     #: the same idempotency key had (the record returned is that first one). None elsewhere.
     #: It describes the call, not the record, so two views of one memory compare equal.
@@ -166,7 +177,12 @@ class StoredMemory:
             metadata=new.metadata,
             created_at=created,
             updated_at=stamp,
+            expires_at=new.expires_at,
         )
+
+    def expired(self, now: float) -> bool:
+        """True once `now` has reached `expires_at`: from then on it is never a candidate."""
+        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +223,13 @@ class SearchQuery:
     kinds: frozenset[str] | None = None
     statuses: frozenset[Status] = frozenset({Status.ACTIVE})
     filters: Mapping[str, Any] = field(default_factory=dict)
+    #: The bridge's clock (epoch seconds): memories with `expires_at <= now` are excluded INSIDE
+    #: the backend query. None only for direct adapter callers: adapters then use `time.time()`.
+    now: float | None = None
 
     def __post_init__(self) -> None:
+        if self.now is not None and (isinstance(self.now, bool) or not isinstance(self.now, (int, float)) or not math.isfinite(self.now)):
+            raise InvalidRequest(f"now must be finite epoch seconds, got {self.now!r}")
         if not isinstance(self.scopes, ScopeSet):
             raise EmptyScopeError("SearchQuery.scopes must be a non-empty ScopeSet")
         if not isinstance(self.limit, int) or self.limit < 1:
@@ -218,6 +239,11 @@ class SearchQuery:
         if self.kinds is not None and not self.kinds:
             raise InvalidRequest("kinds, when given, must not be empty (use None for every kind)")
         object.__setattr__(self, "filters", MappingProxyType(dict(self.filters)))
+
+    def at(self) -> float:
+        """The instant expiry is judged at: the bridge's clock, or the adapter's own."""
+        now = getattr(self, "now", None)  # a query forged past __init__ (object.__new__) has no field at all
+        return time.time() if now is None else float(now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +278,10 @@ class Capabilities:
     list_scopes: bool = True  # can enumerate a tenant's scopes (needed for forget-by-subject)
     search_after_write_lag: bool = False  # writes become searchable asynchronously
     supported_filters: frozenset[str] = frozenset()  # keys accepted in SearchQuery.filters
+    #: True: the backend's own query excludes expired memories (`SearchQuery.now`) before it
+    #: ranks. False: the service cannot express it; the adapter drops them before a hit leaves
+    #: (over-fetching), and the bridge's guard drops any that still arrive, counted and logged.
+    expiry_in_query: bool = True
 
 
 def require_scope(scope: object) -> ScopeKey:

@@ -11,7 +11,9 @@ from, raises `CorruptRecord` inside the adapter, and the adapter DROPS it and ra
 
     {"v": 1, "id": "m<32 hex>", "scope": "acme/user/u17", "kind": "fact", "status": "active",
      "confidence": 1.0, "subject_user_id": null, "metadata": {...}, "provenance": {...},
-     "created_at": 1750000000.0, "updated_at": 1750000000.0}
+     "created_at": 1750000000.0, "updated_at": 1750000000.0, "expires_at": 1760000000.0}
+
+`expires_at` is present only for a memory that expires (older envelopes simply lack it).
 
 The envelope's `scope` and `id` are never believed: the adapter establishes both from where the
 record was read (a principal, a file name) and only checks that the envelope agrees.
@@ -64,7 +66,7 @@ def memory_id_for(scope: ScopeKey, idempotency_key: str) -> str:
 
 def to_envelope(memory: StoredMemory) -> dict[str, Any]:
     """Every field of `memory` except its content, JSON-ready."""
-    return {
+    envelope: dict[str, Any] = {
         "v": ENVELOPE_VERSION,
         "id": memory.id,
         "scope": str(memory.scope),
@@ -77,6 +79,9 @@ def to_envelope(memory: StoredMemory) -> dict[str, Any]:
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
     }
+    if memory.expires_at is not None:
+        envelope["expires_at"] = memory.expires_at
+    return envelope
 
 
 def dump_envelope(envelope: Mapping[str, Any]) -> str:
@@ -152,6 +157,7 @@ def from_envelope(envelope: Mapping[str, Any], *, scope: ScopeKey, memory_id: st
         metadata=MappingProxyType(dict(metadata)),
         created_at=_number(env.get("created_at"), "created_at"),
         updated_at=_number(env.get("updated_at"), "updated_at"),
+        expires_at=None if env.get("expires_at") is None else _number(env.get("expires_at"), "expires_at"),
     )
 
 

@@ -1,4 +1,4 @@
-"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, migrate, contract, mcp.
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, purge-expired, keys, migrate, contract, mcp.
 
 `remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
 development identity (see docs/identity.md; refused in production mode). Every error is printed
@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--visibility", help="private, agent, workspace, department, tenant, global (default: by kind)")
     p.add_argument("--department", help="department id for department visibility")
     p.add_argument("--idempotency-key")
+    p.add_argument("--ttl", type=float, help="seconds until the memory expires (never recalled after, then purged)")
 
     p = sub.add_parser("recall", help="recall memories as the development identity")
     p.add_argument("query")
@@ -94,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", default="standard", help="minimal, standard or full")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("purge-expired", help="delete the tenant's expired memories, audited (tenant admin; prints progress)")
+    p.add_argument("--batch", type=int, default=1000, help="memories deleted per run (each run reports its progress)")
     p = sub.add_parser("serve", help="run the memory service (HTTP API) on uvicorn; see docs/service.md")
     p.add_argument("--host", help="bind address (default VIKING_BRIDGE_SERVICE_HOST or 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default VIKING_BRIDGE_SERVICE_PORT or 8080)")
@@ -129,7 +132,7 @@ async def _run(args: argparse.Namespace) -> int:
     bridge, identity = await _dev_session(args.reinitialise)
     try:
         if args.command == "remember":
-            result = await bridge.remember(identity, args.content, args.kind, visibility=args.visibility, department_id=args.department, idempotency_key=args.idempotency_key)
+            result = await bridge.remember(identity, args.content, args.kind, visibility=args.visibility, department_id=args.department, idempotency_key=args.idempotency_key, ttl_s=args.ttl)
             print(f"{result.status} {result.scope} {result.memory_id} ({result.reason}{', deduplicated' if result.deduplicated else ''})")
         elif args.command == "recall":
             recalled = await bridge.recall(identity, args.query, purpose=args.purpose, budget_tokens=args.budget)
@@ -144,6 +147,14 @@ async def _run(args: argparse.Namespace) -> int:
                     raise InvalidInput("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
                 found = await bridge.forget(identity, (args.scope, args.memory_id))
                 print("forgotten" if found else "no such memory in that scope")
+        elif args.command == "purge-expired":
+            total = 0
+            while True:  # bounded runs: a large purge shows its progress and can be stopped between runs
+                report = await bridge.purge_expired(identity, max_deletions=args.batch)
+                total += report.purged
+                print(f"purged {total} expired memories of {report.tenant_id} so far ({report.scopes_scanned} scopes scanned){'' if report.complete else ', continuing'}", flush=True)
+                if report.complete:
+                    break
         elif args.command in ("export", "import"):
             return await _portability(bridge, identity, args)
         elif args.command == "audit":

@@ -25,6 +25,7 @@
      │    └── RoleRefused                      bridge/roles: the role file does not allow it
      ├── NotFound                              404: no such memory/grant/manifest there
      ├── Conflict                              409: idempotency key reused for other content
+     │    └── QuotaExceeded                    409: a write past a tenant's or user's storage quota
      ├── RecallIncomplete                      503: a scope (or the whole fan-out) failed;
      │                                         carries failed_scopes and the adapters' reasons
      ├── Unavailable                           503, retryable: network, overload, held lock
@@ -75,7 +76,7 @@ __all__ = [
     "SessionIdentityMismatch", "UnknownSession", "IdentityProviderUnavailable", "InvalidInput",
     "NotPermitted", "ManifestError", "NotFound", "Conflict", "RecallIncomplete", "Unavailable",
     "CorruptStorage", "BridgeError", "IncompatibleSchema", "InvalidIdentityInput", "NonceCacheFull",
-    "StorageUnavailable", "UnusableKey", "RoleFileError", "RoleRefused",
+    "StorageUnavailable", "UnusableKey", "RoleFileError", "RoleRefused", "QuotaExceeded",
 ]
 
 #: Kept for callers of the first release: the bridge's errors are the whole tree now.
@@ -85,6 +86,18 @@ BridgeError = VikingBridgeError
 class ManifestError(NotPermitted):
     """An injection manifest was misused (self-injection, wrong child, expired, revoked,
     re-injection without permission)."""
+
+
+class QuotaExceeded(Conflict):
+    """A write would take a tenant or a user past a storage quota (count of memories or bytes of
+    content); nothing of it was written. HTTP 409, problem type `quota-exceeded`.
+
+    `level` is "tenant" or "user"; `measure` is "memories" or "bytes"; `used` what is held now,
+    `requested` what the write needed, `limit` the quota (`bridge.quotas`)."""
+
+    def __init__(self, message: str, *, level: str, measure: str, used: int, requested: int, limit: int) -> None:
+        self.level, self.measure, self.used, self.requested, self.limit = level, measure, used, requested, limit
+        super().__init__(message)
 
 
 class RoleFileError(ConfigurationError):

@@ -34,6 +34,7 @@ class RecalledMemory:
     derived_from: tuple[str, ...] = ()
     conflicts_with: tuple[MemoryRef, ...] = ()
     duplicates: tuple[MemoryRef, ...] = ()
+    expires_at: float | None = None  # epoch seconds; None: never expires
     #: seed 000 section 3 (bridge/sharing_policy.py): team / private / injected, and which
     #: agents read it (`("*",)`: the whole audience of its scope)
     memory_type: str = "private"
@@ -57,6 +58,9 @@ class RecallResult(BaseModel):
     partial: bool = False  # true only if the caller allowed partial results and a scope failed
     failed_scopes: tuple[str, ...] = ()
     guard_alarms: int = 0
+    #: expired hits the guard dropped because the backend cannot exclude them in its own query
+    #: (`Capabilities.expiry_in_query=False`); logged too — never a silent drop
+    expired_dropped: int = 0
     audit_seq: int | None = None
 
 
@@ -70,6 +74,7 @@ class WriteResult(BaseModel):
     status: str
     reason: str
     deduplicated: bool = False  # an idempotent retry returned the memory written before
+    expires_at: float | None = None  # epoch seconds after which it is never recalled (None: never)
     memory_type: str = "private"  # seed 000: team / private (bridge/sharing_policy.py)
     visible_to: tuple[str, ...] = ("*",)
 

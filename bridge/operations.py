@@ -20,7 +20,7 @@ from bridge.models import Message
 from bridge.sharing_fields import memory_type_field, visible_to_field
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
 from bridge.validation import (
-    RESERVED_METADATA_PREFIX, check_metadata, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
+    MAX_TTL_S, RESERVED_METADATA_PREFIX, check_metadata, expiry, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
     positive_int, purpose, scope_key, sequence, shown, text, visibility, within,
 )
 from bridge.vocabulary import Kind, Purpose
@@ -28,7 +28,7 @@ from bridge.vocabulary import Kind, Purpose
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote",
     "IssueGrant", "RevokeGrant", "Inject", "RevokeManifest", "WriteBack", "QueryAudit",
-    "StartSession", "ForkSession", "RESERVED_METADATA_PREFIX",
+    "StartSession", "ForkSession", "PurgeExpired", "RESERVED_METADATA_PREFIX",
 ]
 
 def _set(op: object, name: str, value: object) -> None:
@@ -99,6 +99,10 @@ class Remember(Operation):
     Seed 000 (issue 13): `memory_type` "team" writes the team `team_id` (members only),
     "private" the agent's own place; `visible_to` names other agents of the same user that may
     read a private memory (`["*"]`: all of them) — see bridge/sharing_policy.py.
+
+    `expires_at` (epoch seconds) or `ttl_s` (seconds from the bridge's clock; what LangGraph's
+    store TTL maps to) makes it expire: from then on it is never a candidate of any search, and
+    the purge (`PurgeExpired`) deletes it. At most one of the two; both bounded by `MAX_TTL_S`.
     """
 
     content: str
@@ -111,6 +115,10 @@ class Remember(Operation):
     memory_type: str | None = None
     visible_to: tuple[str, ...] | None = None
     team_id: str | None = None
+    expires_at: float | None = None
+    ttl_s: float | None = None
+
+    MAX_TTL_S: ClassVar[float] = MAX_TTL_S
 
     def __post_init__(self) -> None:
         _set(self, "memory_type", memory_type_field(self.memory_type))
@@ -123,6 +131,8 @@ class Remember(Operation):
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
         _set(self, "metadata", metadata(self.metadata))
         _set(self, "confidence", number(self.confidence, "confidence", 0.0, 1.0))
+        _set(self, "expires_at", expiry(self.expires_at, self.ttl_s)[0])
+        _set(self, "ttl_s", expiry(self.expires_at, self.ttl_s)[1])
 
     def check(self, limits: Limits) -> None:
         within(self.content, "content", limits.max_content_chars)
@@ -138,11 +148,17 @@ class Capture(Operation):
     memory_type: str | None = None  # as for Remember: where every extracted memory lands
     visible_to: tuple[str, ...] | None = None
     team_id: str | None = None
+    #: Expiry of every memory this capture extracts (see `Remember`); a capture the backend
+    #: extracts server-side cannot carry it and is refused with one set.
+    expires_at: float | None = None
+    ttl_s: float | None = None
 
     def __post_init__(self) -> None:
         _set(self, "memory_type", memory_type_field(self.memory_type))
         _set(self, "visible_to", visible_to_field(self.visible_to))
         _set(self, "team_id", optional_ident(self.team_id, "team_id"))
+        _set(self, "expires_at", expiry(self.expires_at, self.ttl_s)[0])
+        _set(self, "ttl_s", expiry(self.expires_at, self.ttl_s)[1])
         messages = tuple(message(m) for m in sequence(self.messages, "messages"))
         if not messages:
             raise InvalidInput("capture needs at least one message")
@@ -344,3 +360,15 @@ class ForkSession(Operation):
     def __post_init__(self) -> None:
         _set(self, "parent_session_id", optional_ident(self.parent_session_id, "parent_session_id"))
 
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeExpired(Operation):
+    """Delete the caller's tenant's expired memories (tenant admins), at most `max_deletions`
+    per call: each with a write intent and an audit row `expired`. `PurgeReport.complete` says
+    whether the tenant is clean; a long purge is a loop of calls, each reporting its progress."""
+
+    max_deletions: int = 1000
+
+    def __post_init__(self) -> None:
+        _set(self, "max_deletions", positive_int(self.max_deletions, "max_deletions", 100_000))

@@ -18,7 +18,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports"]
+__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports", "may_purge_expired"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -226,3 +226,8 @@ def readers_of(
     if tenant is not None:
         out.append(Reader(f"admins of tenant {tenant}", "may look it up to edit or forget it (an edit returns its content)", "admin"))
     return out
+def may_purge_expired(identity: MemoryIdentity) -> None:
+    """Purging a tenant's expired memories (`PurgeExpired`): its admins only — the purge deletes
+    in every scope of the tenant, which no member may do. (Beside the read rules: policy.py is full.)"""
+    if not identity.has_role(Role.ADMIN):
+        raise NotPermitted(f"purging expired memories needs the {ROLE_ADMIN!r} role")

@@ -100,7 +100,7 @@ class _CannotTell(Exception):
 
 
 #: How to tell whether an announced change landed, per audit action of the intent.
-_LANDED = {"forget": _landed_forget, "reject": _landed_forget, "forget_subject": _interrupted_erasure}
+_LANDED = {"forget": _landed_forget, "reject": _landed_forget, "expired": _landed_forget, "forget_subject": _interrupted_erasure}
 
 
 async def reconcile_intents(rt: BridgeRuntime) -> int:

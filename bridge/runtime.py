@@ -15,6 +15,7 @@ from adapters.base import MemoryBackend
 from bridge.extract import Extractor, RuleExtractor
 from bridge.limits import Limits
 from bridge.policy import Policy
+from bridge.quotas import QuotaConfig
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
 from bridge.roles.permissions import RoleBook
@@ -37,6 +38,8 @@ class BridgeRuntime:
     token_counter: TokenCounter | None = None
     server_side_extraction: bool = False
     clock: Callable[[], float] = time.time
+    #: Storage quotas per tenant and per user (bridge/quotas.py); none configured by default.
+    quotas: QuotaConfig = field(default_factory=QuotaConfig)
     #: The loaded role file (bridge/roles/), or None: no role restrictions, no federated injection.
     roles: RoleBook | None = None
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's

@@ -29,6 +29,12 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
     VIKING_BRIDGE_ROLES_FILE            unset    a role file (TOML, bridge/roles/): per-agent domains, tiers,
                                                  budgets, who may inject into whom (examples/roles/phase7.toml)
+    VIKING_BRIDGE_QUOTA_TENANT_MAX_MEMORIES unset  memories one tenant may hold (unset: unlimited)
+    VIKING_BRIDGE_QUOTA_TENANT_MAX_BYTES    unset  content bytes (UTF-8) one tenant may hold
+    VIKING_BRIDGE_QUOTA_USER_MAX_MEMORIES   unset  memories one user may have written, per tenant
+    VIKING_BRIDGE_QUOTA_USER_MAX_BYTES      unset  content bytes one user may have written
+    VIKING_BRIDGE_QUOTA_OVERRIDES           {}     per tenant, JSON in the environment or a TOML table:
+                                                   [quota_overrides.acme] tenant_max_memories = 50000
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -39,13 +45,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from bridge.errors import ConfigurationError
 from bridge.limits import Limits
 from bridge.policy import Policy, PolicyConfig
+from bridge.quotas import QuotaConfig, QuotaLimits
 from bridge.recall.budget import BudgetConfig
 from bridge.recall.rank import FreshnessConfig, RankingConfig
 
@@ -56,6 +63,17 @@ CONFIG_FILE_VARIABLE = "VIKING_BRIDGE_CONFIG_FILE"
 
 def default_home() -> Path:
     return Path(platformdirs.user_data_dir("viking-bridge", appauthor=False))
+
+
+class QuotaOverride(BaseModel):
+    """One tenant's quotas; an unset field keeps the deployment default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tenant_max_memories: int | None = Field(None, ge=0)
+    tenant_max_bytes: int | None = Field(None, ge=0)
+    user_max_memories: int | None = Field(None, ge=0)
+    user_max_bytes: int | None = Field(None, ge=0)
 
 
 class BridgeSettings(BaseSettings):
@@ -82,6 +100,11 @@ class BridgeSettings(BaseSettings):
     backend: Literal["local", "postgres"] = "local"
     memory_url: SecretStr | None = None
     roles_file: Path | None = None
+    quota_tenant_max_memories: int | None = Field(None, ge=0)
+    quota_tenant_max_bytes: int | None = Field(None, ge=0)
+    quota_user_max_memories: int | None = Field(None, ge=0)
+    quota_user_max_bytes: int | None = Field(None, ge=0)
+    quota_overrides: dict[str, QuotaOverride] = Field(default_factory=dict)
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod
@@ -127,9 +150,24 @@ class BridgeSettings(BaseSettings):
     def policy(self) -> Policy:
         return Policy(PolicyConfig(include_global=self.include_global, global_writer_tenants=self.global_writer_tenants))
 
+    def quotas(self) -> QuotaConfig:
+        def pick(value: int | None, default: int | None) -> int | None:
+            return default if value is None else value
+
+        tenant = QuotaLimits(self.quota_tenant_max_memories, self.quota_tenant_max_bytes)
+        user = QuotaLimits(self.quota_user_max_memories, self.quota_user_max_bytes)
+        overrides = {
+            name: (
+                QuotaLimits(pick(o.tenant_max_memories, tenant.max_memories), pick(o.tenant_max_bytes, tenant.max_bytes)),
+                QuotaLimits(pick(o.user_max_memories, user.max_memories), pick(o.user_max_bytes, user.max_bytes)),
+            )
+            for name, o in self.quota_overrides.items()
+        }
+        return QuotaConfig(tenant=tenant, user=user, overrides=overrides)
+
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "quotas": self.quotas()}
         if self.roles_file is not None:
             from bridge.roles.loader import load_roles  # a RoleFileError names the file and the field
 

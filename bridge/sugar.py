@@ -38,14 +38,20 @@ class OperationMethods:
         self, identity: MemoryIdentity, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
         department_id: str | None = None, idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
         confidence: float = 1.0, memory_type: str | None = None, visible_to: Sequence[str] | None = None, team_id: str | None = None,
+        expires_at: float | None = None, ttl_s: float | None = None,
     ) -> WriteResult:
-        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence, memory_type, visible_to, team_id))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence, memory_type, visible_to, team_id, expires_at, ttl_s))  # type: ignore[arg-type]
 
     async def capture(
         self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None,
         memory_type: str | None = None, visible_to: Sequence[str] | None = None, team_id: str | None = None,
+        expires_at: float | None = None, ttl_s: float | None = None,
     ) -> CaptureResult:
-        return await self.execute(identity, ops.Capture(messages, idempotency_key, memory_type, visible_to, team_id))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Capture(messages, idempotency_key, memory_type, visible_to, team_id, expires_at, ttl_s))  # type: ignore[arg-type]
+
+    async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
+        """One purge run over the caller's tenant (tenant admins); returns a `PurgeReport`."""
+        return await self.execute(identity, ops.PurgeExpired(max_deletions))
 
     # -- sharing and teams (issue 13; bridge/sharing_operations.py) --
     async def set_visible_to(self, identity: MemoryIdentity, ref: Ref, visible_to: Sequence[str]) -> Any:

@@ -26,6 +26,10 @@ from identity.ids import InvalidIdError, validate_id
 #: may not set them, so the bridge can trust them when it reads them back.
 RESERVED_METADATA_PREFIX = "vb."
 _MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
+#: The longest a memory may be told to live (10 years): beyond it, "never expires" is meant.
+MAX_TTL_S = 10 * 365 * 86400.0
+#: The latest `expires_at` accepted at all (year 2286); `plan_write` checks it against the clock.
+_MAX_EPOCH = 1e10
 
 
 def shown(value: object) -> str:
@@ -195,3 +199,20 @@ def message(value: object) -> Message:
         return Message(**{str(k): v for k, v in value.items()})
     except (ValidationError, TypeError) as exc:
         raise InvalidInput(f"not a message: {str(exc).splitlines()[0]}") from None
+
+
+def expiry(expires_at: object, ttl_s: object) -> tuple[float | None, float | None]:
+    """(expires_at, ttl_s) of a write, typed and bounded; at most one of them set.
+
+    Whether `expires_at` lies in the future (and within `MAX_TTL_S` of now) needs the bridge's
+    clock, so `bridge.writes.expiry_of` checks that when the write is planned."""
+    if expires_at is not None and ttl_s is not None:
+        raise InvalidInput("give expires_at or ttl_s, not both")
+    if expires_at is not None:
+        return number(expires_at, "expires_at", 0.0, _MAX_EPOCH), None
+    if ttl_s is not None:
+        value = number(ttl_s, "ttl_s", 0.0, MAX_TTL_S)
+        if value <= 0.0:
+            raise InvalidInput("ttl_s must be positive (a memory that is expired when written would never be seen)")
+        return None, value
+    return None, None

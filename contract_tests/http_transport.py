@@ -66,6 +66,8 @@ def error_from_problem(response: httpx.Response) -> Exception:
         try:
             if issubclass(cls, bridge_errors.RecallIncomplete):
                 return cls(message, tuple(ScopeKey.parse(s) for s in body.get("failed_scopes", ())))
+            if issubclass(cls, bridge_errors.QuotaExceeded):
+                return cls(message, **{k: body[k] for k in ("level", "measure", "used", "requested", "limit")})
             return cls(message)
         except TypeError:
             pass
@@ -133,20 +135,21 @@ class HttpBridge:
                 "include_scopes": [str(s) for s in include_scopes], "manifest_id": manifest_id, "allow_partial": allow_partial, "min_score": min_score}
         r = await self._call(identity, "POST", "/api/v1/recall", body=body)
         return RecallResult(identity=r["identity"], purpose=r["purpose"], query=query, items=tuple(_recalled(m) for m in r["memories"]), context=r["context"],
-                            tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]), guard_alarms=r["guard_alarms"])
+                            tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]), guard_alarms=r["guard_alarms"], expired_dropped=r.get("expired_dropped", 0))
 
     async def remember(self, identity: MemoryIdentity, content: str, kind: Any, *, visibility: Any = None, department_id: str | None = None, idempotency_key: str | None = None,
                        metadata: Mapping[str, Any] | None = None, confidence: float = 1.0, memory_type: str | None = None, visible_to: Sequence[str] | None = None,
-                       team_id: str | None = None) -> WriteResult:
+                       team_id: str | None = None, expires_at: float | None = None, ttl_s: float | None = None) -> WriteResult:
         body = {"content": content, "kind": getattr(kind, "value", kind), "visibility": getattr(visibility, "value", visibility), "department_id": department_id,
-                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence}
+                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence, "expires_at": expires_at, "ttl_s": ttl_s}
         body.update({k: v for k, v in (("memory_type", memory_type), ("visible_to", None if visible_to is None else list(visible_to)), ("team_id", team_id)) if v is not None})
         return WriteResult(**await self._call(identity, "POST", "/api/v1/memories", body=body))
 
     async def capture(self, identity: MemoryIdentity, messages: Sequence[Any], *, idempotency_key: str | None = None, memory_type: str | None = None,
-                      visible_to: Sequence[str] | None = None, team_id: str | None = None) -> CaptureResult:
+                      visible_to: Sequence[str] | None = None, team_id: str | None = None, expires_at: float | None = None,
+                      ttl_s: float | None = None) -> CaptureResult:
         wire = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
-        body: dict[str, Any] = {"messages": wire, "idempotency_key": idempotency_key}
+        body: dict[str, Any] = {"messages": wire, "idempotency_key": idempotency_key, "expires_at": expires_at, "ttl_s": ttl_s}
         body.update({k: v for k, v in (("memory_type", memory_type), ("visible_to", None if visible_to is None else list(visible_to)), ("team_id", team_id)) if v is not None})
         return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body=body))
 
@@ -182,6 +185,11 @@ class HttpBridge:
         from bridge.handlers.reads import MemoryPage
 
         return MemoryPage(**await self._call(identity, "GET", "/api/v1/memories", params={"scope": str(scope), "cursor": cursor, "limit": limit, "status": status}))
+
+    async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
+        from bridge.handlers.expiry import PurgeReport
+
+        return PurgeReport(**await self._call(identity, "POST", "/api/v1/purge-expired", params={"max_deletions": max_deletions}))
 
     async def forget(self, identity: MemoryIdentity, ref: Any) -> bool:
         key, memory_id = memory_ref(ref)

@@ -303,3 +303,33 @@ def may_read(
     if kind == "tenant":
         return True
     raise AssertionError(scope)
+
+
+# -- expiry (issue 13 item 4) -----------------------------------------------------------------
+# Drawn from a generator of its own (seeded from the world's seed), so the rest of a world — and
+# the other oracle extensions — stay exactly what they were for every seed.
+EXPIRY_SALT = 0x5EED_E0F1
+
+
+@dataclass(frozen=True)
+class ExpiryPlan:
+    """Which writes expire (`ttl_s` per write index) and how far the bridge's clock moves
+    between the writes and the recalls (`advance_s`)."""
+
+    ttl_s: dict[int, float]
+    advance_s: float
+
+    def expired(self, write_index: int) -> bool:
+        ttl = self.ttl_s.get(write_index)
+        return ttl is not None and ttl <= self.advance_s
+
+
+def expiry_plan(world: World) -> ExpiryPlan:
+    rnd = random.Random(world.seed ^ EXPIRY_SALT)
+    ttls = {i: rnd.choice((30.0, 120.0)) for i in range(len(world.writes)) if rnd.random() < 0.35}
+    return ExpiryPlan(ttls, rnd.choice((0.0, 60.0, 60.0)))
+
+
+def may_read_at(plan: ExpiryPlan, write_index: int, reader: Person, scope: str, status: str, included: tuple[str, ...] = (), **sharing: Any) -> bool:
+    """`may_read` (with the sharing oracle's keywords), and the memory has not expired by the time of the recall."""
+    return not plan.expired(write_index) and may_read(reader, scope, status, included, **sharing)

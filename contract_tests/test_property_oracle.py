@@ -11,6 +11,8 @@ expected); for every recall:
 - multi-agent (issue 13): teams are loaded with `apply_team_membership`, people with a task log
   in through signed gateway headers naming it, writes carry `memory_type` / `visible_to` /
   `team_id`, and `visible_to` changes are refused or applied as the oracle says.
+- expiry (`oracle.expiry_plan`): some writes carry a `ttl_s`, the bridge's (fake) clock moves on
+  before the recalls, and an expired memory is never returned (nor expected).
 
 Examples per adapter: `--contract-examples N` / VIKING_BRIDGE_CONTRACT_EXAMPLES (default 25).
 Replay one world: `--contract-seed SEED`.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -33,7 +36,7 @@ from bridge.facade import MemoryBridge
 from bridge.teams import apply_team_membership
 from contract_tests.harness import Identities, contract_bridge, eventually, settle_timeout_for
 from contract_tests.oracle import (
-    INVALID, TENANTS, World, build_world, expected_write, include_allowed, may_change_share, may_read, share_audience,
+    INVALID, TENANTS, World, build_world, expected_write, expiry_plan, include_allowed, may_change_share, may_read, may_read_at, share_audience,
 )
 from contract_tests.registry import AdapterFactory
 
@@ -54,7 +57,9 @@ async def run_world(factory: AdapterFactory, adapter: str, seed: int) -> None:
     home = Path(tempfile.mkdtemp(prefix="vb-contract-world-"))
     try:
         async with factory.create() as backend:
-            bridge = contract_bridge(backend, home / "bridge")
+            clock = _Clock()
+            bridge = contract_bridge(backend, home / "bridge", clock=clock)
+            bridge.world_clock = clock  # type: ignore[attr-defined]  # _exercise moves it (expiry)
             ids = Identities(home / "identity")
             try:
                 await _exercise(world, backend, bridge, ids, fail)
@@ -66,7 +71,18 @@ async def run_world(factory: AdapterFactory, adapter: str, seed: int) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+class _Clock:
+    """The bridge's clock for one world: real time until the expiry plan moves it on."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
 async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities, fail) -> None:  # type: ignore[no-untyped-def]
+    expiry = expiry_plan(world)
     people = [
         await ids.login(p.user, tenant=p.tenant, agent=p.agent, departments=p.departments, workspace=p.workspace, roles=p.roles)
         if p.task is None else
@@ -83,7 +99,7 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
         try:
             result = await bridge.remember(
                 ident, w.content, w.kind, visibility=w.visibility, department_id=w.department_id,
-                memory_type=w.memory_type, visible_to=w.visible_to, team_id=w.team_id,
+                memory_type=w.memory_type, visible_to=w.visible_to, team_id=w.team_id, ttl_s=expiry.ttl_s.get(i),
             )
         except NotPermitted as exc:
             if want is not None:
@@ -135,6 +151,9 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
                 author = people[world.writes[i].writer]
                 await eventually(lambda a=author, q=world.writes[i].content: bridge.recall(a, q, budget_tokens=BIG), lambda r, m=mid: m in {x.memory_id for x in r.items}, timeout=timeout, describe=f"write {i} never became visible to its author")
 
+    clock = getattr(bridge, "world_clock", None)
+    if clock is not None:
+        clock.offset = expiry.advance_s  # the recalls happen later: some memories have expired
     for n, r in enumerate(world.recalls):
         reader, ident = world.people[r.reader], people[r.reader]
         allowed = all(include_allowed(world, reader, s) for s in r.include)
@@ -159,10 +178,13 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
                     f"  identity that saw it: {reader}\n  memory: write {i} id={item.memory_id} scope={scope} (reported {item.scope}) status={status} {item.content!r}\n"
                     f"  recall {n}: query={r.query!r} purpose={r.purpose} kinds={r.kinds} include={r.include}",
                 )
+            if expiry.expired(i):
+                fail("an expired memory is never returned (oracle.expiry_plan)",
+                     f"  identity {reader} saw write {i} id={item.memory_id} (ttl_s={expiry.ttl_s[i]}, clock moved {expiry.advance_s}s)")
         if r.exact_of is not None and r.exact_of in landed:
             mid, scope, status = landed[r.exact_of]
             kind_ok = r.kinds is None or world.writes[r.exact_of].kind in r.kinds
-            if kind_ok and may_read(reader, scope, status, r.include, world=world, audience=audience.get(r.exact_of, set())) and mid not in {x.memory_id for x in result.items}:
+            if kind_ok and may_read_at(expiry, r.exact_of, reader, scope, status, r.include, world=world, audience=audience.get(r.exact_of, set())) and mid not in {x.memory_id for x in result.items}:
                 fail(
                     "a permitted memory whose exact content is the query is found",
                     f"  identity {reader} did not get write {r.exact_of} id={mid} scope={scope}; got {[(x.scope, x.memory_id[:8]) for x in result.items]}\n"

@@ -501,16 +501,16 @@ class LocalBackend:
                     created_at = memory.created_at if memory.created_at is not None else now
                     stored = StoredMemory(
                         uuid.uuid4().hex, scope, memory.content, memory.kind, memory.status, memory.confidence, memory.provenance,
-                        memory.subject_user_id, memory.metadata, created_at, now, created=True,
+                        memory.subject_user_id, memory.metadata, created_at, now, memory.expires_at, created=True,
                     )
                     cursor = self._db.execute(
                         "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id,"
-                        " metadata, created_at, updated_at, idempotency_key, content_hash, vector)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " metadata, created_at, updated_at, idempotency_key, content_hash, vector, expires_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             stored.id, scope_text, scope.tenant_id, stored.content, stored.kind, stored.status.value,
                             stored.confidence, prov, stored.subject_user_id, meta, stored.created_at, stored.updated_at,
-                            key, digest, _vector_blob(vector),
+                            key, digest, _vector_blob(vector), stored.expires_at,
                         ),
                     )
                     touch.scopes.add(scope_text)
@@ -602,8 +602,14 @@ class LocalBackend:
             found += [r[0] for r in self._db.execute(f"SELECT rowid FROM memories WHERE scope = ? AND id IN ({marks})", (str(scope), *chunk))]
         return np.asarray(found, dtype=np.int64)
 
+    def _expired_rowids(self, scope: ScopeKey, now: float) -> np.ndarray:
+        """Rows of `scope` whose `expires_at` has passed: one query on the partial index
+        `memories_expiring` (only rows that expire are in it; the purge keeps it small)."""
+        rows = self._db.execute("SELECT rowid FROM memories WHERE scope = ? AND expires_at IS NOT NULL AND expires_at <= ?", (str(scope), now)).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
     @_guarded
-    def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None) -> list[tuple[ScopeKey, int, float]]:
+    def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None, now: float | None = None) -> list[tuple[ScopeKey, int, float]]:
         """Exact top-`limit` over exactly the partitions of `scopes`: (scope, rowid, score).
 
         Filters (status, kind, an entry's memory ids) are applied to each partition's scores
@@ -617,6 +623,7 @@ class LocalBackend:
         if not isinstance(statuses, frozenset) or not statuses or not all(isinstance(x, Status) for x in statuses):
             statuses = valid_statuses(statuses, allow_none=False)  # type: ignore[assignment]  # raises unless a usable collection
         allowed = _allowed_codes(statuses)
+        at = time.time() if now is None else float(now)
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if query.shape != (self.embedder.dimension,) or not np.isfinite(query).all():
             raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
@@ -653,6 +660,10 @@ class LocalBackend:
                 if entry.memory_ids is not None:
                     imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
                     mask = imask if mask is None else mask & imask
+                expired = self._expired_rowids(entry.key, at)
+                if expired.size:  # expired rows are never candidates: excluded before the top-k
+                    emask = ~np.isin(part.rowids[:n], expired)
+                    mask = emask if mask is None else mask & emask
                 if mask is not None:
                     seg[~mask] = -np.inf
                 segments.append((entry.key, part.rowids[:n]))
@@ -716,7 +727,7 @@ class LocalBackend:
             raise InvalidRequest("query text must be a string", backend=self.name)
         (vector,) = await self._embed([encodable(query.text, "query text")])
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
-            ranked = self.search_vector(query.scopes, vector, limit=query.limit, statuses=query.statuses, kinds=query.kinds)
+            ranked = self.search_vector(query.scopes, vector, limit=query.limit, statuses=query.statuses, kinds=query.kinds, now=query.at())
             hits, damaged = self._load_hits(ranked)
             if not damaged:
                 break

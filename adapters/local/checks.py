@@ -61,6 +61,8 @@ def check_new(memory: object) -> NewMemory:
         raise InvalidRequest("subject_user_id must be a string or None", backend="local")
     if memory.created_at is not None and (not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
         raise InvalidRequest("created_at must be a finite number of epoch seconds", backend="local")
+    if memory.expires_at is not None and (not isinstance(memory.expires_at, (int, float)) or not math.isfinite(memory.expires_at)):
+        raise InvalidRequest("expires_at must be a finite number of epoch seconds", backend="local")
     return memory
 
 

@@ -23,7 +23,7 @@ from identity.errors import VikingBridgeError
 
 __all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
-COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
+COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
 _STATUS_BY_VALUE = {s.value: s for s in Status}
 
@@ -113,7 +113,7 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
     """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
     the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row.
     `check_text`: the row was read with `lenient_text`, so its text may hold escaped garbage."""
-    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated = row
+    _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated, expires = row
     if check_text and not all(encodable_text(t) for t in (mid, scope, content, kind, prov, meta, subject)):
         raise RowDamage("a text column is not valid UTF-8")
     state = _STATUS_BY_VALUE.get(status)
@@ -131,6 +131,8 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         raise RowDamage("a text column holds another type")
     if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
         raise RowDamage("confidence outside [0, 1]")
+    if expires is not None and not isinstance(expires, (int, float)):
+        raise RowDamage("expires_at is not a number")
     try:
         key = scope_key if scope_key is not None else ScopeKey.parse(scope)
     except (ValueError, TypeError):
@@ -147,4 +149,5 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         metadata=metadata,
         created_at=created,
         updated_at=updated,
+        expires_at=None if expires is None else float(expires),
     )

@@ -1,5 +1,11 @@
 """The local store's files: where they are, their schema, and the checks made before opening.
 
+Schema 3 (this build) adds `memories.expires_at` (epoch seconds, NULL = never) and the partial
+index `memories_expiring (scope, expires_at)` over the rows that expire, so a search masks
+expired rows of its partitions with one indexed query and the purge finds them without a scan.
+A schema-2 store gains both at open (ALTER TABLE, in the open's transaction); a schema-2 build
+refuses a schema-3 store (it would serve expired memories).
+
 Schema 2 (this build) adds to schema 1, in the same database file:
 - `counters`: `writes` (committed puts, updates and deletes: the `StoreMarker` high-water mark)
   and `changes` (one per committing transaction: the sequence partition versions are drawn from);
@@ -38,8 +44,8 @@ __all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "p
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
-_READABLE_SCHEMAS = ("1", "2")
+SCHEMA_VERSION = "3"
+_READABLE_SCHEMAS = ("1", "2", "3")
 DB_FILENAME = "memories.sqlite3"
 _SIDECARS = ("-wal", "-shm")
 
@@ -62,6 +68,7 @@ CREATE TABLE IF NOT EXISTS memories (
     idempotency_key TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     vector BLOB NOT NULL,
+    expires_at REAL,
     UNIQUE (scope, id),
     UNIQUE (scope, idempotency_key)
 );
@@ -165,6 +172,9 @@ def create_or_upgrade(
         )
     for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
         db.execute(statement)
+    if "expires_at" not in {r[1] for r in db.execute("PRAGMA table_info(memories)")}:  # schema 1/2 -> 3
+        db.execute("ALTER TABLE memories ADD COLUMN expires_at REAL")
+    db.execute("CREATE INDEX IF NOT EXISTS memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL")
     wanted = {
         "schema_version": SCHEMA_VERSION,
         "embedder": embedder_signature,

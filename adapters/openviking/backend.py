@@ -10,6 +10,13 @@ missing. Status and kind travel as search tags (`vbs=`, `vbk=`), so the server f
 ranks. Memories the server extracted from a `capture` surface only in the captured private scope,
 through the capture record and the session's memory diff (see `adapters.openviking.extraction`).
 
+Expiry — an honest shortfall. OpenViking 0.5.2's `find` filters by target URI, tags (equality,
+one value per key), `since`/`until` on the file's created/updated time and `level`; none can say
+"expires_at > now" (a tag can only name a fixed value, and `since`/`until` judge another time).
+So `expires_at` travels in the record envelope and expired records are dropped in `_hits_from`
+before a hit leaves, the find loop over-fetching to fill `limit`
+(`Capabilities.expiry_in_query=False`); the bridge's guard drops any that still arrive, counted.
+
 Two modes (see docs/openviking.md):
 - `api_key` (recommended): the root key only provisions accounts/users; each principal's user
   key lives in a `KeyStore`.
@@ -143,6 +150,7 @@ class OpenVikingBackend:
             list_scopes=True,
             search_after_write_lag=False,  # writes use wait=true: searchable when put returns
             supported_filters=frozenset(),
+            expiry_in_query=False,  # find has no filter on a record field: expired records are dropped in _hits_from
         )
         self.alarms = RecordAlarms(self.name)
         self._ls_window = 1000  # fs/ls entries per call (0.5.2's node_limit default and our cap)
@@ -753,6 +761,7 @@ class OpenVikingBackend:
 
     async def _hits_from(self, raw: list[dict[str, Any]], entry: ScopeEntry, p: Principal, query: SearchQuery) -> list[Hit]:
         out: list[Hit] = []
+        now = query.at()
         for item in raw:
             if item.get("level") not in (2, None):
                 continue  # directory summaries (levels 0/1)
@@ -771,6 +780,8 @@ class OpenVikingBackend:
                 if record is None:
                     continue
             if record.status not in query.statuses or (query.kinds is not None and record.kind not in query.kinds):
+                continue
+            if record.expired(now):  # 0.5.2's find cannot express "expires_at > now" (see module docstring)
                 continue
             score = item.get("score")
             score = min(1.0, max(0.0, float(score))) if isinstance(score, (int, float)) else 0.0

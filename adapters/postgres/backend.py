@@ -56,7 +56,7 @@ from identity.state_postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations,
 __all__ = ["PostgresBackend"]
 
 Conn = psycopg.AsyncConnection
-_COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at"
+_COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 _MAX_PAGE = 10_000
 _STATUSES = {s.value: s for s in Status}
 _EXTENSION_SCHEMA = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
@@ -250,7 +250,7 @@ class PostgresBackend:
     def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None) -> StoredMemory | None:
         """A row as a StoredMemory, or None (dropped + alarmed) when it does not decode or is
         not from the scope it was read for."""
-        _, mid, scope_text, content, kind, status, confidence, prov, subject, meta, created, updated = row
+        _, mid, scope_text, content, kind, status, confidence, prov, subject, meta, created, updated, expires = row
         try:
             scope = ScopeKey.parse(scope_text)
             if expected is not None and scope != expected:
@@ -261,7 +261,7 @@ class PostgresBackend:
             return StoredMemory(
                 id=mid, scope=scope, content=content, kind=kind, status=_STATUSES[status], confidence=float(confidence),
                 provenance=Provenance.from_dict(json.loads(prov)), subject_user_id=subject, metadata=MappingProxyType(metadata),
-                created_at=float(created), updated_at=float(updated),
+                created_at=float(created), updated_at=float(updated), expires_at=None if expires is None else float(expires),
             )
         except (ValueError, KeyError, TypeError) as exc:
             self.alarms.raise_alarm(scope_text, f"row {mid!r} does not decode ({type(exc).__name__})")
@@ -297,6 +297,8 @@ class PostgresBackend:
             _text(memory.subject_user_id, "subject_user_id")
         if memory.created_at is not None and (isinstance(memory.created_at, bool) or not isinstance(memory.created_at, (int, float)) or not math.isfinite(memory.created_at)):
             raise InvalidRequest("created_at must be a finite number of epoch seconds", backend=self.name)
+        if memory.expires_at is not None and (isinstance(memory.expires_at, bool) or not isinstance(memory.expires_at, (int, float)) or not math.isfinite(memory.expires_at)):
+            raise InvalidRequest("expires_at must be a finite number of epoch seconds", backend=self.name)
         stored = StoredMemory.from_new(uuid.uuid4().hex, scope, memory, time.time())
         return stored, key, _json(memory.provenance.to_dict(), "provenance"), _json(dict(memory.metadata), "metadata"), _content_hash(memory)
 
@@ -310,7 +312,7 @@ class PostgresBackend:
         prepared = [self._prepared(*item) for item in items]
         vectors = await self._embed([p[0].content for p in prepared])
         rows = [(m.id, str(m.scope), m.scope.tenant_id, m.content, m.kind, m.status.value, m.confidence, prov, m.subject_user_id, meta,
-                 m.created_at, m.updated_at, key, digest, vector) for (m, key, prov, meta, digest), vector in zip(prepared, vectors)]
+                 m.created_at, m.updated_at, key, digest, vector, m.expires_at) for (m, key, prov, meta, digest), vector in zip(prepared, vectors)]
 
         async def run(conn: Conn) -> list[StoredMemory | None]:
             await declare(conn, sorted({r[1] for r in rows}))
@@ -318,8 +320,8 @@ class PostgresBackend:
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO memories (id, scope, tenant_id, content, kind, status, confidence, provenance, subject_user_id, metadata,"
-                    " created_at, updated_at, idempotency_key, content_hash, embedding)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING seq",
+                    " created_at, updated_at, idempotency_key, content_hash, embedding, expires_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING seq",
                     rows, returning=True,
                 )
                 while True:
@@ -413,12 +415,13 @@ class PostgresBackend:
         if query.filters:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
-        ranked = await self.search_vector(query.scopes, vector, limit=_limit(query.limit), statuses=query.statuses, kinds=query.kinds)
+        ranked = await self.search_vector(query.scopes, vector, limit=_limit(query.limit), statuses=query.statuses, kinds=query.kinds, now=query.at())
         return SearchResult(hits=tuple(ranked))
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
-                            kinds: frozenset[str] | None = None) -> list[Hit]:
-        """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance."""
+                            kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
+        """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance.
+        Expired rows (`expires_at <= now`, the bridge's clock) are excluded in every branch's WHERE."""
         require_scope_set(scopes)
         allowed = _statuses(statuses, allow_none=False)
         open_scopes, pairs, ids = scope_settings(scopes)
@@ -428,7 +431,7 @@ class PostgresBackend:
         # planner can use that scope's partial HNSW index; every other scope stays exact.
         ann = [k for k in open_scopes if k in self._ann_scopes]
         exact = [k for k in open_scopes if k not in self._ann_scopes]
-        filters = " AND status = ANY(%(statuses)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
+        filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
         branch = "(SELECT id, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
         branches = [branch.format(where="(scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))")]
         branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in ann]
@@ -438,7 +441,8 @@ class PostgresBackend:
             " ORDER BY top.distance, top.seq"
         )
         params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": exact, "ids": ids, "pairs": pairs,
-                  "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit}
+                  "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit,
+                  "now": time.time() if now is None else float(now)}
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, open_scopes, pairs, ids)

@@ -93,4 +93,10 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     GRANT SELECT, INSERT, UPDATE, DELETE ON memories TO {runtime};
     GRANT SELECT ON memory_scopes, backend_meta TO {runtime};
     """,
+    # 2: expiry. A memory with expires_at <= the query's `now` is never a candidate (every search
+    # branch's WHERE); the partial index holds only rows that expire, for the purge and the filter.
+    """
+    ALTER TABLE memories ADD COLUMN expires_at double precision;
+    CREATE INDEX memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL;
+    """,
 )

@@ -23,6 +23,9 @@ where the ScopeSet becomes the query filter, and where every hit is checked agai
 Limits (see docs/viking.md): searches over-fetch up to 5000 candidates per call (the service's
 maximum; there is no cursor), so status/kind filtering returns `limit` hits whenever they are
 among the first 5000 candidates of the searched principals; writes become searchable after a lag.
+Expiry: Viking's documented search filter has no field for it (ids, memory_type, start/end of
+the event time only), so `expires_at` travels in the envelope and expired records are dropped
+with status and kind, before a hit leaves (`Capabilities.expiry_in_query=False` says so).
 """
 
 from __future__ import annotations
@@ -159,6 +162,7 @@ class VikingBackend:
         list_scopes=True,
         search_after_write_lag=True,
         supported_filters=frozenset({"start_time", "end_time"}),
+        expiry_in_query=False,  # no expiry field in Viking's filter: dropped in `search` before a hit leaves
     )
 
     def __init__(
@@ -667,8 +671,13 @@ class VikingBackend:
         if text is not None and len(text) > 4000:
             raise InvalidRequest("query text is longer than the service's 4000 characters", backend=self.name)
 
+        now = query.at()
+
         def keep(m: StoredMemory) -> bool:
-            return scopes.permits(m.scope, m.id) and m.status in query.statuses and (query.kinds is None or m.kind in query.kinds)
+            # expiry travels in the record envelope: Viking's search filter has no field for it
+            # (only user/assistant/group/session ids, memory_type and a start/end on event time),
+            # so, like status and kind, it is applied to the over-fetched candidates here
+            return scopes.permits(m.scope, m.id) and m.status in query.statuses and (query.kinds is None or m.kind in query.kinds) and not m.expired(now)
 
         async def run(task: _Task) -> list[_Row]:
             flt = dict(extra)

@@ -13,7 +13,7 @@ from bridge import admin_operations as admin_ops
 from bridge import portable_operations as portable_ops
 from bridge import read_operations as read_ops
 from bridge import sharing_operations as share_ops
-from bridge.handlers import erasure, federation, grants, injection, lifecycle, memories, portability, reads, sessions_audit, sharing
+from bridge.handlers import erasure, expiry, federation, grants, injection, lifecycle, memories, portability, reads, sessions_audit, sharing
 from bridge.handlers import console  # the admin console (issue 15)
 from bridge.recall.pipeline import run_recall
 from bridge.roles.operation import RoleInject
@@ -36,6 +36,7 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.QueryAudit: sessions_audit.query_audit,
     ops.StartSession: sessions_audit.start_session,
     ops.ForkSession: sessions_audit.fork_session,
+    ops.PurgeExpired: expiry.purge_expired,  # expiry and quotas (issue 13)
     # the read API (issue 11)
     read_ops.GetMemory: reads.get_memory,
     read_ops.ListMemories: reads.list_memories,

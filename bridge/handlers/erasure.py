@@ -20,6 +20,7 @@ from adapters.scopes import ScopeKey
 from bridge.operations import ForgetSubject
 from bridge.runtime import BridgeRuntime
 from bridge.handlers.lifecycle import author_tenant
+from bridge.writes import release_memories
 from identity.model import MemoryIdentity
 
 __all__ = ["forget_subject", "PAGE_SIZE"]
@@ -54,7 +55,8 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
 
     async def erase(key: ScopeKey, doomed: list[StoredMemory]) -> None:
         for memory in doomed:
-            await rt.backend.delete(key, memory.id)
+            if await rt.backend.delete(key, memory.id):
+                await release_memories(rt, [memory])  # its quota space is free again
             removed.append(memory.id)
             touched.add(key)
 

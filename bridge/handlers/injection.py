@@ -44,6 +44,8 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
         memory = await rt.backend.get(key, memory_id)
         if memory.status is not Status.ACTIVE:
             raise ManifestError(f"{key}#{memory_id} is {memory.status.value}; only active memories can be injected")
+        if memory.expired(rt.clock()):  # expiry (issue 13): an expired memory is gone for everyone
+            raise ManifestError(f"{key}#{memory_id} has expired; it cannot be injected")
         entries.append((key, memory_id))
     return entries
 
@@ -51,7 +53,7 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
 async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject) -> list[tuple[ScopeKey, str]]:
     scopes = rt.policy.readable_scopes(parent, Purpose.CHAT)
     try:
-        result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit))
+        result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit, now=rt.clock()))
     except BackendError as exc:  # the whole fan-out failed: the same type as one failed scope (finding 20)
         if not exc.retryable:
             raise
@@ -59,6 +61,7 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
     if not result.complete:
         raise RecallIncomplete("injection search failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes)
+    hits = [h for h in hits if not h.memory.expired(rt.clock())]  # second wall, as the recall guard
     return [(h.scope, h.memory.id) for h in hits]
 
 

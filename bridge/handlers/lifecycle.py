@@ -13,7 +13,7 @@ from bridge.errors import InvalidInput, NotPermitted
 from bridge.models import WriteResult
 from bridge.operations import Approve, Forget, Promote
 from bridge.runtime import BridgeRuntime
-from bridge.writes import AUTHOR_TENANT, PROMOTED_BY, PROMOTED_FROM, WritePlan, store
+from bridge.writes import AUTHOR_TENANT, PROMOTED_BY, PROMOTED_FROM, WritePlan, release_memories, store
 from identity.ids import is_valid_id
 from identity.model import MemoryIdentity
 
@@ -41,6 +41,8 @@ async def forget(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget) -> boo
     await rt.state.manifests.purge_memory_ids({memory_id})
     await rt.state.shares.purge_memory_ids({memory_id})  # a re-created id must not inherit the audience
     await rt.state.audit.append(identity, "forget", memory_ids=[memory_id], scopes=[key], closes_intent=intent)
+    if deleted:
+        await release_memories(rt, [memory])  # forget gives the quota space back
     return deleted
 
 

@@ -27,6 +27,8 @@ from bridge.runtime import BridgeRuntime
 from bridge.sharing_policy import SHAREABLE
 from bridge.state.records import Grant
 from bridge.validation import RESERVED_METADATA_PREFIX
+from bridge.quotas import content_bytes
+from bridge.writes import release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 
 __all__ = [
@@ -53,6 +55,7 @@ class MemoryRecord(BaseModel):
     created_at: float
     updated_at: float
     why_visible: str = ""
+    expires_at: float | None = None  # epoch seconds; None: never expires
 
     @classmethod
     def of(cls, memory: StoredMemory, why_visible: str = "") -> "MemoryRecord":
@@ -62,7 +65,7 @@ class MemoryRecord(BaseModel):
             content=memory.content, status=memory.status.value, confidence=memory.confidence,
             author=f"{p.author_user_id}@{p.author_agent_id}", derived_from=tuple(p.derived_from),
             metadata={k: v for k, v in memory.metadata.items() if not k.startswith(RESERVED_METADATA_PREFIX)},
-            created_at=memory.created_at, updated_at=memory.updated_at, why_visible=why_visible,
+            created_at=memory.created_at, updated_at=memory.updated_at, why_visible=why_visible, expires_at=memory.expires_at,
         )
 
 
@@ -113,6 +116,8 @@ async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory)
     memory = await rt.backend.get(key, memory_id)
     if not may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
         raise NotFound(f"no memory {memory_id} in {key}")
+    if memory.expired(rt.clock()):  # expired = gone for every reader; the purge deletes it
+        raise NotFound(f"no memory {memory_id} in {key} (it expired at {memory.expires_at})")
     await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "get"})
     return MemoryRecord.of(memory, reason)
 
@@ -121,7 +126,8 @@ async def list_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMem
     reason = await _read_reason(rt, identity, op.scope)
     status = Status(op.status)
     page = await rt.backend.list_page(op.scope, cursor=op.cursor, limit=op.limit, statuses=frozenset({status}))
-    shown = [m for m in page.memories if m.scope == op.scope and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
+    now = rt.clock()  # expired memories are never listed (a page may come back short; the cursor still walks on)
+    shown = [m for m in page.memories if m.scope == op.scope and not m.expired(now) and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
     await rt.state.audit.append(identity, "recall", memory_ids=[m.id for m in shown], scopes=[op.scope], detail={"operation": "list"})
     return MemoryPage(memories=tuple(MemoryRecord.of(m, reason) for m in shown), next_cursor=page.next_cursor)
 
@@ -169,7 +175,17 @@ async def edit_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: EditMemor
     merged = None
     if op.metadata is not None:  # the bridge's own keys survive an edit; the caller's are replaced
         merged = {**op.metadata, **{k: v for k, v in memory.metadata.items() if k.startswith(RESERVED_METADATA_PREFIX)}}
-    updated = await rt.backend.update(key, memory_id, MemoryPatch(content=op.content, metadata=merged, confidence=op.confidence))
+    grown = 0 if op.content is None else content_bytes(op.content) - content_bytes(memory.content)
+    if grown > 0:  # a longer text takes quota bytes first (QuotaExceeded leaves the memory as it was)
+        await reserve_bytes(rt, memory, grown)
+    try:
+        updated = await rt.backend.update(key, memory_id, MemoryPatch(content=op.content, metadata=merged, confidence=op.confidence))
+    except BaseException:
+        if grown > 0:
+            await reserve_bytes(rt, memory, -grown)
+        raise
+    if grown < 0:
+        await reserve_bytes(rt, memory, grown)
     fields = [name for name in ("content", "metadata", "confidence") if getattr(op, name) is not None]
     await rt.state.audit.append(identity, "edit", memory_ids=[memory_id], scopes=[key], detail={"fields": fields})
     return MemoryRecord.of(updated, "edited by its author or a tenant admin")
@@ -186,6 +202,8 @@ async def reject(rt: BridgeRuntime, identity: MemoryIdentity, op: Reject) -> boo
     deleted = await rt.backend.delete(key, memory_id)
     await rt.state.manifests.purge_memory_ids({memory_id})
     await rt.state.audit.append(identity, "reject", memory_ids=[memory_id], scopes=[key], closes_intent=intent)
+    if deleted:
+        await release_memories(rt, [memory])
     return deleted
 
 

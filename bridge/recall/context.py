@@ -27,6 +27,7 @@ class RecallContext:
     failed: tuple[str, ...] = ()  # stage "search" (allow_partial only)
     hits: list[Hit] = field(default_factory=list)  # stage "guard"
     alarms: list[GuardAlarm] = field(default_factory=list)  # stage "guard"
+    expired_dropped: int = 0  # stage "guard": expired hits of a backend without expiry_in_query
     ranked: list[RankedHit] = field(default_factory=list)  # stage "rank"
     chosen: list[BudgetedItem] = field(default_factory=list)  # stage "budget"
     tokens_used: int = 0  # stage "budget"
@@ -49,5 +50,6 @@ class RecallContext:
             partial=bool(self.failed),
             failed_scopes=self.failed,
             guard_alarms=len(self.alarms),
+            expired_dropped=self.expired_dropped,
             audit_seq=self.audit_seq,
         )

@@ -64,10 +64,27 @@ def guard_hits(
     return kept, alarms
 
 
+def drop_expired(hits: list[Hit], now: float, *, backend_filters: bool) -> tuple[list[Hit], list[GuardAlarm], int]:
+    """(kept, alarms, dropped): expired hits never pass. From a backend that declares
+    `expiry_in_query` an expired hit is a broken contract (an alarm); from one that cannot
+    filter expiry in its query it is the known shortfall: dropped and counted, never silently."""
+    kept = [h for h in hits if not h.memory.expired(now)]
+    gone = [h for h in hits if h.memory.expired(now)]
+    if backend_filters:
+        return kept, [GuardAlarm(h.memory.id, str(h.scope), str(h.memory.scope), "memory had expired") for h in gone], 0
+    return kept, [], len(gone)
+
+
 async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
-    """Drop (and audit, and log) every hit outside the ScopeSet or the asked statuses/kinds."""
+    """Drop (and audit, and log) every hit outside the ScopeSet or the asked statuses/kinds, and
+    every expired hit (at the search's own `now`)."""
     assert ctx.result is not None and ctx.scopes is not None and ctx.query is not None
     ctx.hits, ctx.alarms = guard_hits(ctx.result.hits, ctx.scopes, statuses=ctx.query.statuses, kinds=ctx.op.kinds)
+    filters = getattr(getattr(rt.backend, "capabilities", None), "expiry_in_query", True)  # undeclared: it should have
+    ctx.hits, expired_alarms, ctx.expired_dropped = drop_expired(ctx.hits, ctx.query.at(), backend_filters=filters)
+    ctx.alarms += expired_alarms
+    if ctx.expired_dropped:
+        log.warning("guard: dropped %d expired hit(s) from %s, which cannot exclude expiry in its query", ctx.expired_dropped, rt.backend.name)
     for alarm in ctx.alarms:
         log.error("guard alarm: %s dropped memory %s from %s (%s)", ctx.identity.principal, alarm.memory_id, alarm.stored_scope, alarm.reason)
         await rt.state.audit.append(

@@ -53,7 +53,7 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet) -> list[RecalledMemo
         out.append(RecalledMemory(
             m.id, place[0], place[1], m.kind, m.content, round(ranked.score, 6), entry.reason,
             f"{p.author_user_id}@{p.author_agent_id}", _STATUS_TEXT[m.status], entry.grant_id,
-            entry.injected_by or p.injected_by, p.derived_from, _refs(item.conflicts_with), _refs(item.duplicates),
+            entry.injected_by or p.injected_by, p.derived_from, _refs(item.conflicts_with), _refs(item.duplicates), m.expires_at,
         ))
     return out
 

@@ -23,7 +23,8 @@ __all__ = ["stage"]
 
 async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None
-    ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds)
+    # `now`: the bridge's clock; every adapter excludes memories expired by then inside its query
+    ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds, now=rt.clock())
     try:
         result = await rt.backend.search(ctx.query)
     except BackendError as exc:  # any backend failure of the whole fan-out: closed, typed, audited

@@ -36,6 +36,7 @@ from bridge.facade import MemoryBridge
 from bridge.service import admin as console
 from bridge.service.auth import EdgeAuthenticator, build_edge_providers
 from bridge.service.limits import BodyLimit, TokenBuckets
+from bridge.service.maintenance import purge_loop
 from bridge.service.observability import Metrics, access_log
 from bridge.service.problems import MEDIA_TYPE, problem_body, problem_for
 from bridge.service.routes import admin, memories, ops, recall, roles, sharing
@@ -239,9 +240,15 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx: ServiceContext = app.state.ctx
         await ctx.bridge.aopen()  # open checks before the first request, not during it
+        purger = None
+        if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expiry (issue 13): bridge/service/maintenance.py
+            keys = [k.get_secret_value() for k in service_settings.purge_api_keys]
+            purger = asyncio.ensure_future(purge_loop(ctx.bridge, ctx.auth, keys, service_settings.purge_interval_seconds))
         try:
             yield
         finally:
+            if purger is not None:
+                purger.cancel()
             if ctx.background:
                 await asyncio.wait(list(ctx.background), timeout=service_settings.shutdown_grace_seconds or None)
             if ctx.owns_bridge:

@@ -56,7 +56,8 @@ def run_client(args: Any, out: Any = sys.stdout) -> int:
     with httpx.Client(base_url=args.url.rstrip("/"), headers=auth, timeout=60) as c:
         cmd = args.command
         if cmd == "remember":
-            body = {"content": read_content(args.content), "kind": args.kind, "visibility": args.visibility, "department_id": args.department, "idempotency_key": args.idempotency_key}
+            body = {"content": read_content(args.content), "kind": args.kind, "visibility": args.visibility, "department_id": args.department, "idempotency_key": args.idempotency_key,
+                    "ttl_s": getattr(args, "ttl", None)}
             r = _call(c, "POST", "/api/v1/memories", body={k: v for k, v in body.items() if v is not None})
             print(f"{r['status']} {r['scope']} {r['memory_id']} ({r['reason']}{', deduplicated' if r['deduplicated'] else ''})", file=out)
         elif cmd == "recall":
@@ -72,6 +73,14 @@ def run_client(args: Any, out: Any = sys.stdout) -> int:
         elif cmd == "audit":
             for e in _call(c, "GET", "/api/v1/audit", params={"action": args.action, "limit": args.limit}):
                 print(json.dumps({k: e[k] for k in ("seq", "ts", "actor", "action", "memory_ids", "scopes", "grant_ids")}, ensure_ascii=False), file=out)
+        elif cmd == "purge-expired":
+            total = 0
+            while True:
+                r = _call(c, "POST", "/api/v1/purge-expired", params={"max_deletions": args.batch})
+                total += r["purged"]
+                print(f"purged {total} expired memories of {r['tenant_id']} so far{'' if r['complete'] else ', continuing'}", file=out, flush=True)
+                if r["complete"]:
+                    break
         elif cmd == "approve":
             r = _call(c, "POST", f"/api/v1/memories/{args.memory_id}/approve", params={"scope": args.scope})
             print(f"{r['status']} {r['scope']} {r['memory_id']}", file=out)

@@ -3,6 +3,7 @@
     Unauthenticated (InvalidCredential, ExpiredCredential) ... 401 + WWW-Authenticate
     Forbidden, NotPermitted (ManifestError) .................. 403
     NotFound ................................................. 404
+    QuotaExceeded ............................................ 409, type quota-exceeded (+ level, measure, used, requested, limit)
     Conflict ................................................. 409
     RequestTooLarge .......................................... 413 (body) / 414 (query string)
     InvalidInput ............................................. 400
@@ -25,7 +26,7 @@ from typing import Any
 
 from bridge.errors import (
     Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
-    Unauthenticated, Unavailable, VikingBridgeError,
+    QuotaExceeded, Unauthenticated, Unavailable, VikingBridgeError,
 )
 
 __all__ = ["RequestTooLarge", "RateLimited", "RequestTimeout", "problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
@@ -67,6 +68,7 @@ _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (Forbidden, 403, "forbidden", "Forbidden"),
     (NotPermitted, 403, "not-permitted", "Not permitted"),
     (NotFound, 404, "not-found", "Not found"),
+    (QuotaExceeded, 409, "quota-exceeded", "Storage quota exceeded"),
     (Conflict, 409, "conflict", "Conflict"),
     (InvalidInput, 400, "invalid-input", "Invalid input"),
 )
@@ -98,5 +100,7 @@ def problem_for(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any
             extra: dict[str, Any] = {"error": type(exc).__name__, "retry_after": retry}
             if isinstance(exc, RecallIncomplete):
                 extra["failed_scopes"] = [str(s) for s in exc.failed_scopes]
+            if isinstance(exc, QuotaExceeded):
+                extra.update(level=exc.level, measure=exc.measure, used=exc.used, requested=exc.requested, limit=exc.limit)
             return status, problem_body(status, slug, title, str(exc)[:2000], request_id, **extra), headers
     return 500, problem_body(500, "internal", "Internal error", "the service failed; quote the request id to its operator", request_id), {}

@@ -59,6 +59,8 @@ class CaptureRequest(Body):
     messages: list[Message] | None = Field(None, max_length=10_000, description="Conversation messages (role user/assistant/system).")
     content: str | None = Field(None, description="Shorthand for one user message.")
     idempotency_key: str | None = Field(None, min_length=1, max_length=128, description="Retries with the same key never duplicate a memory.")
+    expires_at: float | None = Field(None, strict=True, description="Epoch seconds after which every extracted memory expires. At most one of expires_at / ttl_s.")
+    ttl_s: float | None = Field(None, gt=0, strict=True, description="Seconds from now until every extracted memory expires.")
     agent_id: str | None = Field(None, description=CALLER_AGENT)
     user_id: str | None = Field(None, description=CALLER_USER)
     team_id: str | None = Field(None, description=TEAM_FIELD)
@@ -90,6 +92,8 @@ class RememberRequest(Body):
     memory_type: MemoryTypeName | None = Field(None, description=MEMORY_TYPE)
     visible_to: list[str] | None = Field(None, min_length=1, max_length=64, description=VISIBLE_TO)
     team_id: str | None = Field(None, description=TEAM_FIELD)
+    expires_at: float | None = Field(None, strict=True, description="Epoch seconds after which the memory is never recalled and is purged. At most one of expires_at / ttl_s.")
+    ttl_s: float | None = Field(None, gt=0, strict=True, description="Seconds from now (the service's clock) until the memory expires.")
 
 
 class WriteBackRequest(Body):
@@ -153,6 +157,7 @@ class RecallResponse(BaseModel):
     partial: bool = False
     failed_scopes: list[str] = []
     guard_alarms: int = 0
+    expired_dropped: int = Field(0, description="Expired hits the guard dropped because the backend cannot exclude expiry in its own query.")
 
 
 class GrantOut(BaseModel):

@@ -13,6 +13,9 @@
     VIKING_BRIDGE_SERVICE_RATE_PER_SECOND      50          token bucket refill per identity
     VIKING_BRIDGE_SERVICE_RATE_BURST           100         bucket size per identity (0: no limit)
     VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS 30        in-flight requests get this long on SIGTERM
+    VIKING_BRIDGE_SERVICE_PURGE_INTERVAL_SECONDS 0         purge expired memories this often (0: never)
+    VIKING_BRIDGE_SERVICE_PURGE_API_KEYS       ""          comma-separated tenant-admin API keys, one per
+                                                           tenant to purge (bridge/service/maintenance.py)
 
 The development identity is never accepted by the service: a request without a credential is
 a 401, whatever the mode.
@@ -23,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.errors import ConfigurationError
@@ -53,6 +56,8 @@ class ServiceSettings(BaseSettings):
     rate_per_second: float = Field(50.0, gt=0, le=1_000_000)
     rate_burst: int = Field(100, ge=0, le=10_000_000)
     shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)
+    purge_interval_seconds: float = Field(0.0, ge=0, le=7 * 86400)
+    purge_api_keys: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
 
 
 def load_service_settings(**overrides: Any) -> ServiceSettings:

@@ -15,6 +15,7 @@ from bridge.errors import InvalidInput
 from bridge.state.protocols import WriteIntent
 from bridge.state.sharing import MemoryShares, MemoryTeams
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.usage import MemoryUsage
 from identity.model import MemoryIdentity
 
 __all__ = ["MemoryState"]
@@ -187,6 +188,7 @@ class MemoryState:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
+        self.usage = MemoryUsage()  # storage-quota counters (bridge/state/usage.py)
         self.shares = MemoryShares()
         self.teams = MemoryTeams()
 

@@ -36,6 +36,7 @@ from bridge.errors import ConfigurationError, InvalidInput
 from bridge.state.protocols import WriteIntent
 from bridge.state.sharing_postgres import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
     DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
@@ -95,7 +96,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     SHARING_PG_MIGRATION,
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
-ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
+ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
 
 
 async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
@@ -382,7 +383,7 @@ class PostgresState:
         self.pool = PgPool(url, schema=schema, max_size=pool_size)
         self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
-        self.manifests = PgManifests(self.pool)
+        self.manifests, self.usage = PgManifests(self.pool), PgUsage(self.pool)  # usage: storage-quota counters
         self.shares = PgShares(self.pool)
         self.teams = PgTeams(self.pool)
 

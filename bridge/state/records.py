@@ -23,6 +23,7 @@ AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
     "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
     "share", "team",  # a memory's visible_to changed; a team's membership changed (issue 13)
+    "expired",  # the purge deleted an expired memory (issue 13 item 4)
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
 READ_ACTIONS = frozenset({"recall"})

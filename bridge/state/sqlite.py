@@ -26,6 +26,7 @@ from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sharing_sqlite import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import SqliteUsage
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
 
@@ -375,6 +376,7 @@ class SqliteState:
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
+        self.usage = SqliteUsage(self.db)  # storage-quota counters (bridge/state/usage.py)
         self.shares = SqliteShares(self.db)
         self.teams = SqliteTeams(self.db)
 

@@ -72,8 +72,9 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
             "purpose": "chat", "budget_tokens": 2000, "kinds": ["fact"], "include_scopes": [], "manifest_id": None,
             "allow_partial": False, "min_score": 0.1}),
         "remember": ([("identity", ADMIN), ("content", "alpha deploys on Fridays"), ("kind", "fact")], {
-            "visibility": "workspace", "department_id": None, "idempotency_key": "k-1", "metadata": {"source": "test"}, "confidence": 0.9}),
-        "capture": ([("identity", ADMIN), ("messages", [{"role": "user", "content": "I prefer green tea.", "message_id": "m1"}])], {"idempotency_key": "c-1"}),
+            "visibility": "workspace", "department_id": None, "idempotency_key": "k-1", "metadata": {"source": "test"}, "confidence": 0.9,
+            "ttl_s": 3600}),
+        "capture": ([("identity", ADMIN), ("messages", [{"role": "user", "content": "I prefer green tea.", "message_id": "m1"}])], {"idempotency_key": "c-1", "ttl_s": 3600}),
         "forget": ([("identity", ADMIN), ("ref", w["note"].ref)], {}),
         "forget_subject": ([("identity", ADMIN), ("subject_user_id", "carol")], {}),
         "approve": ([("identity", ADMIN), ("ref", w["pending"].ref)], {}),
@@ -105,6 +106,8 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         # role files and federated injection (issue 13)
         "role_inject": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {
             "depth": "minimal", "carry": [ref], "ttl_seconds": 60, "may_reinject": False}),
+        # expiry and quotas (issue 13)
+        "purge_expired": ([("identity", ADMIN)], {"max_deletions": 10}),
     }
 
 

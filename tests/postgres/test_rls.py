@@ -97,7 +97,7 @@ class FilterDroppingBackend(PostgresBackend):
     adapter's own hit check. Only the database's policy stands between it and a leak."""
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10,
-                            statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None) -> list[Hit]:
+                            statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
         from adapters.postgres.backend import _COLUMNS, scope_settings
 
         open_scopes, pairs, ids = scope_settings(scopes)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from bridge import operations as ops
 from bridge import read_operations as reads
+from bridge.handlers.expiry import PurgeReport
 from bridge.service.routes.common import audit_out, execute, grant_out, identity
 from bridge.service.schemas import AuditOut, Deleted, ForkRequest, GrantOut, GrantRequest, SessionOut
 
@@ -58,3 +59,8 @@ async def audit(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100, since_seq: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[AuditOut]:
     return [audit_out(e) for e in await execute(request, identity(request), ops.QueryAudit(action, memory_id, limit, since_seq))]
+
+
+@router.post("/purge-expired", response_model=PurgeReport, summary="Delete the caller's tenant's expired memories (tenant admin; one bounded run)")
+async def purge_expired(request: Request, max_deletions: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> PurgeReport:
+    return await execute(request, identity(request), ops.PurgeExpired(max_deletions))

@@ -31,14 +31,14 @@ async def capture(body: CaptureRequest, request: Request) -> CaptureResult:
     messages: list = list(body.messages or [])
     if body.content is not None:
         messages.append({"role": "user", "content": body.content})
-    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.memory_type, body.visible_to, team))  # type: ignore[arg-type]
+    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.memory_type, body.visible_to, team, expires_at=body.expires_at, ttl_s=body.ttl_s))  # type: ignore[arg-type]
 
 
 @router.post("/memories", response_model=WriteResult, status_code=201, summary="Remember one memory")
 async def remember(body: RememberRequest, request: Request) -> WriteResult:
     who = identity(request)
     team = write_team(who, body.team_id, body.memory_type)
-    op = ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence, body.memory_type, body.visible_to, team)  # type: ignore[arg-type]
+    op = ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence, body.memory_type, body.visible_to, team, expires_at=body.expires_at, ttl_s=body.ttl_s)  # type: ignore[arg-type]
     return await execute(request, who, op)
 
 

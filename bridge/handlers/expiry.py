@@ -1,0 +1,95 @@
+"""Handler of `PurgeExpired`: delete a tenant's expired memories, each announced and audited.
+
+Expired memories are already invisible (every adapter excludes them inside its search, get and
+list refuse them); the purge is what frees their storage and quota. For each expired memory: a
+write intent (`expired`, naming the memory id) -> `backend.delete` -> manifests forget the id ->
+one audit row `expired` closing the intent -> the quota space is released. A crash after the
+delete leaves the intent, and the next open audits it as `recovered` (bridge/recovery.py), like a
+forget. A run stops after `max_deletions` and says so (`complete=False`): a long purge is a loop
+of runs, each one progress the caller can show (the CLI does).
+
+Never decides who may purge (bridge/read_policy.py: tenant admins); never deletes a memory that
+has not expired at the run's own clock reading.
+"""
+
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+from pydantic import BaseModel, ConfigDict
+
+from adapters.base import StoredMemory
+from adapters.errors import NotFound
+from adapters.scopes import ScopeKey
+from bridge.handlers.lifecycle import author_tenant
+from bridge.operations import PurgeExpired
+from bridge.read_policy import may_purge_expired
+from bridge.runtime import BridgeRuntime
+from bridge.writes import release_memories
+from identity.model import MemoryIdentity
+
+__all__ = ["PurgeReport", "purge_expired", "PAGE_SIZE"]
+
+PAGE_SIZE = 500
+
+
+class PurgeReport(BaseModel):
+    """What one purge run did: how many expired memories it deleted, over how many scopes, and
+    whether the tenant holds no more expired memories (`complete`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    purged: int
+    scopes_scanned: int
+    complete: bool
+    memory_ids: tuple[str, ...] = ()
+
+
+async def _expired(rt: BridgeRuntime, key: ScopeKey, now: float) -> AsyncIterator[StoredMemory]:
+    cursor: str | None = None
+    while True:
+        page = await rt.backend.list_page(key, cursor=cursor, limit=PAGE_SIZE)
+        for memory in page.memories:
+            if memory.scope == key and memory.expired(now):
+                yield memory
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor
+
+
+async def _purge_one(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, memory: StoredMemory) -> bool:
+    intent = await rt.state.audit.begin_intent(identity, "expired", key, memory.id)  # a crash after the delete is still audited
+    try:
+        deleted = await rt.backend.delete(key, memory.id)
+    except NotFound:
+        deleted = False
+    if not deleted:  # another purger (worker, replica) or a forget got there first and audited it
+        await rt.state.audit.close_intent(intent)
+        return False
+    await rt.state.manifests.purge_memory_ids({memory.id})
+    await rt.state.audit.append(
+        identity, "expired", memory_ids=[memory.id], scopes=[key], closes_intent=intent,
+        detail={"expires_at": memory.expires_at, "kind": memory.kind},
+    )
+    await release_memories(rt, [memory])
+    return True
+
+
+async def purge_expired(rt: BridgeRuntime, identity: MemoryIdentity, op: PurgeExpired) -> PurgeReport:
+    may_purge_expired(identity)
+    tenant, now = identity.tenant_id, rt.clock()
+    scopes = list(await rt.backend.list_scopes(tenant))
+    include_global = rt.policy.includes_global_of(tenant)
+    if include_global:
+        scopes.append(ScopeKey.global_())
+    purged: list[str] = []
+    for n, key in enumerate(scopes):
+        async for memory in _expired(rt, key, now):
+            if key.tenant_id is None and author_tenant(memory) != tenant:
+                continue  # the global scope: only what this tenant wrote
+            if len(purged) >= op.max_deletions:
+                return PurgeReport(tenant_id=tenant, purged=len(purged), scopes_scanned=n + 1, complete=False, memory_ids=tuple(purged))
+            if await _purge_one(rt, identity, key, memory):
+                purged.append(memory.id)
+    return PurgeReport(tenant_id=tenant, purged=len(purged), scopes_scanned=len(scopes), complete=True, memory_ids=tuple(purged))

@@ -1,0 +1,63 @@
+"""Storage quotas (seed 000 §7): how many memories, and how many bytes of content, a tenant and
+each of its users may hold. Configuration and the one check; never stores anything itself.
+
+A quota is a pair of limits (memories, bytes), each optional. The deployment default applies to
+every tenant (the tenant as a whole) and to every user inside it (memories that user authored);
+a tenant may override either level. The counts live in the bridge state (`bridge/state/usage.py`:
+one counter row per tenant and per user, changed by a conditional UPDATE, so two writers or two
+replicas can never both take the last slot); `bridge.writes` reserves before any intent or put,
+and forget, reject, erasure and the expiry purge give the space back.
+
+Content bytes are UTF-8 bytes of the memory's text (what a store must keep); metadata is bounded
+separately by `Limits`. Counting happens only while a quota is configured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = ["QuotaLimits", "QuotaConfig", "Usage", "content_bytes"]
+
+
+@dataclass(frozen=True)
+class QuotaLimits:
+    """At most `max_memories` memories and `max_bytes` content bytes (None: unlimited)."""
+
+    max_memories: int | None = None
+    max_bytes: int | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.max_memories is not None or self.max_bytes is not None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a tenant or a user holds (or a write needs): memories and content bytes."""
+
+    memories: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaConfig:
+    """The deployment's quotas: defaults per tenant and per user, and per-tenant overrides
+    (`overrides[tenant] = (tenant limits, user limits)`; None in a pair keeps the default)."""
+
+    tenant: QuotaLimits = QuotaLimits()
+    user: QuotaLimits = QuotaLimits()
+    overrides: Mapping[str, tuple[QuotaLimits | None, QuotaLimits | None]] = field(default_factory=dict)
+
+    def limits_for(self, tenant_id: str) -> tuple[QuotaLimits, QuotaLimits]:
+        """(the tenant's limits, each of its users' limits)."""
+        tenant, user = self.overrides.get(tenant_id, (None, None))
+        return tenant or self.tenant, user or self.user
+
+    @property
+    def enabled(self) -> bool:
+        return self.tenant.limited or self.user.limited or any((t is not None and t.limited) or (u is not None and u.limited) for t, u in self.overrides.values())
+
+
+def content_bytes(content: str) -> int:
+    return len(content.encode("utf-8"))
