@@ -82,9 +82,9 @@ from adapters.base import (
     require_scope,
     require_scope_set,
 )
-from adapters.embedding import Embedder, HashingEmbedder
+from adapters.embedding import Embedder, default_embedder, describe_embedder, embedder_for_signature
 from adapters.envelope import RecordAlarms
-from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.errors import BackendError, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.errors import CorruptStore, DamagedRecord, EmbeddingFailed, storage_error, storage_errors
@@ -103,7 +103,7 @@ from adapters.local.records import (
     provenance_json,
     row_to_memory,
 )
-from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, tighten_files
+from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, recorded_embedder, tighten_files
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from identity.errors import VikingBridgeError
 from identity.storage import connect_durable
@@ -182,6 +182,13 @@ class LocalBackend:
     `expect_existing=True` refuses to create a store (the caller has a record of one);
     `expected_store_id=` additionally refuses a store with another id. `on_quarantine` is called
     with each `QuarantinedRow` this process detects (the bridge audits them).
+
+    `embedder=None`: an existing store keeps the embedder it recorded (rebuilt from its
+    signature, so a store made by an older default is never searched in another vector space);
+    a new store gets `default_embedder()` (hybrid lexical + semantic where the semantic encoder
+    installs). An explicit embedder that differs from the recorded one is refused
+    (`EmbedderMismatch`): re-embed explicitly instead. Which one is in use is logged at open
+    and named by `embedder_note`.
     """
 
     name = "local"
@@ -203,7 +210,6 @@ class LocalBackend:
     ) -> None:
         self.path = Path(path)
         self._db_file = db_path(self.path)
-        self.embedder: Embedder = embedder or HashingEmbedder()
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._closed = True  # until the store is open and checked
@@ -221,6 +227,7 @@ class LocalBackend:
             self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
         try:
             with storage_errors(self._db_file):
+                self.embedder: Embedder = embedder if embedder is not None else self._resolve_embedder()
                 tighten_files(self.path)
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -243,6 +250,22 @@ class LocalBackend:
             self._db.close()
             raise
         self._closed = False
+        self.embedder_note = describe_embedder(self.embedder)
+        log.info("local store %s recalls with %s [%s]", self.path, self.embedder_note, self.embedder.signature)
+
+    def _resolve_embedder(self) -> Embedder:
+        """No embedder given: the store's recorded one, or the default for a new store."""
+        recorded = recorded_embedder(self._db)
+        if recorded is None:
+            return default_embedder()
+        rebuilt = embedder_for_signature(recorded)
+        if rebuilt is None:
+            raise EmbedderMismatch(
+                f"store at {self.path} was built with embedder {recorded!r}, which this install cannot rebuild; "
+                "pass that embedder explicitly (a served model: OpenAICompatibleEmbedder) or re-embed into a new store",
+                backend=self.name,
+            )
+        return rebuilt
 
     # -- transactions and cross-process cache coherence ---------------------------------
     def _rollback(self) -> None:
