@@ -48,6 +48,14 @@ the subject's quarantined rows.
 Idempotency. `(scope, idempotency_key)` is UNIQUE: a retried put returns the first record with
 `created=False`; the same key with different content is a `Conflict`, never a second memory.
 
+Embedder identity (issue 15). The store records its embedder's signature; all its vectors are in
+that one space. Opened without an embedder it rebuilds the recorded one (`embedder_for_signature`;
+a new store gets `default_embedder()`), opened with another it refuses (`EmbedderMismatch`), and
+`reembed` moves the whole store to a new space in one transaction. A process that still holds
+the old space finds out at its next search or write (the re-embed stamps every partition, and
+absorbing foreign changes compares the recorded signature) and refuses, rather than reading
+vectors of another shape as damage.
+
 Errors. Every public method maps SQLite errors into the tree (`adapters/local/errors.py`).
 """
 
