@@ -76,6 +76,7 @@ def from_settings(cls: type[MemoryBridge], settings: BridgeSettings | None = Non
     settings = settings or load_bridge_settings()
     options = {**settings.runtime_options(), **kwargs}
     if settings.state_url is None and settings.backend == "local":
+        options.setdefault("embedder", settings.make_embedder())  # these settings', not the environment's
         return open_local(cls, settings.home, **options)
     return _open_postgres(cls, settings, options)
 

@@ -222,3 +222,13 @@ async def test_a_row_written_during_a_re_embed_is_embedded_too_never_left_in_the
     assert hits[0].memory.content == "written meanwhile" and b.quarantine_alarms == 0
     await writer.aclose()
     await b.aclose()
+
+
+async def test_from_settings_opens_the_local_store_with_the_embedder_the_settings_name(tmp_path):
+    from bridge.facade import MemoryBridge
+
+    bridge = MemoryBridge.from_settings(load_bridge_settings(home=tmp_path / "home", embedder="hashing"))
+    try:
+        assert bridge.backend.embedder.signature == "hashing-ngram-v1/dim=384"
+    finally:
+        await bridge.aclose()
