@@ -170,7 +170,11 @@ class OpenAICompatibleEmbedder:
         client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_batch: int = 256,
     ) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise EmbeddingMisconfigured(f"max_batch must be a positive integer, got {max_batch!r}", backend="embedding")
+        self.max_batch = max_batch  # servers cap inputs per request (OpenAI: 2048); an ingest batch is split
         self.dimension = dimension
         self.model = model
         self.signature = f"openai-compatible/{model}/dim={dimension}"
@@ -182,6 +186,11 @@ class OpenAICompatibleEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) > self.max_batch:
+            return np.vstack([await self._embed_request(texts[i : i + self.max_batch]) for i in range(0, len(texts), self.max_batch)])
+        return await self._embed_request(texts)
+
+    async def _embed_request(self, texts: Sequence[str]) -> np.ndarray:
         try:
             response = await self._client.post(self._base_url + "/embeddings", json={"model": self.model, "input": list(texts)}, headers=self._headers)
             response.raise_for_status()

@@ -232,3 +232,20 @@ async def test_from_settings_opens_the_local_store_with_the_embedder_the_setting
         assert bridge.backend.embedder.signature == "hashing-ngram-v1/dim=384"
     finally:
         await bridge.aclose()
+
+
+@respx.mock
+async def test_openai_compatible_embedder_splits_a_large_ingest_into_requests_the_server_accepts():
+    sizes = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        inputs = __import__("json").loads(request.content)["input"]
+        sizes.append(len(inputs))
+        return httpx.Response(200, json={"data": [{"index": i, "embedding": [1.0, float(len(t))]} for i, t in enumerate(inputs)]})
+
+    respx.post("http://m.test/v1/embeddings").mock(side_effect=answer)
+    e = OpenAICompatibleEmbedder("http://m.test/v1", "m", 2, max_batch=2)
+    vectors = await e.embed(["a", "bb", "ccc", "dddd", "eeeee"])
+    await e.aclose()
+    assert sizes == [2, 2, 1] and vectors.shape == (5, 2)
+    assert np.allclose(vectors[:, 1] / vectors[:, 0], [1, 2, 3, 4, 5])  # order kept across requests
