@@ -331,7 +331,10 @@ class HybridEmbedder:
         return f"HybridEmbedder({self.signature})"
 
 
-#: measured on benchmarks/recall_quality.py (see benchmarks/README.md): lexical share of the hybrid
+#: The lexical share of the hybrid, measured on benchmarks/recall_quality.py (118 bilingual
+#: questions; benchmarks/README.md): hit@1 / hit@5 at lexical 0.3: 0.652 / 0.924, 0.5: 0.669 /
+#: 0.949, 0.7: 0.619 / 0.881; semantic alone 0.585 / 0.932, hashing alone 0.441 / 0.695; RRF of
+#: the two rankings 0.627 / 0.890. Weighted cosine in one space also needs no second index.
 DEFAULT_LEXICAL_WEIGHT = 0.5
 DEFAULT_HASHING_DIMENSION = 384
 
