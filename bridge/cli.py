@@ -1,4 +1,4 @@
-"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, contract.
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, keys, migrate, contract, mcp.
 
 `remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
 development identity (see docs/identity.md; refused in production mode). Every error is printed
@@ -47,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", help="client mode: a JWT bearer token to present")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+    p = sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+    p.add_argument("scenario", nargs="?", choices=["multi-agent"], help="multi-agent: seed 002's phase-7 DAG over federated injection (bridge/demo_multiagent.py)")
+    p.add_argument("--dry-run", action="store_true", help="multi-agent: deterministic agent stubs, no model (the only mode; accepted as in the seed's command)")
+    p.add_argument("--roles", help="multi-agent: the role file (default examples/roles/phase7.toml)")
 
     p = sub.add_parser("remember", help="store a memory as the development identity")
     p.add_argument("content", help="the text, - for stdin, or @FILE (client mode)")
@@ -71,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--action")
     p.add_argument("--limit", type=int, default=20)
 
+    p = sub.add_parser("export", help="write every memory you may export to a JSON Lines file (docs/migration.md)")
+    p.add_argument("file", help="where to write it (- for stdout)")
+    p = sub.add_parser("import", help="write the memories of an export file as yourself, where the write policy allows")
+    p.add_argument("file", help="an export file (- for stdin)")
+
     p = sub.add_parser("approve", help="client mode: approve a pending memory")
     p.add_argument("scope")
     p.add_argument("memory_id")
@@ -91,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default VIKING_BRIDGE_SERVICE_PORT or 8080)")
     p.add_argument("--workers", type=int, help="worker processes (default VIKING_BRIDGE_SERVICE_WORKERS or 1)")
 
+    sub.add_parser("mcp", help="serve the bridge as an MCP server (stdio or streamable HTTP); see README 'Use it from MCP'", add_help=False)
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
+    sub.add_parser("migrate", help="copy memories between backends, resumably, and verify (bridge/migrate)", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
     return parser
 
@@ -106,6 +116,12 @@ async def _dev_session(reinitialise: bool = False):
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo" and args.scenario == "multi-agent":
+        from pathlib import Path
+
+        from bridge.demo_multiagent import run_multiagent_demo
+
+        return 0 if await run_multiagent_demo(sys.stdout, Path(args.roles) if args.roles else None) else 1
     if args.command == "demo":
         from bridge.demo import run_demo
 
@@ -128,6 +144,8 @@ async def _run(args: argparse.Namespace) -> int:
                     raise InvalidInput("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
                 found = await bridge.forget(identity, (args.scope, args.memory_id))
                 print("forgotten" if found else "no such memory in that scope")
+        elif args.command in ("export", "import"):
+            return await _portability(bridge, identity, args)
         elif args.command == "audit":
             for e in await bridge.audit_events(identity, action=args.action, limit=args.limit):
                 print(json.dumps({"seq": e.seq, "ts": round(e.ts, 3), "actor": e.actor, "action": e.action, "memory_ids": e.memory_ids, "scopes": e.scopes, "grants": e.grant_ids}, ensure_ascii=False))
@@ -136,12 +154,38 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _portability(bridge, identity, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    import contextlib
+
+    from bridge.portability import export_jsonl, import_jsonl
+
+    if args.command == "export":
+        with (open(args.file, "w", encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdout)) as out:  # noqa: SIM115
+            summary = await export_jsonl(bridge, identity, out)
+        print(f"exported {summary.count} memories from {len(summary.scopes)} scopes", file=sys.stderr)
+        return 0
+    with (open(args.file, encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdin)) as source:  # noqa: SIM115
+        report = await import_jsonl(bridge, identity, source.readlines())
+    print(f"imported {report.written}, already present {report.already_present}, refused {len(report.refused)}", file=sys.stderr)
+    for number, why in report.refused[:20]:
+        print(f"  line {number}: {why}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["keys"]:
         from identity.admin import main as keys_main
 
         return keys_main(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from bridge.integrations.mcp.run import main as mcp_main
+
+        return mcp_main(argv[1:])
+    if argv[:1] == ["migrate"]:
+        from bridge.migrate.cli import main as migrate_main
+
+        return migrate_main(argv[1:])
     if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
         try:
             command = plugin_command(argv[0])

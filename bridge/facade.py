@@ -120,15 +120,25 @@ class MemoryBridge(OperationMethods, ReadMethods):
         async with lock:
             if self._opened is lock:
                 await open_checks(self.runtime, reinitialise=self._reinitialise)
+                if self.runtime.roles is not None:  # the role file's team membership (bridge/roles/teams.py)
+                    from bridge.roles.teams import apply_role_teams
+
+                    await apply_role_teams(self.runtime.state, self.runtime.roles)
                 self._opened = True
 
     async def _audit_refusal(self, identity: MemoryIdentity, op: Operation, exc: BaseException) -> None:
+        await self.audit_refusal(identity, op.operation_name(), exc)
+
+    async def audit_refusal(self, identity: MemoryIdentity, operation: str, exc: BaseException) -> None:
+        """One `denied` row for a refusal (security data too). Doors call it for what they refuse
+        before any operation exists — a request or tool call naming another identity — so those
+        attempts are on record like the policy's refusals. Never raises: the refusal stands."""
         try:
             await self.runtime.state.audit.append(
-                identity, "denied", detail={"operation": op.operation_name(), "error": type(exc).__name__, "message": str(exc)[:300]}
+                identity, "denied", detail={"operation": operation, "error": type(exc).__name__, "message": str(exc)[:300]}
             )
         except Exception:  # never mask the refusal itself
-            log.exception("could not audit a refused %s", op.operation_name())
+            log.exception("could not audit a refused %s", operation)
 
     async def _audit_quarantine(self, identity: MemoryIdentity) -> None:
         """A damaged record the backend took out of service (issue 9 finding 16): one audit row

@@ -17,7 +17,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant
 from identity.model import MemoryIdentity
 
-__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject"]
+__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -63,3 +63,25 @@ def grants_subject(identity: MemoryIdentity, grantee_user_id: str | None) -> str
     if not identity.has_role(Role.ADMIN):
         raise NotPermitted(f"listing the grants of another user needs the {ROLE_ADMIN!r} role")
     return grantee_user_id
+
+
+def export_scopes(policy: Policy, identity: MemoryIdentity, tenant_scopes: Iterable[ScopeKey]) -> list[ScopeKey]:
+    """What an export (the GDPR right of access, a tenant's data portability) may walk: for a
+    tenant admin every scope of the tenant; for anyone else the scopes they read by default
+    (`exports` then keeps, in shared scopes, only what they wrote or what is about them).
+    Never another tenant's scope, never the global scope (it is nobody's export)."""
+    tenant = identity.tenant_id
+    if identity.has_role(Role.ADMIN):
+        return sorted({k for k in tenant_scopes if k.tenant_id == tenant}, key=str)
+    return [k for k, _ in policy.own_scopes(identity) if k.tenant_id == tenant]
+
+
+def exports(identity: MemoryIdentity, key: ScopeKey, status: Status, author_user_id: str, subject_user_id: str | None) -> bool:
+    """Whether one memory of an exported scope goes into the caller's export (see `export_scopes`)."""
+    if status is Status.FORGOTTEN or key.tenant_id != identity.tenant_id:
+        return False
+    if identity.has_role(Role.ADMIN):
+        return True
+    if key in (ScopeKey.private(identity.tenant_id, identity.user_id), ScopeKey.agent(identity.tenant_id, identity.agent_id, identity.user_id)):
+        return True
+    return identity.user_id in (author_user_id, subject_user_id)

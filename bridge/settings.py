@@ -32,6 +32,8 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
                                                  hybrid (hashing if the semantic encoder is not installed);
                                                  PostgreSQL keeps hashing unless set (its column has a dimension)
     VIKING_BRIDGE_EMBEDDER_URL / _MODEL / _DIMENSION / _API_KEY   the /v1/embeddings endpoint for `openai`
+    VIKING_BRIDGE_ROLES_FILE            unset    a role file (TOML, bridge/roles/): per-agent domains, tiers,
+                                                 budgets, who may inject into whom (examples/roles/phase7.toml)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -89,6 +91,7 @@ class BridgeSettings(BaseSettings):
     embedder_model: str | None = None
     embedder_dimension: int | None = Field(None, ge=8, le=16_000)
     embedder_api_key: SecretStr | None = None
+    roles_file: Path | None = None
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod
@@ -153,7 +156,12 @@ class BridgeSettings(BaseSettings):
 
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        if self.roles_file is not None:
+            from bridge.roles.loader import load_roles  # a RoleFileError names the file and the field
+
+            options["roles"] = load_roles(self.roles_file)
+        return options
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:

@@ -155,12 +155,13 @@ class Identities:
         key = self.issue_key(user, tenant=tenant, agent=agent, departments=departments, workspace=workspace, roles=roles)
         return await self.provider.authenticate(ApiKey(key))
 
-    async def via_gateway(self, user: str, *, session_id: str, tenant: str = "acme", agent: str = "assistant", departments: Iterable[str] = (), workspace: str | None = None, roles: Iterable[str] = ()) -> MemoryIdentity:
-        """Identity asserted by a trusted gateway in signed headers, with a client-chosen session id."""
+    async def via_gateway(self, user: str, *, session_id: str, tenant: str = "acme", agent: str = "assistant", departments: Iterable[str] = (), workspace: str | None = None, roles: Iterable[str] = (), task_id: str | None = None) -> MemoryIdentity:
+        """Identity asserted by a trusted gateway in signed headers, with a client-chosen session id
+        (and, for task isolation, the task the gateway says the agent works in)."""
         path = "/v1/recall"
         headers = sign_gateway_headers(
             self._gateway_secret, method="POST", path=path, tenant_id=tenant, user_id=user, agent_id=agent,
-            department_ids=departments, workspace_id=workspace, roles=roles, session_id=session_id,
+            department_ids=departments, workspace_id=workspace, roles=roles, session_id=session_id, task_id=task_id,
         )
         return await self.gateway.authenticate(GatewayRequest("POST", path, headers))
 
@@ -245,8 +246,8 @@ def scope_of(result: WriteResult) -> ScopeKey:
 CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 
 
-#: How the suite reaches the bridge: "library" (in-process) or "http" (through the memory service,
-#: contract_tests/http_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
+#: How the suite reaches the bridge: "library" (in-process), "http" (through the memory service,
+#: contract_tests/http_transport.py) or "mcp" (through the MCP server's tools, contract_tests/mcp_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
 TRANSPORT = os.environ.get("VIKING_BRIDGE_CONTRACT_VIA", "library")
 
 
@@ -262,4 +263,12 @@ def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> Memory
         from contract_tests.http_transport import HttpBridge
 
         return HttpBridge(bridge)  # type: ignore[return-value]
+    if TRANSPORT == "mcp":
+        from contract_tests.mcp_transport import McpBridge
+
+        return McpBridge(bridge)  # type: ignore[return-value]
+    if TRANSPORT == "langgraph":
+        from contract_tests.langgraph_transport import LangGraphBridge
+
+        return LangGraphBridge(bridge)  # type: ignore[return-value]
     return bridge

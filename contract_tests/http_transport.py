@@ -175,6 +175,22 @@ class HttpBridge:
         return InjectionManifest(m["manifest_id"], parent.tenant_id, parent.user_id, parent.agent_id, m["child_agent_id"], m["task"], InjectDepth(m["depth"]), entries,
                                  m["may_reinject"], m["created_at"], m["expires_at"], parent_manifest_id=m["parent_manifest_id"])
 
+    async def role_inject(self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: Any = None, carry: Sequence[Any] = (),
+                          ttl_seconds: float = 3600, may_reinject: bool = False) -> Any:
+        """`POST /api/v1/roles/inject`: the federated manifest, rebuilt from what the route returns."""
+        from bridge.roles.operation import FederatedManifest
+        from bridge.roles.planner import ManifestPlan
+        from bridge.roles.router import Route
+
+        body = {"agent_id": child_agent_id, "task": task, "depth": getattr(depth, "value", depth), "carry": _refs(carry) or [],
+                "ttl_seconds": ttl_seconds, "may_reinject": may_reinject}
+        m = await self._call(parent, "POST", "/api/v1/roles/inject", body=body)
+        entries = tuple((ScopeKey.parse(x["scope"]), x["memory_id"]) for x in m["memories"])
+        manifest = InjectionManifest(m["manifest_id"], parent.tenant_id, parent.user_id, parent.agent_id, m["child_agent_id"], task, InjectDepth(m["depth"]),
+                                     entries, may_reinject, m["expires_at"] - ttl_seconds, m["expires_at"])
+        plan = ManifestPlan(entries[: len(entries) - m["carried"]], slots=m["slots"], counts=m["counts"])
+        return FederatedManifest(manifest, Route(m["route"]["primary"], tuple(m["route"]["auxiliary"])), plan, InjectDepth(m["depth"]), entries[len(entries) - m["carried"]:])
+
     async def revoke_manifest(self, identity: MemoryIdentity, manifest_id: str) -> None:
         await self._call(identity, "DELETE", f"/api/v1/manifests/{manifest_id}")
 

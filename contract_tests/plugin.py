@@ -9,7 +9,8 @@ not loaded into every pytest session of every project that installs viking-bridg
     --adapter NAME            run the suite against this adapter (repeatable; default: all)
     --contract-examples N     property-based examples per adapter (env VIKING_BRIDGE_CONTRACT_EXAMPLES)
     --contract-seed SEED      replay exactly one generated world (env VIKING_BRIDGE_CONTRACT_SEED)
-    --via library|http        drive every test through the library (default) or the HTTP service
+    --via library|http|mcp|langgraph  drive every test through the library (default), the HTTP
+                              service, the MCP server, or (writes and recalls) the LangGraph store
                               (env VIKING_BRIDGE_CONTRACT_VIA)
 """
 
@@ -43,7 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--via",
-        choices=("library", "http"),
+        choices=("library", "http", "mcp", "langgraph"),
         default=None,
-        help="reach the bridge in-process (library, default) or through the memory service's HTTP stack (http)",
+        help="reach the bridge in-process (library, default), through the memory service's HTTP stack (http), the MCP server's tools (mcp), or the LangGraph store (langgraph: writes and recalls)",
     )

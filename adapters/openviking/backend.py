@@ -814,12 +814,20 @@ class OpenVikingBackend:
         return CaptureReceipt(backend_session_id=session_id, accepted_messages=len(messages), task_id=result.get("task_id"))
 
     async def wait_for_capture(self, scope: ScopeKey, receipt: CaptureReceipt, *, deadline: float | None = None) -> dict[str, Any]:
-        """Poll the commit task until it finishes (or `TaskTimeout` after the deadline)."""
+        """Poll the commit task until it finishes (or `TaskTimeout` after the deadline), then wait
+        for the server's processing queue to drain: a completed extraction task has written its
+        files, but their vectors are indexed asynchronously, so without this wait a search right
+        after it may not surface what the task extracted yet."""
         p = self.mapper.principal(require_scope(scope))
         if not receipt.task_id:
             raise InvalidRequest("receipt has no task id")
-        return await self._call(p, False, lambda a: self._client.wait_task(
-            a, receipt.task_id, deadline=deadline or self._capture_deadline))
+        limit = deadline or self._capture_deadline
+        started = time.monotonic()
+        task = await self._call(p, False, lambda a: self._client.wait_task(a, receipt.task_id, deadline=limit))
+        if task.get("status") == "completed":
+            remaining = max(1.0, limit - (time.monotonic() - started))
+            await self._call(p, False, lambda a: self._client.wait_processed(a, timeout=remaining))
+        return task
 
     async def erase_subject_traces(self, tenant_id: str, subject_user_id: str) -> int:
         """Erasure: delete the subject's whole OpenViking user tree — private memories, what the

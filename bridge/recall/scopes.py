@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.errors import ManifestError
+from bridge.recall.visibility import readable_with_shares
 from bridge.state.records import InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -37,4 +38,5 @@ async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
         now = rt.clock()
         grants = [rt.policy.authorise_grant(identity, key, held, now) for key in op.include_scopes]
     manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
-    ctx.scopes = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+    base = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+    ctx.scopes = await readable_with_shares(rt, identity, op.purpose, base)  # shares and teams (issue 13)

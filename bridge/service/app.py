@@ -37,7 +37,8 @@ from bridge.service.auth import EdgeAuthenticator, build_edge_providers
 from bridge.service.limits import BodyLimit, TokenBuckets
 from bridge.service.observability import Metrics, access_log
 from bridge.service.problems import MEDIA_TYPE, problem_body, problem_for
-from bridge.service.routes import admin, memories, ops, recall
+from bridge.service.routes import admin, memories, ops, recall, roles
+from bridge.service.routes.common import ImpersonationRefused
 from bridge.service.settings import ServiceSettings, load_service_settings
 from bridge.service.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 
@@ -45,7 +46,7 @@ __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
 log = logging.getLogger("viking_bridge.service")
 API_VERSION = "1.0.0"
-ROUTERS = (recall, memories, admin, ops)
+ROUTERS = (recall, memories, admin, ops, roles)
 #: A random tag of this worker process, sent as `X-Served-By` (tests prove cross-worker
 #: guarantees with it; it reveals nothing, not even the pid).
 WORKER_TAG = uuid.uuid4().hex[:12]
@@ -207,6 +208,8 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(VikingBridgeError)
     async def bridge_error(request: Request, exc: VikingBridgeError) -> JSONResponse:
+        if isinstance(exc, ImpersonationRefused):  # refused before any operation: audit it here
+            await request.app.state.ctx.bridge.audit_refusal(exc.who, f"{request.method} {request.url.path}", exc)
         return respond(request, exc)
 
 

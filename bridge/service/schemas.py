@@ -84,6 +84,7 @@ class WriteBackRequest(Body):
     kind: Kind
     visibility: VisibilityName | None = None
     idempotency_key: str | None = Field(None, min_length=1, max_length=128)
+    metadata: dict[str, str | int | float | bool | None] = Field(default_factory=dict, description="Caller metadata (e.g. domain, tier); keys starting with 'vb.' are reserved.")
 
 
 class InjectRequest(Body):

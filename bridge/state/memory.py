@@ -13,6 +13,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing import MemoryShares, MemoryTeams
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -33,16 +34,21 @@ class MemoryAuditLog:
     ) -> int:
         if action not in AUDIT_ACTIONS:
             raise InvalidInput(f"unknown audit action {action!r}")
+        if closes_intent is not None and self._intents.pop(closes_intent, None) is None:
+            recovered = self._recovered_seq(closes_intent)  # open checks reconciled it first: one row
+            if recovered is not None:
+                return recovered
         seq = next(self._seq)
         event = AuditEvent(
             seq, time.time(), identity.tenant_id, identity.principal, identity.session_id, action, tuple(memory_ids),
             tuple(sorted({str(s) for s in scopes})), tuple(sorted({g for g in grant_ids if g})), dict(detail or {}),
         )
         self._rows.append((identity.user_id, event))
-        if closes_intent is not None:
-            self._intents.pop(closes_intent, None)
         self._advance(store_marker)
         return seq
+
+    def _recovered_seq(self, intent_id: str) -> int | None:
+        return next((e.seq for _, e in self._rows if e.action == "recovered" and e.detail.get("intent") == intent_id), None)
 
     def _advance(self, marker: StoreMarker | None) -> None:
         """Like SQLite's MAX(writes) for the bound store: the recorded mark only moves forward."""
@@ -174,6 +180,8 @@ class MemoryState:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
+        self.shares = MemoryShares()
+        self.teams = MemoryTeams()
 
     def close(self) -> None:
         pass

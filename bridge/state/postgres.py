@@ -34,6 +34,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError, InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_postgres import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
@@ -91,6 +92,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         GRANT SELECT, INSERT, DELETE ON manifests, manifest_entries TO {runtime};
         GRANT UPDATE (revoked_at) ON manifests TO {runtime};
     """,)),
+    SHARING_PG_MIGRATION,
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
 ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
@@ -113,6 +115,15 @@ async def _count(pool: PgPool, text: str, params: Sequence[Any], what: str) -> i
 def _event(row: Sequence[Any]) -> AuditEvent:
     seq, ts, tenant, actor, session, action, mids, scopes, grants, detail = row
     return AuditEvent(int(seq), ts, tenant, actor, session, action, tuple(mids), tuple(scopes), tuple(grants), json.loads(detail))
+
+
+async def _recovered_seq(conn: Conn, tenant_id: str, intent_id: str) -> int | None:
+    """The seq of the `recovered` row some replica wrote for `intent_id`, if one did."""
+    found = await (await conn.execute(
+        "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
+        (tenant_id, intent_id),
+    )).fetchone()
+    return None if found is None else int(found[0])
 
 
 async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
@@ -154,9 +165,13 @@ class PgAuditLog:
         async def run(conn: Conn) -> int:
             if lazy:
                 await conn.execute("SET LOCAL synchronous_commit = off")
-            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if closes_intent is not None:
-                await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))
+                # the intent row is the claim here too: a replica whose open checks reconciled this
+                # intent (a write slower than the grace) already audited it as `recovered`
+                claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))
+                if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, identity.tenant_id, closes_intent)) is not None:
+                    return seq
+            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)
             return int(seq)
@@ -198,13 +213,8 @@ class PgAuditLog:
             # the intent row is the claim: of two replicas reconciling one intent at once, one
             # deletes it and audits; the other finds the row the winner wrote
             claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent.intent_id,))
-            if claimed.rowcount == 0:
-                found = await (await conn.execute(
-                    "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
-                    (intent.tenant_id, intent.intent_id),
-                )).fetchone()
-                if found is not None:
-                    return int(found[0])
+            if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, intent.tenant_id, intent.intent_id)) is not None:
+                return seq
             seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)
@@ -364,6 +374,8 @@ class PostgresState:
         self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
         self.manifests = PgManifests(self.pool)
+        self.shares = PgShares(self.pool)
+        self.teams = PgTeams(self.pool)
 
     # identity state over the same pool (the bridge closes the pool once, with the state)
     def session_repository(self) -> PgSessionRepository:

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.sharing import ShareRepository, TeamRepository
 from identity.model import MemoryIdentity
 
 __all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "BridgeState", "WriteIntent"]
@@ -136,10 +137,12 @@ class ManifestRepository(Protocol):
 
 @runtime_checkable
 class BridgeState(Protocol):
-    """The three repositories of one deployment, opened and closed together."""
+    """The repositories of one deployment, opened and closed together."""
 
     audit: AuditLog
     grants: GrantRepository
     manifests: ManifestRepository
+    shares: ShareRepository  # visible_to beyond the owning agent (bridge/state/sharing.py)
+    teams: TeamRepository  # team -> member agents
 
     async def aclose(self) -> None: ...

@@ -16,10 +16,13 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 
 #: Every action an audit row may record. `denied` = a refused attempt (security data too);
 #: `recovered` = a write a crash left unaudited, found and audited at the next open;
-#: `quarantine` = a damaged record the backend took out of service.
+#: `quarantine` = a damaged record the backend took out of service; `migrate` = an operator's
+#: copy of a tenant's memories between backends (bridge/migrate); `export` = a caller took their
+#: exportable memories out (bridge/portability.py).
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
-    "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject",
+    "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
+    "share", "team",  # a memory's visible_to changed; a team's membership changed (issue 13)
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
 READ_ACTIONS = frozenset({"recall"})

@@ -24,6 +24,7 @@ from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_sqlite import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
@@ -138,12 +139,23 @@ class SqliteAuditLog:
             _encode_detail(detail or {}),
         )
         with self.db.transaction(fsync=fsync) as conn:
-            seq = self._insert(conn, row)
             if closes_intent is not None:
-                conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,))
+                # the intent row is the claim: if open checks already reconciled this intent (a
+                # write slower than the grace), its `recovered` row is the one audit row
+                claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,))
+                if claimed.rowcount == 0 and (recovered := self._recovered_seq(conn, closes_intent)) is not None:
+                    return recovered
+            seq = self._insert(conn, row)
             if store_marker is not None:
                 self._advance_marker(conn, store_marker)
             return seq
+
+    @staticmethod
+    def _recovered_seq(conn: sqlite3.Connection, intent_id: str) -> int | None:
+        found = conn.execute(
+            "SELECT seq FROM audit WHERE action = 'recovered' AND json_extract(detail, '$.intent') = ? ORDER BY seq LIMIT 1", (intent_id,)
+        ).fetchone()
+        return None if found is None else int(found[0])
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, row: tuple) -> int:
@@ -348,9 +360,12 @@ class SqliteState:
             apply_migrations(self.db.conn, "audit", AUDIT_MIGRATIONS)
             apply_migrations(self.db.conn, "grants", GRANT_MIGRATIONS)
             apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
+            apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
+        self.shares = SqliteShares(self.db)
+        self.teams = SqliteTeams(self.db)
 
     @property
     def path(self) -> Path:

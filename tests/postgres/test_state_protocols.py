@@ -91,6 +91,18 @@ async def test_recovered_write_is_audited_in_the_intents_actors_name(state) -> N
     assert await state.audit.open_intents() == []
 
 
+async def test_a_write_slower_than_the_grace_is_audited_once_when_another_replica_reconciled_it(state) -> None:  # type: ignore[no-untyped-def]
+    """A replica's open checks may reconcile an intent whose writer is still alive (its put took
+    longer than the intent grace). When that writer then closes the intent, the `recovered` row
+    already audits the memory: the writer gets that row's seq and writes no second row."""
+    intent = await state.audit.begin_intent(ALICE, "remember", SCOPE, "key-1")
+    (pending,) = await state.audit.open_intents()
+    recovered = await state.audit.recover_intent(pending, ("m9",))
+    assert await state.audit.append(ALICE, "write", memory_ids=["m9"], closes_intent=intent) == recovered
+    rows = await state.audit.query(AuditView("acme", None), memory_id="m9")
+    assert [r.action for r in rows] == ["recovered"]
+
+
 async def test_store_marker_only_moves_forward_and_only_for_its_store(state) -> None:  # type: ignore[no-untyped-def]
     assert await state.audit.bound_store() is None
     await state.audit.bind_store(StoreMarker("store-a", 5))

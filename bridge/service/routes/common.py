@@ -22,7 +22,7 @@ from bridge.service.schemas import AuditOut, GrantOut, ManifestOut, RefModel
 from bridge.state.records import AuditEvent, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["identity", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out"]
+__all__ = ["identity", "ImpersonationRefused", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out"]
 
 
 def identity(request: Request) -> MemoryIdentity:
@@ -32,12 +32,23 @@ def identity(request: Request) -> MemoryIdentity:
     return found
 
 
+class ImpersonationRefused(Forbidden):
+    """A request field named another identity than the credential's (403). It carries the
+    authenticated caller so the error handler can audit the attempt as a `denied` row."""
+
+    def __init__(self, message: str, *, who: MemoryIdentity) -> None:
+        super().__init__(message)
+        self.who = who
+
+
 def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: str | None = None, team_id: str | None = None) -> None:
     """A body/query field naming the caller must equal the authenticated identity (it may only
     narrow, and there is nothing to narrow to): anything else is a 403 naming the field."""
     for name, given, actual in (("agent_id", agent_id, who.agent_id), ("user_id", user_id, who.user_id), ("team_id", team_id, who.workspace_id)):
         if given is not None and given != actual:
-            raise Forbidden(f"{name} names someone other than the authenticated caller; identity comes from the credential, not the request")
+            raise ImpersonationRefused(
+                f"{name} names someone other than the authenticated caller; identity comes from the credential, not the request", who=who,
+            )
 
 
 #: Operations that change nothing but their own audit row: a timeout may simply cancel them.

@@ -82,7 +82,7 @@ async def approvals(request: Request, cursor: Annotated[str | None, Query(max_le
 
 @router.post("/write-back", response_model=WriteResult, status_code=201, summary="A child agent's result, with derived_from lineage")
 async def write_back(body: WriteBackRequest, request: Request) -> WriteResult:
-    return await execute(request, identity(request), ops.WriteBack(body.manifest_id, body.content, body.kind, body.visibility, body.idempotency_key))  # type: ignore[arg-type]
+    return await execute(request, identity(request), ops.WriteBack(body.manifest_id, body.content, body.kind, body.visibility, body.idempotency_key, body.metadata))  # type: ignore[arg-type]
 
 
 @router.post("/forget-subject", response_model=CountOut, summary="Erase every memory by or about one user")

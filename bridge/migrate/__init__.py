@@ -1,0 +1,16 @@
+"""Moving memories between backends: `migrate` (copy + verify + audit), resumable by design.
+
+    endpoints.py   open a backend from a spec (local:DIR, postgres:URL, openviking:URL)
+    records.py     a memory's migration key and fingerprint (pure functions of the source)
+    copy.py        the resumable copy (lineage translated to the target's ids)
+    verify.py      every source memory has its exact copy; per-scope digests
+    run.py         one run: copy, verify, audit rows, report
+    cli.py         `viking-bridge migrate`, with progress
+"""
+
+from bridge.migrate.copy import CopyReport, copy_memories
+from bridge.migrate.endpoints import Endpoint, open_endpoint
+from bridge.migrate.run import MigrationReport, migrate
+from bridge.migrate.verify import VerifyReport, verify
+
+__all__ = ["CopyReport", "copy_memories", "Endpoint", "open_endpoint", "MigrationReport", "migrate", "VerifyReport", "verify"]

@@ -1,0 +1,124 @@
+"""`viking-bridge migrate`: copy tenants' memories from one backend to another.
+
+    viking-bridge migrate --from local:~/.local/share/viking-bridge --to postgres:postgresql://... \\
+        --tenant acme --tenant globex [--no-global] [--report report.json] [--verify-only]
+
+Idempotent and resumable: run it again after a kill (or just again) and it writes nothing it
+already wrote. A progress bar on a terminal, one line per 5% otherwise; the report (JSON) has
+per-scope counts, the verification and the source -> target id map. Exit 0 only when the
+verification passed. Every error is one line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from bridge.errors import VikingBridgeError
+
+__all__ = ["main"]
+
+EXIT_ERROR, EXIT_UNVERIFIED = 2, 1
+
+
+class LineProgress:
+    """Progress for logs and pipes: a line at each 5% step (and the last), with the rate."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.total, self.done, self._step, self._started = out, 0, 0, 0, time.monotonic()
+
+    def start(self, total: int) -> None:
+        self.total, self._started = total, time.monotonic()
+        print(f"migrate: {total} memories to copy", file=self.out, flush=True)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        step = self.done * 20 // max(self.total, 1)
+        if step > self._step or self.done == self.total:
+            self._step = step
+            rate = self.done / max(time.monotonic() - self._started, 1e-9)
+            print(f"migrate: {self.done}/{self.total} ({100 * self.done // max(self.total, 1)}%, {rate:.0f}/s)", file=self.out, flush=True)
+
+
+class BarProgress:
+    """A rich progress bar on a terminal (rich: a maintained, dependency-free terminal renderer)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("migrate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False)
+        self._task = None
+
+    def start(self, total: int) -> None:
+        self._bar.start()
+        self._task = self._bar.add_task("copy", total=total)
+
+    def advance(self, n: int = 1) -> None:
+        self._bar.advance(self._task, n)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="viking-bridge migrate", description="Copy memories between backends, resumably, and verify the copy.")
+    p.add_argument("--from", dest="source", required=True, help="source backend: local:DIR, postgres:URL or openviking:URL")
+    p.add_argument("--to", dest="target", required=True, help="target backend (same forms)")
+    p.add_argument("--tenant", action="append", default=[], required=True, help="a tenant to copy (repeat for several)")
+    p.add_argument("--no-global", action="store_true", help="leave the global scope out")
+    p.add_argument("--verify-only", action="store_true", help="copy nothing; compare the two sides")
+    p.add_argument("--report", type=Path, help="write the JSON report here")
+    p.add_argument("--operator", default="operator", help="the name the audit rows record for this run")
+    p.add_argument("--concurrency", type=int, default=4, help="writes in flight at once (default 4)")
+    p.add_argument("--audit-home", type=Path, help="for a target that keeps no bridge state (openviking): the bridge home whose state records the run")
+    return p
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from bridge.migrate.copy import scopes_of
+    from bridge.migrate.endpoints import open_endpoint
+    from bridge.migrate.run import MigrationReport, migrate
+    from bridge.migrate.verify import verify
+    from bridge.state.sqlite import SqliteState
+
+    progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
+    audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
+    try:
+        async with open_endpoint(args.source) as source, open_endpoint(args.target) as target:
+            if args.verify_only:
+                checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global))
+                from bridge.migrate.copy import CopyReport
+
+                report = MigrationReport(source.spec, target.spec, tuple(args.tenant), CopyReport(), checked)
+            else:
+                try:
+                    report = await migrate(source, target, args.tenant, include_global=not args.no_global, progress=progress,
+                                           audit_state=audit_state, operator=args.operator, concurrency=args.concurrency)
+                finally:
+                    if isinstance(progress, BarProgress):
+                        progress.stop()
+    finally:
+        if audit_state is not None:
+            audit_state.close()
+    data = report.to_dict()
+    if args.report:
+        args.report.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    summary = {k: data[k] for k in ("source", "target", "tenants", "ok", "copied", "already_present")}
+    print(json.dumps({**summary, "scopes": len(data["scopes"]), "problems": data["problems"][:10]}, ensure_ascii=False))
+    return 0 if report.ok else EXIT_UNVERIFIED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return asyncio.run(_run(args))
+    except VikingBridgeError as exc:
+        print(f"viking-bridge migrate: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("viking-bridge migrate: interrupted (run it again to resume)", file=sys.stderr)
+    return EXIT_ERROR

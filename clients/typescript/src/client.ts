@@ -1,0 +1,263 @@
+/**
+ * `VikingBridgeClient`: one method per operation of the memory service, typed from the
+ * generated spec. Who is asking is the credential the client was built with — no method takes
+ * a tenant, user or role, and fields that name the caller (`agent_id`, `user_id`, `team_id`)
+ * are only assertions the service checks against the credential (403 when they differ).
+ *
+ * `OPERATION_METHODS` maps every operationId of docs/openapi.json to the method that calls it;
+ * its type requires a key for every generated route, so after `npm run generate` a new service
+ * route is a compile error until the client covers it.
+ */
+
+import type { components, operations } from "./generated/openapi.js";
+import { ROUTES, type OperationId } from "./generated/routes.js";
+import { ClientConfigurationError } from "./errors.js";
+import { call, type CallInput, type Logger, type QueryValue, type Transport } from "./http.js";
+import { resolveRetry, type RetryOptions } from "./retry.js";
+
+export type Schemas = components["schemas"];
+type Op<K extends OperationId> = operations[K];
+/** The query parameters of an operation (from the spec). */
+export type QueryOf<K extends OperationId> = Op<K> extends { parameters: { query?: infer Q } } ? ([Q] extends [never] ? never : NonNullable<Q>) : never;
+/** The JSON body of an operation (from the spec). */
+export type BodyOf<K extends OperationId> = Op<K> extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+/** The JSON result of an operation's success answer (from the spec). */
+export type ResultOf<K extends OperationId> = Op<K>["responses"] extends { 200: { content: { "application/json": infer R } } }
+  ? R
+  : Op<K>["responses"] extends { 201: { content: { "application/json": infer R } } }
+    ? R
+    : string;
+
+/** Where a memory lives and its id: every per-memory route takes both. */
+export interface MemoryRef {
+  scope: string;
+  memoryId: string;
+}
+
+export interface ClientOptions {
+  /** The service, e.g. "https://memory.internal:8080". Plain http only for loopback unless `allowInsecureHttp`. */
+  baseUrl: string | URL;
+  /** An API key (`viking-bridge keys issue`), sent as `Authorization: ApiKey <key>` (or X-API-Key, see `apiKeyHeader`). */
+  apiKey?: string;
+  /** A JWT, or a function returning a fresh one per attempt (refresh lives with the caller). */
+  token?: string | (() => string | Promise<string>);
+  apiKeyHeader?: "authorization" | "x-api-key";
+  /** A session bound to this credential (`startSession`); default: the identity's default session. */
+  sessionId?: string;
+  /** Any fetch-compatible function (default: Node's global fetch). */
+  fetch?: typeof globalThis.fetch;
+  retry?: RetryOptions;
+  /** Receives one event per request, answer, retry and error; never a credential, body or query string. */
+  logger?: Logger;
+  /** Per-attempt timeout in ms (default 30 000). */
+  timeoutMs?: number;
+  /** Fill in an idempotency key for capture/remember/write-back bodies without one, so they are retryable (default true). */
+  autoIdempotencyKeys?: boolean;
+  /** Permit a credential over plain http to a non-loopback host (default false: refused). */
+  allowInsecureHttp?: boolean;
+  userAgent?: string;
+}
+
+const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+
+export class VikingBridgeClient {
+  // private fields: util.inspect, console.log and JSON.stringify of a client show no credential
+  readonly #options: ClientOptions;
+  readonly #transport: Transport;
+
+  constructor(options: ClientOptions) {
+    const baseUrl = new URL(String(options.baseUrl));
+    if (baseUrl.protocol !== "https:" && baseUrl.protocol !== "http:") throw new ClientConfigurationError(`baseUrl must be http(s), not ${baseUrl.protocol}`);
+    if (baseUrl.username || baseUrl.password) throw new ClientConfigurationError("baseUrl must not carry credentials; pass apiKey or token");
+    if (options.apiKey !== undefined && options.token !== undefined) throw new ClientConfigurationError("give exactly one credential: apiKey or token, not both (the service refuses two kinds at once)");
+    if (options.apiKey === "" || options.token === "") throw new ClientConfigurationError("an empty credential");
+    const credentialed = options.apiKey !== undefined || options.token !== undefined;
+    if (credentialed && baseUrl.protocol === "http:" && !LOOPBACK.has(baseUrl.hostname) && !options.allowInsecureHttp) {
+      throw new ClientConfigurationError(`refusing to send a credential over plain http to ${baseUrl.hostname}; use https (or allowInsecureHttp for a trusted network)`);
+    }
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== "function") throw new ClientConfigurationError("no fetch: pass options.fetch (Node >= 20 has a global one)");
+    this.#options = options;
+    let lastToken: string | undefined;
+    this.#transport = {
+      baseUrl,
+      fetch: fetchImpl,
+      authorize: async (): Promise<Record<string, string>> => {
+        if (options.apiKey !== undefined) {
+          return options.apiKeyHeader === "x-api-key" ? { "x-api-key": options.apiKey } : { authorization: `ApiKey ${options.apiKey}` };
+        }
+        if (options.token !== undefined) {
+          lastToken = typeof options.token === "function" ? await options.token() : options.token;
+          return { authorization: `Bearer ${lastToken}` };
+        }
+        return {};
+      },
+      sessionId: options.sessionId,
+      retry: resolveRetry(options.retry),
+      logger: options.logger,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      autoIdempotencyKeys: options.autoIdempotencyKeys ?? true,
+      userAgent: options.userAgent ?? "viking-bridge-ts/0.1.0",
+      secrets: () => [options.apiKey, typeof options.token === "string" ? options.token : lastToken].filter((s): s is string => !!s),
+    };
+  }
+
+  /** The same credential and settings, in another session (bound to this identity by the service). */
+  withSession(sessionId: string): VikingBridgeClient {
+    return new VikingBridgeClient({ ...this.#options, sessionId });
+  }
+
+  get sessionId(): string | undefined {
+    return this.#options.sessionId;
+  }
+
+  /** Call any operation by its operationId: the escape hatch for a route added before its method. */
+  call<K extends OperationId>(operation: K, input: CallInput = {}): Promise<ResultOf<K>> {
+    return call(this.#transport, operation, input) as Promise<ResultOf<K>>;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { baseUrl: this.#transport.baseUrl.href, sessionId: this.#options.sessionId };
+  }
+
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return `VikingBridgeClient { baseUrl: '${this.#transport.baseUrl.href}' }`;
+  }
+
+  // -- seed 000: capture, recall, inject ---------------------------------------------------
+  capture(body: BodyOf<"capture">, options?: CallOptions): Promise<ResultOf<"capture">> {
+    return this.call("capture", { body, ...options });
+  }
+  /** Recall (POST: the query text stays out of URLs and proxies' logs). */
+  recall(body: BodyOf<"recall_post"> | string, options?: CallOptions): Promise<ResultOf<"recall_post">> {
+    return this.call("recall_post", { body: typeof body === "string" ? { query: body } : body, ...options });
+  }
+  recallGet(query: QueryOf<"recall_get">, options?: CallOptions): Promise<ResultOf<"recall_get">> {
+    return this.call("recall_get", { query: q(query), ...options });
+  }
+  injectContext(body: BodyOf<"inject_post">, options?: CallOptions): Promise<ResultOf<"inject_post">> {
+    return this.call("inject_post", { body, ...options });
+  }
+  injectContextGet(query: QueryOf<"inject_get">, options?: CallOptions): Promise<ResultOf<"inject_get">> {
+    return this.call("inject_get", { query: q(query), ...options });
+  }
+  writeBack(body: BodyOf<"write_back">, options?: CallOptions): Promise<ResultOf<"write_back">> {
+    return this.call("write_back", { body, ...options });
+  }
+  revokeManifest(manifestId: string, options?: CallOptions): Promise<ResultOf<"revoke_manifest">> {
+    return this.call("revoke_manifest", { path: { manifest_id: manifestId }, ...options });
+  }
+
+  // -- memories ----------------------------------------------------------------------------
+  remember(body: BodyOf<"remember">, options?: CallOptions): Promise<ResultOf<"remember">> {
+    return this.call("remember", { body, ...options });
+  }
+  listMemories(query: QueryOf<"list_memories">, options?: CallOptions): Promise<ResultOf<"list_memories">> {
+    return this.call("list_memories", { query: q(query), ...options });
+  }
+  getMemory(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"get_memory">> {
+    return this.call("get_memory", { ...at(ref), ...options });
+  }
+  editMemory(ref: MemoryRef, body: BodyOf<"edit_memory">, options?: CallOptions): Promise<ResultOf<"edit_memory">> {
+    return this.call("edit_memory", { ...at(ref), body, ...options });
+  }
+  forget(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"forget">> {
+    return this.call("forget", { ...at(ref), ...options });
+  }
+  approve(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"approve">> {
+    return this.call("approve", { ...at(ref), ...options });
+  }
+  reject(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"reject">> {
+    return this.call("reject", { ...at(ref), ...options });
+  }
+  promote(ref: MemoryRef, body: BodyOf<"promote">, options?: CallOptions): Promise<ResultOf<"promote">> {
+    return this.call("promote", { ...at(ref), body, ...options });
+  }
+  pendingApprovals(query: QueryOf<"approvals"> = {}, options?: CallOptions): Promise<ResultOf<"approvals">> {
+    return this.call("approvals", { query: q(query), ...options });
+  }
+  forgetSubject(body: BodyOf<"forget_subject">, options?: CallOptions): Promise<ResultOf<"forget_subject">> {
+    return this.call("forget_subject", { body, ...options });
+  }
+
+  // -- grants, sessions, audit -------------------------------------------------------------
+  issueGrant(body: BodyOf<"issue_grant">, options?: CallOptions): Promise<ResultOf<"issue_grant">> {
+    return this.call("issue_grant", { body, ...options });
+  }
+  listGrants(query: QueryOf<"list_grants"> = {}, options?: CallOptions): Promise<ResultOf<"list_grants">> {
+    return this.call("list_grants", { query: q(query), ...options });
+  }
+  revokeGrant(grantId: string, options?: CallOptions): Promise<ResultOf<"revoke_grant">> {
+    return this.call("revoke_grant", { path: { grant_id: grantId }, ...options });
+  }
+  startSession(options?: CallOptions): Promise<ResultOf<"start_session">> {
+    return this.call("start_session", { ...options });
+  }
+  forkSession(body: BodyOf<"fork_session"> = {}, options?: CallOptions): Promise<ResultOf<"fork_session">> {
+    return this.call("fork_session", { body, ...options });
+  }
+  audit(query: QueryOf<"audit"> = {}, options?: CallOptions): Promise<ResultOf<"audit">> {
+    return this.call("audit", { query: q(query), ...options });
+  }
+
+  // -- operations (no credential sent) -----------------------------------------------------
+  health(options?: CallOptions): Promise<ResultOf<"health">> {
+    return this.call("health", { ...options });
+  }
+  /** Readiness; a not-ready service answers 503 with the same body, returned here (never retried). */
+  ready(options?: CallOptions): Promise<Schemas["Health"]> {
+    return this.call("ready", { acceptStatuses: [503], retry: false, ...options }) as Promise<Schemas["Health"]>;
+  }
+  /** Prometheus exposition text. */
+  metrics(options?: CallOptions): Promise<string> {
+    return this.call("metrics", { ...options }) as Promise<string>;
+  }
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  retry?: boolean;
+}
+
+/**
+ * Every operationId of the spec -> the method that calls it. The mapped type makes a missing
+ * route a compile error; test/routes.test.ts checks each value is a method of the client.
+ */
+export const OPERATION_METHODS = {
+  approvals: "pendingApprovals",
+  approve: "approve",
+  audit: "audit",
+  capture: "capture",
+  edit_memory: "editMemory",
+  forget: "forget",
+  forget_subject: "forgetSubject",
+  fork_session: "forkSession",
+  get_memory: "getMemory",
+  health: "health",
+  inject_get: "injectContextGet",
+  inject_post: "injectContext",
+  issue_grant: "issueGrant",
+  list_grants: "listGrants",
+  list_memories: "listMemories",
+  metrics: "metrics",
+  promote: "promote",
+  ready: "ready",
+  recall_get: "recallGet",
+  recall_post: "recall",
+  reject: "reject",
+  remember: "remember",
+  revoke_grant: "revokeGrant",
+  revoke_manifest: "revokeManifest",
+  start_session: "startSession",
+  write_back: "writeBack",
+} as const satisfies { readonly [K in OperationId]: keyof VikingBridgeClient };
+
+export const OPERATION_IDS = Object.keys(ROUTES) as OperationId[];
+
+function at(ref: MemoryRef): { path: Record<string, string>; query: Record<string, QueryValue> } {
+  return { path: { memory_id: ref.memoryId }, query: { scope: ref.scope } };
+}
+
+function q(query: object | undefined): Record<string, QueryValue> {
+  return (query ?? {}) as Record<string, QueryValue>;
+}

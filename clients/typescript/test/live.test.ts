@@ -1,0 +1,192 @@
+/**
+ * Every route of docs/openapi.json against the LIVE service, the typed errors it answers
+ * with, and reads of another identity's memory that must fail. Runs in file order; the last
+ * test checks that the recording fetch saw an answer for every operation of the spec.
+ */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidCredentialError,
+  InvalidInputError,
+  ManifestError,
+  NotFoundError,
+  NotPermittedError,
+  ProblemError,
+  ROUTES,
+  RequestValidationError,
+  UnauthenticatedError,
+  VikingBridgeClient,
+  type OperationId,
+  type Schemas,
+} from "../src/index.js";
+import { clientFor, liveEnv, recordingFetch, unique } from "./support.js";
+
+const env = liveEnv();
+const skip = typeof env === "string" ? env : false;
+const seen = new Set<OperationId>();
+const live = typeof env === "string" ? undefined : env;
+const as = (key: keyof NonNullable<typeof live>["keys"]): VikingBridgeClient => clientFor(live!, live!.keys[key], { fetch: recordingFetch(seen) });
+const state: { secret?: Schemas["WriteResult"]; fact?: Schemas["WriteResult"]; manifest?: string } = {};
+
+test("health, ready and metrics answer without a credential", { skip }, async () => {
+  const anon = new VikingBridgeClient({ baseUrl: live!.url, fetch: recordingFetch(seen) });
+  assert.equal((await anon.health()).status, "ok");
+  assert.equal((await anon.ready()).status, "ready");
+  assert.match(await anon.metrics(), /vb_http_request_duration_seconds/);
+});
+
+test("alice remembers, reads, lists, edits and recalls her memories (API key and JWT)", { skip }, async () => {
+  const alice = as("alice");
+  const marker = unique("violet");
+  state.secret = await alice.remember({ content: `alice's private note: my locker code is ${marker}`, kind: "preference" });
+  assert.equal(state.secret.scope, `${live!.tenant}/user/alice`);
+  state.fact = await alice.remember({ content: `payments service decision: retries use idempotency keys ${marker}`, kind: "decision", visibility: "workspace" });
+  assert.equal(state.fact.scope, `${live!.tenant}/ws/${live!.workspace}`);
+  const ref = { scope: state.secret.scope, memoryId: state.secret.memory_id };
+  assert.match((await alice.getMemory(ref)).content, new RegExp(marker));
+  const page = await alice.listMemories({ scope: state.secret.scope, limit: 50 });
+  assert.ok(page.memories.some((m) => m.memory_id === state.secret!.memory_id));
+  const edited = await alice.editMemory(ref, { content: `alice's private note: my locker code is ${marker}, row 3` });
+  assert.equal(edited.memory_id, state.secret.memory_id);
+  const recalled = await alice.recall({ query: "locker code", budget_tokens: 2000 });
+  assert.ok(recalled.memories.some((m) => m.memory_id === state.secret!.memory_id && m.why_visible), "recall finds and labels her memory");
+  const viaGet = await alice.recallGet({ query: "locker code", purpose: "chat" });
+  assert.ok(viaGet.memories.some((m) => m.memory_id === state.secret!.memory_id));
+  const withJwt = new VikingBridgeClient({ baseUrl: live!.url, token: live!.aliceToken, fetch: recordingFetch(seen) });
+  assert.ok((await withJwt.recall("locker code")).memories.some((m) => m.memory_id === state.secret!.memory_id), "the same identity through a JWT");
+  const captured = await alice.capture({ content: "I prefer tabs over spaces in Go code", agent_id: "coding-agent", team_id: live!.workspace });
+  assert.ok(Array.isArray(captured.written));
+});
+
+test("bob cannot read alice's private memory: not by id, not by listing her scope, not by recall", { skip }, async () => {
+  const bob = as("bob");
+  const ref = { scope: state.secret!.scope, memoryId: state.secret!.memory_id };
+  const byId = await bob.getMemory(ref).then(
+    (m) => assert.fail(`bob read ${m.memory_id}`),
+    (e: unknown) => e,
+  );
+  assert.ok(byId instanceof ForbiddenError || byId instanceof NotPermittedError || byId instanceof NotFoundError, String(byId));
+  assert.ok(!String((byId as Error).message).includes("locker code"));
+  await assert.rejects(bob.listMemories({ scope: state.secret!.scope }), (e: unknown) => e instanceof ProblemError && [403, 404].includes(e.status));
+  const recalled = await bob.recall({ query: "alice locker code", budget_tokens: 4000 });
+  assert.ok(!recalled.memories.some((m) => m.memory_id === state.secret!.memory_id || m.content.includes("locker")), "bob's recall leaked alice's memory");
+  assert.ok(!recalled.context.includes("locker"));
+  await assert.rejects(bob.recall({ query: "locker code", user_id: "alice" }), ForbiddenError, "naming alice in the body is refused, not obeyed");
+  await assert.rejects(bob.editMemory(ref, { content: "hijacked" }), (e: unknown) => e instanceof ProblemError && e.status === 403);
+  await assert.rejects(bob.forget(ref), (e: unknown) => e instanceof ProblemError && [403, 404].includes(e.status));
+});
+
+test("another tenant's alice (same user id, same workspace name) sees nothing of the first", { skip }, async () => {
+  const globex = as("globex");
+  const recalled = await globex.recall({ query: "locker code payments decision", budget_tokens: 4000 });
+  assert.deepEqual(recalled.memories.filter((m) => m.memory_id === state.secret!.memory_id || m.memory_id === state.fact!.memory_id), []);
+  await assert.rejects(globex.getMemory({ scope: state.secret!.scope, memoryId: state.secret!.memory_id }), (e: unknown) => e instanceof ProblemError && [403, 404].includes(e.status));
+  await assert.rejects(globex.listMemories({ scope: state.fact!.scope }), (e: unknown) => e instanceof ProblemError && [403, 404].includes(e.status));
+});
+
+test("typed errors: 401, 400, 403 (forbidden, not permitted, manifest), 404, 409, 422", { skip }, async () => {
+  const alice = as("alice");
+  const bob = as("bob");
+  const stranger = clientFor(live!, "vbk_not_a_real_key_0000000000000000", { fetch: recordingFetch(seen) });
+  const unauth = await stranger.recall("anything").catch((e: unknown) => e);
+  assert.ok(unauth instanceof UnauthenticatedError, String(unauth));
+  assert.ok(unauth instanceof InvalidCredentialError || unauth.error === "Unauthenticated", unauth.error);
+  await assert.rejects(alice.getMemory({ scope: state.secret!.scope, memoryId: unique("missing") }), NotFoundError);
+  await assert.rejects(alice.recall({ query: "x", agent_id: "someone-else" }), ForbiddenError);
+  await assert.rejects(bob.issueGrant({ grantee_user_id: "bob", scope: state.fact!.scope, ttl_seconds: 60, reason: "let me in" }), NotPermittedError);
+  await assert.rejects(alice.injectContext({ agent_id: "wukong", task: "reinject", from_manifest_id: "m-unknown" }), ManifestError);
+  const key = unique("idem");
+  await alice.remember({ content: "first content", kind: "note", idempotency_key: key });
+  await assert.rejects(alice.remember({ content: "other content", kind: "note", idempotency_key: key }), ConflictError);
+  const invalid = await alice.remember({ content: "x", kind: "bogus" as "note" }).catch((e: unknown) => e);
+  assert.ok(invalid instanceof RequestValidationError && invalid instanceof InvalidInputError && invalid.status === 422, String(invalid));
+  await assert.rejects(alice.getMemory({ scope: "not a scope!", memoryId: "m1" }), (e: unknown) => e instanceof InvalidInputError && e.status === 400);
+});
+
+test("sessions: start, fork, and a session bound to alice is refused to bob", { skip }, async () => {
+  const alice = as("alice");
+  const started = await alice.startSession();
+  assert.ok(started.session_id);
+  const inSession = alice.withSession(started.session_id);
+  assert.equal((await inSession.recall("locker code")).memories.some((m) => m.memory_id === state.secret!.memory_id), true);
+  const forked = await inSession.forkSession();
+  assert.notEqual(forked.session_id, started.session_id);
+  assert.equal(forked.principal, started.principal, "a fork keeps the identity (seed 003 test 6)");
+  await assert.rejects(as("bob").withSession(started.session_id).recall("locker code"), ForbiddenError);
+});
+
+test("grants: alice (admin) grants bob her workspace, bob sees it labelled, then the grant is revoked", { skip }, async () => {
+  const alice = as("alice");
+  const bob = as("bob");
+  const grant = await alice.issueGrant({ grantee_user_id: "bob", scope: state.fact!.scope, ttl_seconds: 600, reason: "incident review" });
+  assert.ok((await alice.listGrants({ grantee_user_id: "bob" })).some((g) => g.grant_id === grant.grant_id));
+  const granted = await bob.recall({ query: "payments retries idempotency", include_scopes: [state.fact!.scope], budget_tokens: 4000 });
+  const hit = granted.memories.find((m) => m.memory_id === state.fact!.memory_id);
+  assert.ok(hit && hit.grant_id === grant.grant_id, "the granted memory is labelled with its grant");
+  assert.ok(!granted.memories.some((m) => m.memory_id === state.secret!.memory_id), "a workspace grant opens nothing private");
+  assert.equal((await alice.revokeGrant(grant.grant_id)).deleted, true);
+  await assert.rejects(bob.recall({ query: "payments", include_scopes: [state.fact!.scope] }), (e: unknown) => e instanceof ProblemError && e.status === 403);
+});
+
+test("approvals: carol's department standard waits; alice approves one and rejects another; promote needs admin", { skip }, async () => {
+  const alice = as("alice");
+  const carol = as("carol");
+  const a = await carol.remember({ content: `eng standard ${unique("s")}: review every PR`, kind: "standard", visibility: "department", department_id: "eng" });
+  const b = await carol.remember({ content: `eng standard ${unique("s")}: no force pushes`, kind: "standard", visibility: "department", department_id: "eng" });
+  assert.equal(a.status, "pending");
+  const queue = await alice.pendingApprovals({ limit: 100 });
+  assert.ok(queue.memories.some((m) => m.memory_id === a.memory_id) && queue.memories.some((m) => m.memory_id === b.memory_id));
+  await assert.rejects(carol.pendingApprovals(), (e: unknown) => e instanceof ProblemError && e.status === 403);
+  assert.equal((await alice.approve({ scope: a.scope, memoryId: a.memory_id })).status, "active");
+  assert.equal((await alice.reject({ scope: b.scope, memoryId: b.memory_id })).deleted, true);
+  await assert.rejects(carol.promote({ scope: state.fact!.scope, memoryId: state.fact!.memory_id }, { to: "tenant" }), NotPermittedError);
+  const promoted = await alice.promote({ scope: state.fact!.scope, memoryId: state.fact!.memory_id }, { to: "tenant" });
+  assert.equal(promoted.visibility, "tenant");
+});
+
+test("multi-agent: alice injects context into wukong, wukong recalls under the manifest and writes back, alice revokes it", { skip }, async () => {
+  const alice = as("alice");
+  const child = as("aliceChild");
+  // the parent agent's own memories (visibility agent): the child sees one only through a manifest
+  const task = await alice.remember({ content: "ledger API experience: paginate with opaque cursors", kind: "experience", visibility: "agent" });
+  const hidden = await alice.remember({ content: "ledger API experience: the staging ledger password rotates weekly", kind: "experience", visibility: "agent" });
+  const before = await child.recall({ query: "ledger pagination cursors" });
+  assert.ok(!before.memories.some((m) => m.memory_id === task.memory_id), "without a manifest the child sees none of the parent's private memory");
+  const injected = await alice.injectContext({ agent_id: "wukong", task: "ledger API pagination", depth: "standard", memory_refs: [{ scope: task.scope, memory_id: task.memory_id }] });
+  assert.equal(injected.child_agent_id, "wukong");
+  assert.ok(injected.memories.some((m) => m.memory_id === task.memory_id) && injected.source.includes("coding-agent"));
+  const viaGet = await alice.injectContextGet({ agent_id: "wukong", task: "ledger API pagination", depth: "minimal" });
+  assert.ok(viaGet.manifest_id);
+  await assert.rejects(alice.injectContext({ agent_id: "coding-agent", task: "self" }), (e: unknown) => e instanceof ProblemError && e.status === 403, "an agent cannot inject into itself");
+  const underManifest = await child.recall({ query: "ledger pagination", manifest_id: injected.manifest_id });
+  const seenByChild = underManifest.memories.find((m) => m.memory_id === task.memory_id);
+  assert.ok(seenByChild && seenByChild.injected_by, "the child sees the injected memory, marked injected_by");
+  assert.ok(!underManifest.memories.some((m) => m.memory_id === hidden.memory_id), "nothing of the parent agent's beyond the manifest");
+  const written = await child.writeBack({ manifest_id: injected.manifest_id, content: "ledger pagination done with opaque cursors", kind: "experience" });
+  const back = await alice.getMemory({ scope: written.scope, memoryId: written.memory_id }).catch(() => undefined);
+  if (back) assert.ok(back.derived_from?.some((r) => r.includes(task.memory_id)), "write-back lineage names the injected memory");
+  assert.equal((await alice.revokeManifest(injected.manifest_id)).deleted, true);
+  await assert.rejects(child.recall({ query: "ledger", manifest_id: injected.manifest_id }), (e: unknown) => e instanceof ProblemError && e.status === 403);
+  await alice.revokeManifest(viaGet.manifest_id);
+});
+
+test("audit, forget and forget-subject", { skip }, async () => {
+  const alice = as("alice");
+  const rows = await alice.audit({ limit: 20 });
+  assert.ok(rows.length > 0 && rows.every((r) => r.tenant_id === live!.tenant));
+  assert.ok(!JSON.stringify(rows).includes("locker code"), "the audit names ids, never content");
+  assert.equal((await alice.forget({ scope: state.secret!.scope, memoryId: state.secret!.memory_id })).deleted, true);
+  await assert.rejects(alice.getMemory({ scope: state.secret!.scope, memoryId: state.secret!.memory_id }), NotFoundError);
+  await assert.rejects(as("bob").forgetSubject({ subject_user_id: "carol" }), NotPermittedError);
+  const erased = await alice.forgetSubject({ subject_user_id: "carol" });
+  assert.ok(erased.count >= 1, `carol's memories erased: ${erased.count}`);
+});
+
+test("every route of docs/openapi.json is called at least once", { skip }, () => {
+  const missing = (Object.keys(ROUTES) as OperationId[]).filter((op) => !seen.has(op));
+  assert.deepEqual(missing, [], `operations never called against the live service: ${missing.join(", ")}`);
+});
