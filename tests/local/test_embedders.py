@@ -249,3 +249,11 @@ async def test_openai_compatible_embedder_splits_a_large_ingest_into_requests_th
     await e.aclose()
     assert sizes == [2, 2, 1] and vectors.shape == (5, 2)
     assert np.allclose(vectors[:, 1] / vectors[:, 0], [1, 2, 3, 4, 5])  # order kept across requests
+
+
+@needs_semantic
+async def test_unrelated_text_scores_at_or_below_the_hybrids_relevance_floor_related_text_above():
+    hy = emb.hybrid_default()
+    assert emb.relevance_floor(hy) == pytest.approx(0.05) and emb.relevance_floor(HashingEmbedder()) == 0.0
+    task, related, unrelated = await hy.embed(["采购订单 Kafka 消费幂等：供应商合同到期阈值校验", "采购 供应商 阈值 Kafka 幂等", "午餐菜单：周五吃饺子"])
+    assert task @ unrelated <= emb.relevance_floor(hy) < task @ related
