@@ -60,7 +60,8 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
         issued = keys.issue(**binding)  # type: ignore[arg-type]
         return await provider.authenticate(ApiKey(issued.key))
 
-    print("viking-bridge demo: two tenants, four departments, agents in Chinese and English\n", file=out)
+    print("viking-bridge demo: two tenants, four departments, agents in Chinese and English", file=out)
+    print(f"  recall embedder: {getattr(bridge.backend, 'embedder_note', type(bridge.backend).__name__)}\n", file=out)
     alice = await login(tenant_id="acme", user_id="alice", agent_id="assistant", department_ids=["eng"], workspace_id="alpha")
     alice_coder = await login(tenant_id="acme", user_id="alice", agent_id="coder", department_ids=["eng"], workspace_id="alpha")
     alice_reviewer = await login(tenant_id="acme", user_id="alice", agent_id="reviewer", department_ids=["eng"], workspace_id="alpha")
@@ -93,16 +94,18 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
     await bridge.approve(carol, pending.ref)
 
     # -- recalls --------------------------------------------------------------------------
-    r = await bridge.recall(alice, "回答风格 database 健康检查 review")
-    _show(out, "alice@assistant, chat: 回答风格 database 健康检查 review", r)
+    q = "我希望你怎么回答我？我们部门对服务和代码评审有什么规范？"
+    r = await bridge.recall(alice, q)
+    _show(out, f"alice@assistant, chat: {q}", r)
     ids = {i.memory_id for i in r.items}
     checks.check("alice sees her own preference", a_pref.memory_id in ids)
     checks.check("approved department standard becomes visible", pending.memory_id in ids)
     checks.check("alice's assistant does not see the coder agent's tool experience", a_exp.memory_id not in ids)
     checks.check("alice never sees bob's private or workspace memories", not ids & {b_pref.memory_id, b_dec.memory_id})
 
-    r = await bridge.recall(alice_coder, "PostgreSQL database pytest flaky 测试", purpose="coding")
-    _show(out, "alice@coder, coding: PostgreSQL database pytest flaky 测试", r)
+    q = "Which database does alpha run on, and how do I rerun flaky tests?"
+    r = await bridge.recall(alice_coder, q, purpose="coding")
+    _show(out, f"alice@coder, coding: {q}", r)
     ids = {i.memory_id for i in r.items}
     checks.check("the coder agent sees its own experience", a_exp.memory_id in ids)
     checks.check("workspace alpha's decision reaches alpha's coder", a_dec.memory_id in ids)
@@ -121,19 +124,19 @@ async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyPro
         print(f"\n── bob asks for acme/dept/eng without a grant -> refused: {exc}", file=out)
         checks.check("cross-department search without a grant is refused", True)
     grant = await bridge.grant(dave, "bob", "acme/dept/eng", ttl_seconds=3600, reason="incident review INC-42")
-    r = await bridge.recall(bob, "code review approvals", include_scopes=["acme/dept/eng"])
+    r = await bridge.recall(bob, "How many approvals does a pull request need?", include_scopes=["acme/dept/eng"])
     _show(out, f"bob@assistant with grant {grant.grant_id[:8]} (authorised by dave for INC-42)", r)
     eng = [i for i in r.items if i.scope == "acme/dept/eng"]
     checks.check("granted cross-department results are labelled with the grant", bool(eng) and all(i.grant_id == grant.grant_id for i in eng))
 
-    r = await bridge.recall(g_alice, "Python Java 偏好 database")
+    r = await bridge.recall(g_alice, "这个用户喜欢用什么编程语言？")
     _show(out, "globex alice@assistant (same user id, other tenant)", r)
     checks.check("tenant globex never sees tenant acme", all(i.scope.startswith("globex/") or i.scope == "global" for i in r.items) and g_pref.memory_id in {i.memory_id for i in r.items})
 
     r = await bridge.recall(alice_reviewer, "pgvector index 最小修复 database")
     checks.check("a child agent does not see its parent agent's private reasoning by default", not {i.memory_id for i in r.items} & {a_thought.memory_id, a_plan.memory_id})
     manifest = await bridge.inject(alice, "reviewer", "review the database change", depth="minimal", memory_refs=[a_plan.ref])
-    r = await bridge.recall(alice_reviewer, "pgvector index 最小修复 database", manifest_id=manifest.manifest_id)
+    r = await bridge.recall(alice_reviewer, "Is an index missing in the pgvector setup?", manifest_id=manifest.manifest_id)
     _show(out, f"alice@reviewer (child agent) with manifest {manifest.manifest_id[:8]} from alice@assistant", r)
     injected = [i for i in r.items if i.injected_by]
     seen = {i.memory_id for i in r.items}

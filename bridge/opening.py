@@ -45,7 +45,7 @@ def open_local(cls: type[MemoryBridge], home: str | Path, **kwargs: Any) -> Memo
     quarantined: list[Any] = options.setdefault("quarantined", [])
     try:
         backend = LocalBackend(
-            home / "store", embedder=options.pop("embedder", None), expect_existing=bound is not None, expected_store_id=bound,
+            home / "store", embedder=options.pop("embedder", None) or load_bridge_settings().make_embedder(), expect_existing=bound is not None, expected_store_id=bound,
             on_quarantine=quarantined.append,
         )
     except CorruptStorage as exc:
@@ -76,6 +76,7 @@ def from_settings(cls: type[MemoryBridge], settings: BridgeSettings | None = Non
     settings = settings or load_bridge_settings()
     options = {**settings.runtime_options(), **kwargs}
     if settings.state_url is None and settings.backend == "local":
+        options.setdefault("embedder", settings.make_embedder())  # these settings', not the environment's
         return open_local(cls, settings.home, **options)
     return _open_postgres(cls, settings, options)
 
@@ -103,7 +104,10 @@ def _open_postgres(cls: type[MemoryBridge], settings: BridgeSettings, options: d
         fsync_reads=options.pop("audit_fsync_reads", False), intent_grace_s=settings.state_intent_grace_s,
     )
     try:
-        backend = PostgresBackend(secret(settings.memory_url) or state_url, migrate_url=migrate_url, schema=settings.state_schema)
+        backend = PostgresBackend(
+            secret(settings.memory_url) or state_url, migrate_url=migrate_url, schema=settings.state_schema,
+            embedder=options.pop("embedder", None) or settings.make_embedder(),
+        )
         backend.open_sync()
     except BaseException:
         state.close()

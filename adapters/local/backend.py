@@ -48,6 +48,14 @@ the subject's quarantined rows.
 Idempotency. `(scope, idempotency_key)` is UNIQUE: a retried put returns the first record with
 `created=False`; the same key with different content is a `Conflict`, never a second memory.
 
+Embedder identity (issue 15). The store records its embedder's signature; all its vectors are in
+that one space. Opened without an embedder it rebuilds the recorded one (`embedder_for_signature`;
+a new store gets `default_embedder()`), opened with another it refuses (`EmbedderMismatch`), and
+`reembed` moves the whole store to a new space in one transaction. A process that still holds
+the old space finds out at its next search or write (the re-embed stamps every partition, and
+absorbing foreign changes compares the recorded signature) and refuses, rather than reading
+vectors of another shape as damage.
+
 Errors. Every public method maps SQLite errors into the tree (`adapters/local/errors.py`).
 """
 
@@ -82,9 +90,9 @@ from adapters.base import (
     require_scope,
     require_scope_set,
 )
-from adapters.embedding import Embedder, HashingEmbedder
+from adapters.embedding import Embedder, default_embedder, describe_embedder, embedder_for_signature
 from adapters.envelope import RecordAlarms
-from adapters.errors import BackendError, Conflict, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.errors import BackendError, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.errors import CorruptStore, DamagedRecord, EmbeddingFailed, storage_error, storage_errors
@@ -103,7 +111,7 @@ from adapters.local.records import (
     provenance_json,
     row_to_memory,
 )
-from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, tighten_files
+from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, recorded_embedder, tighten_files
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
 from identity.storage import connect_durable
@@ -125,6 +133,11 @@ class QuarantinedRow:
     memory_id: str
     reason: str
     detected_at: float
+
+
+class _StaleStaging(Unavailable):
+    """Rows changed between embedding and committing a re-embed: another pass is needed (never
+    leaves `reembed`; a member of the tree like every raise here)."""
 
 
 @dataclasses.dataclass
@@ -182,6 +195,13 @@ class LocalBackend:
     `expect_existing=True` refuses to create a store (the caller has a record of one);
     `expected_store_id=` additionally refuses a store with another id. `on_quarantine` is called
     with each `QuarantinedRow` this process detects (the bridge audits them).
+
+    `embedder=None`: an existing store keeps the embedder it recorded (rebuilt from its
+    signature, so a store made by an older default is never searched in another vector space);
+    a new store gets `default_embedder()` (hybrid lexical + semantic where the semantic encoder
+    installs). An explicit embedder that differs from the recorded one is refused
+    (`EmbedderMismatch`): re-embed explicitly instead. Which one is in use is logged at open
+    and named by `embedder_note`.
     """
 
     name = "local"
@@ -203,7 +223,6 @@ class LocalBackend:
     ) -> None:
         self.path = Path(path)
         self._db_file = db_path(self.path)
-        self.embedder: Embedder = embedder or HashingEmbedder()
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._closed = True  # until the store is open and checked
@@ -221,6 +240,7 @@ class LocalBackend:
             self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
         try:
             with storage_errors(self._db_file):
+                self.embedder: Embedder = embedder if embedder is not None else self._resolve_embedder()
                 tighten_files(self.path)
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -243,6 +263,25 @@ class LocalBackend:
             self._db.close()
             raise
         self._closed = False
+        warm = getattr(self.embedder, "warm", None)
+        if callable(warm):  # a model's weights load at open (once per process), not in a first request
+            warm()
+        self.embedder_note = describe_embedder(self.embedder)
+        log.info("local store %s recalls with %s [%s]", self.path, self.embedder_note, self.embedder.signature)
+
+    def _resolve_embedder(self) -> Embedder:
+        """No embedder given: the store's recorded one, or the default for a new store."""
+        recorded = recorded_embedder(self._db)
+        if recorded is None:
+            return default_embedder()
+        rebuilt = embedder_for_signature(recorded)
+        if rebuilt is None:
+            raise EmbedderMismatch(
+                f"store at {self.path} was built with embedder {recorded!r}, which this install cannot rebuild; "
+                "pass that embedder explicitly (a served model: OpenAICompatibleEmbedder) or re-embed into a new store",
+                backend=self.name,
+            )
+        return rebuilt
 
     # -- transactions and cross-process cache coherence ---------------------------------
     def _rollback(self) -> None:
@@ -295,6 +334,12 @@ class LocalBackend:
         changed = self._db.execute("SELECT scope, version FROM partition_version WHERE version > ?", (self._seen_changes,)).fetchall()
         if not changed:
             return
+        if recorded_embedder(self._db) != self.embedder.signature:  # another process re-embedded the store
+            self._partitions.clear()
+            raise EmbedderMismatch(
+                f"store at {self.path} was re-embedded with {recorded_embedder(self._db)!r} while this process had it open "
+                f"with {self.embedder.signature!r}; reopen it", backend=self.name,
+            )
         if self._partitions:
             by_text = {str(k): k for k in self._partitions}
             for scope_text, _ in changed:
@@ -453,16 +498,7 @@ class LocalBackend:
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         """The embedder's vectors, checked: the wrong shape or a NaN must never reach a partition."""
-        try:
-            vectors = await self.embedder.embed(texts)
-        except VikingBridgeError:
-            raise
-        except Exception as exc:  # the embedder's own failure (network, model): transient for us
-            raise EmbeddingFailed(f"the embedder failed: {type(exc).__name__}", retryable=True) from exc
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.shape != (len(texts), self.embedder.dimension) or not np.isfinite(vectors).all():
-            raise EmbeddingFailed(f"the embedder returned {vectors.shape} or non-finite values, expected {(len(texts), self.embedder.dimension)}", retryable=False)
-        return vectors
+        return await self._embed_for(self.embedder, texts)
 
     # -- writes -------------------------------------------------------------------------
     async def put(self, scope: ScopeKey, memory: NewMemory, *, idempotency_key: str) -> StoredMemory:
@@ -841,6 +877,67 @@ class LocalBackend:
             return _provenance_from_json(provenance).author_user_id == subject_user_id  # type: ignore[arg-type]
         except (ValueError, TypeError, KeyError, AttributeError):
             return False
+
+    # -- re-embedding (an explicit, whole-store change of vector space) -------------------
+    @_guarded
+    async def reembed(self, embedder: Embedder, *, batch_size: int = 256, max_passes: int = 5) -> int:
+        """Re-embed every row with `embedder` and record its signature, committed in ONE
+        transaction: the store is in the old space or the new one, never a mix.
+
+        Vectors are computed first, outside any lock or transaction (the event loop keeps
+        serving; they are held in memory, about 4 x dimension bytes per row); then, under the
+        write lock and without awaiting, every row is checked against the content it was embedded
+        from and written. Rows added or edited meanwhile are embedded in another pass (at most
+        `max_passes`, then `Unavailable`: retry when writes are quieter). Another process that
+        had the store open refuses its next search or write with `EmbedderMismatch` instead of
+        reading vectors of another shape. Ids, contents and the `writes` counter do not change.
+        Returns the number of rows re-embedded."""
+        for name, value in (("batch_size", batch_size), ("max_passes", max_passes)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidRequest(f"{name} must be a positive integer", backend=self.name)
+        staged: dict[int, tuple[str, bytes]] = {}  # rowid -> (content hash, new vector blob)
+        for _ in range(max_passes):
+            with self._lock:
+                rows = self._db.execute("SELECT rowid, content, content_hash FROM memories ORDER BY rowid").fetchall()
+            todo = [r for r in rows if staged.get(r[0], ("",))[0] != r[2]]
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start : start + batch_size]
+                vectors = await self._embed_for(embedder, [r[1] if isinstance(r[1], str) else "" for r in chunk])
+                staged.update((r[0], (r[2], _vector_blob(v))) for r, v in zip(chunk, vectors))
+            with self._lock:
+                try:
+                    with self._write() as touch:
+                        current = self._db.execute("SELECT rowid, scope, content_hash FROM memories").fetchall()
+                        if any(staged.get(r[0], ("",))[0] != r[2] for r in current):
+                            raise _StaleStaging("rows changed while re-embedding", backend=self.name)
+                        self._db.executemany("UPDATE memories SET vector = ? WHERE rowid = ?", [(staged[r[0]][1], r[0]) for r in current])
+                        self._db.executemany(
+                            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            [("embedder", embedder.signature), ("dimension", str(embedder.dimension))],
+                        )
+                        touch.scopes.update(r[1] for r in current)
+                        touch.scopes.add("")  # a change number even for an empty store, so other processes look
+                except _StaleStaging:
+                    continue
+                self.embedder = embedder
+                self.embedder_note = describe_embedder(embedder)
+                self._partitions.clear()
+            log.warning("local store %s re-embedded: %d rows now in %s [%s]", self.path, len(current), self.embedder_note, embedder.signature)
+            return len(current)
+        raise Unavailable(f"the store kept changing during {max_passes} re-embedding passes; nothing was changed, retry", backend=self.name)
+
+    async def _embed_for(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """`embedder`'s vectors, checked like `_embed`'s: the right shape, finite."""
+        try:
+            vectors = await embedder.embed(texts)
+        except VikingBridgeError:
+            raise
+        except Exception as exc:
+            raise EmbeddingFailed(f"the embedder failed: {type(exc).__name__}", retryable=True) from exc
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), embedder.dimension) or not np.isfinite(vectors).all():
+            raise EmbeddingFailed(f"the embedder returned {vectors.shape} or non-finite values, expected {(len(texts), embedder.dimension)}", retryable=False)
+        return vectors
 
     # -- lifecycle ----------------------------------------------------------------------
     @property

@@ -40,7 +40,7 @@ from adapters.errors import EmbedderMismatch, InvalidRequest
 from adapters.local.errors import CorruptStore
 from identity.storage import ensure_private_dir
 
-__all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "private_dir", "tighten_files"]
+__all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "private_dir", "recorded_embedder", "tighten_files"]
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,14 @@ def tighten_files(directory: Path) -> None:
                 os.chmod(path, mode & 0o600)
             except OSError as exc:
                 log.warning("cannot restrict %s (mode %04o) to 0600: %s", path, mode, exc.strerror or exc)
+
+
+def recorded_embedder(db: sqlite3.Connection) -> str | None:
+    """The embedder signature the store at `db` was built with; None for a new (empty) file."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def create_or_upgrade(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from adapters.base import SearchQuery, Status
 from adapters.errors import BackendError
+from adapters.embedding import relevance_floor
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from bridge.errors import ManifestError, RecallIncomplete, RoleRefused
 from bridge.handlers.injection import inject as inject_handler
@@ -52,7 +53,8 @@ async def _searched(rt: BridgeRuntime, scopes: ScopeSet, task: str, kinds: froze
     if not result.complete:
         raise RecallIncomplete("federated injection failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes, kinds=kinds)
-    return [Candidate(h.scope, h.memory, h.score) for h in hits if h.score > 0.0]
+    floor = relevance_floor(getattr(rt.backend, "embedder", None))  # a semantic space scores unrelated text above 0
+    return [Candidate(h.scope, h.memory, h.score) for h in hits if h.score > floor]
 
 
 async def _listed(rt: BridgeRuntime, key: ScopeKey) -> list[Candidate]:

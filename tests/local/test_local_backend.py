@@ -46,7 +46,7 @@ async def test_acknowledged_writes_survive_reopen(tmp_path):
 
 
 async def test_wrong_embedder_is_refused(tmp_path):
-    b = LocalBackend(tmp_path / "s")
+    b = LocalBackend(tmp_path / "s", HashingEmbedder())
     await b.aclose()
     with pytest.raises(EmbedderMismatch, match="hashing-ngram-v1/dim=384.*dim=64"):
         LocalBackend(tmp_path / "s", HashingEmbedder(64))
