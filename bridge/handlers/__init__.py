@@ -34,6 +34,7 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.ForkSession: sessions_audit.fork_session,
     # the read API (issue 11)
     read_ops.GetMemory: reads.get_memory,
+    read_ops.FindByKey: reads.find_by_key,
     read_ops.ListMemories: reads.list_memories,
     read_ops.PendingApprovals: reads.pending_approvals,
     read_ops.EditMemory: reads.edit_memory,

@@ -1,4 +1,4 @@
-"""The store over the memory service: the five operations `BridgeStore` runs, as HTTP calls.
+"""The store over the memory service: the six operations `BridgeStore` runs, as HTTP calls.
 
     store = BridgeStore.over_service("https://memory.internal", api_key="vbk_...")   # or token=
 
@@ -26,7 +26,7 @@ from bridge.handlers.reads import MemoryPage, MemoryRecord
 from bridge.integrations.langgraph.errors import UnsupportedStoreOperation
 from bridge.models import RecalledMemory, RecallResult, WriteResult
 from bridge.operations import Forget, Operation, Recall, Remember
-from bridge.read_operations import EditMemory, ListMemories
+from bridge.read_operations import EditMemory, FindByKey, ListMemories
 from identity.model import MemoryIdentity
 
 __all__ = ["ServiceBridge", "ServiceIdentity"]
@@ -54,7 +54,7 @@ def _problem(response: httpx.Response) -> bridge_errors.VikingBridgeError:
 
 
 class ServiceBridge:
-    """`execute(identity, op)` for Remember, EditMemory, Forget, ListMemories and Recall over HTTP."""
+    """`execute(identity, op)` for Remember, EditMemory, Forget, FindByKey, ListMemories and Recall over HTTP."""
 
     def __init__(self, url: str, *, api_key: str | None = None, token: str | None = None, http_client: httpx.AsyncClient | None = None) -> None:
         if (api_key is None) == (token is None):
@@ -89,6 +89,8 @@ class ServiceBridge:
         if isinstance(op, Forget):
             key, memory_id = op.ref
             return (await self._call("DELETE", f"/memories/{memory_id}", params={"scope": str(key)}))["deleted"]
+        if isinstance(op, FindByKey):
+            return MemoryRecord(**await self._call("GET", f"/memories/by-key/{op.key}", params={"scope": str(op.scope)}))
         if isinstance(op, ListMemories):
             r = await self._call("GET", "/memories", params={"scope": str(op.scope), "cursor": op.cursor, "limit": op.limit, "status": op.status})
             return MemoryPage(memories=tuple(MemoryRecord(**m) for m in r["memories"]), next_cursor=r.get("next_cursor"))
