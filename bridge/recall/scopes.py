@@ -2,14 +2,17 @@
 
 Default scopes come from the policy; every `include_scopes` entry must be covered by an active
 grant the policy matches to this identity; a `manifest_id` must name a manifest issued to
-exactly this agent whose whole derivation chain is still live. Anything else raises.
+exactly this agent whose whole derivation chain is still live. `only_scopes` then narrows the
+ScopeSet to the scopes it names, each of which must already be readable (a default scope, a
+scope of the manifest, or one an active grant covers): it narrows, never widens. Anything else raises.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.errors import ManifestError
+from adapters.scopes import ScopeSet
+from bridge.errors import ManifestError, NotPermitted
 from bridge.state.records import InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -31,10 +34,20 @@ async def load_manifest_for(rt: BridgeRuntime, child: MemoryIdentity, manifest_i
 
 async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
     op, identity = ctx.op, ctx.identity
+    manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
+    asked = list(op.include_scopes)
+    if op.only_scopes is not None:  # a named scope readable neither by default nor by the manifest needs a grant
+        covered = {k for k, _ in rt.policy.own_scopes(identity)} | (set(manifest.by_scope()) if manifest is not None else set())
+        asked += [k for k in op.only_scopes if k not in covered and k not in asked]
     grants = []
-    if op.include_scopes:
+    if asked:
         held = await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id)
         now = rt.clock()
-        grants = [rt.policy.authorise_grant(identity, key, held, now) for key in op.include_scopes]
-    manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
-    ctx.scopes = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+        grants = [rt.policy.authorise_grant(identity, key, held, now) for key in asked]
+    scopes = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+    if op.only_scopes is not None:
+        missing = [str(k) for k in op.only_scopes if k not in scopes]
+        if missing:  # fail closed: never search something else in place of what was named
+            raise NotPermitted(f"{identity.principal} may not read {', '.join(missing)}")
+        scopes = ScopeSet.from_entries(e for e in scopes if e.key in op.only_scopes)
+    ctx.scopes = scopes

@@ -6,17 +6,19 @@ read and write is an ordinary bridge operation (`Remember`, `EditMemory`, `Forge
 `ListMemories`, `Recall`) run by `MemoryBridge.execute`, so the policy, limits, session checks
 and audit are the bridge's — the store never reads the backend itself and never widens a scope.
 
-    get(ns, key)        ListMemories over the namespace's scope, the item with that ns and key
-    put(ns, key, v)     the caller's own item with that ns/key is edited in place (EditMemory);
-                        otherwise a new memory (Remember, visibility from the namespace,
-                        idempotency key derived from ns/key/value so a retried put lands once).
+    get(ns, key)        the caller's own item: one FindByKey (O(1)); else, in a scope others can
+                        write, another writer's item with that ns/key (a walk: keys are per writer)
+    put(ns, key, v)     the caller's own item with that ns/key (FindByKey, O(1)) is edited in
+                        place (EditMemory); otherwise a new memory (Remember, visibility from the
+                        namespace, idempotency key derived from ns/key, so a retried put lands once).
                         The memory must land in exactly the namespace's scope, else it is
                         forgotten again and the put refused (never acknowledged elsewhere)
-    delete(ns, key)     Forget (the policy decides whether the caller may forget it)
-    search(prefix, query=...)  one Recall (the namespace's scope added as `include_scopes` when it
-                        is not readable by default, so the bridge asks for a grant), its items of
-                        the namespace's scope (bounded by the recall's candidate pool, which
-                        spans all scopes searched); without a query: ListMemories walked in full
+    delete(ns, key)     Forget of the item get would return (the policy decides whether the caller
+                        may forget another writer's)
+    search(prefix, query=...)  one Recall narrowed to the namespace's scope (`only_scopes`: the
+                        backend is asked for that scope alone; one outside the defaults needs a
+                        grant), its items under the prefix (the recall's candidate pool, default
+                        50, is that scope's alone); without a query: ListMemories walked in full
     list_namespaces     the namespaces of the items in the scopes the identity reads by default
 
 Keys: a LangGraph key is a label inside the memory's content (items.py), unique per (scope,
@@ -126,10 +128,6 @@ class BridgeStore(BaseStore):
         service = ServiceBridge(url, api_key=api_key, token=token, http_client=kwargs.pop("http_client", None))
         return cls(service, ServiceIdentity(service), **kwargs)  # type: ignore[arg-type]
 
-    def _reads_by_default(self, identity: MemoryIdentity, scope: ScopeKey) -> bool:
-        own = getattr(self.bridge, "reads_by_default", None)  # the service client answers from its whoami
-        return bool(own(identity, scope)) if own is not None else self.bridge.policy.reads_by_default(identity, scope)
-
     # -- BaseStore's two methods ---------------------------------------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         if self._loop is None:
@@ -236,8 +234,8 @@ class BridgeStore(BaseStore):
         result: RecallResult | None = None
         if query:
             options = dict(recall_options or {})
-            if prefix:  # a scope outside the defaults is asked for explicitly: the bridge needs a grant
-                options.setdefault("include_scopes", tuple(t.scope for t in targets if not self._reads_by_default(identity, t.scope)))
+            if prefix:  # exactly the namespace's scope: the backend is asked for it alone (a scope outside the defaults needs a grant)
+                options.setdefault("only_scopes", tuple(t.scope for t in targets))
             for name, default in (("purpose", self.purpose), ("budget_tokens", _SEARCH_BUDGET), ("min_score", 0.0)):
                 options.setdefault(name, default)
             result = await self.bridge.execute(identity, Recall(query, **options))
