@@ -9,6 +9,7 @@ export const ROUTES = {
   "audit": { method: "GET", path: "/api/v1/audit", success: [200], authenticated: true, idempotencyKey: false },
   "capture": { method: "POST", path: "/api/v1/capture", success: [200], authenticated: true, idempotencyKey: true },
   "edit_memory": { method: "PATCH", path: "/api/v1/memories/{memory_id}", success: [200], authenticated: true, idempotencyKey: false },
+  "find_by_key": { method: "GET", path: "/api/v1/memories/by-key/{key}", success: [200], authenticated: true, idempotencyKey: false },
   "forget": { method: "DELETE", path: "/api/v1/memories/{memory_id}", success: [200], authenticated: true, idempotencyKey: false },
   "forget_subject": { method: "POST", path: "/api/v1/forget-subject", success: [200], authenticated: true, idempotencyKey: false },
   "fork_session": { method: "POST", path: "/api/v1/sessions/fork", success: [200], authenticated: true, idempotencyKey: false },
@@ -29,6 +30,7 @@ export const ROUTES = {
   "revoke_grant": { method: "DELETE", path: "/api/v1/grants/{grant_id}", success: [200], authenticated: true, idempotencyKey: false },
   "revoke_manifest": { method: "DELETE", path: "/api/v1/manifests/{manifest_id}", success: [200], authenticated: true, idempotencyKey: false },
   "start_session": { method: "POST", path: "/api/v1/sessions", success: [200], authenticated: true, idempotencyKey: false },
+  "whoami": { method: "GET", path: "/api/v1/admin/whoami", success: [200], authenticated: true, idempotencyKey: false },
   "write_back": { method: "POST", path: "/api/v1/write-back", success: [201], authenticated: true, idempotencyKey: true },
 } as const;
 
