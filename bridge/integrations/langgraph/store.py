@@ -2,7 +2,7 @@
 
 Every call is made as the identity the `IdentitySource` verified (identity.py); every namespace
 is mapped to a scope by `namespaces.resolve`, which refuses names of other identities; every
-read and write is an ordinary bridge operation (`Remember`, `EditMemory`, `Forget`,
+read and write is an ordinary bridge operation (`Remember`, `EditMemory`, `Forget`, `FindByKey`,
 `ListMemories`, `Recall`) run by `MemoryBridge.execute`, so the policy, limits, session checks
 and audit are the bridge's — the store never reads the backend itself and never widens a scope.
 
@@ -22,9 +22,11 @@ and audit are the bridge's — the store never reads the backend itself and neve
     list_namespaces     the namespaces of the items in the scopes the identity reads by default
 
 Keys: a LangGraph key is a label inside the memory's content (items.py), unique per (scope,
-namespace, writer): in a shared scope two writers' items with the same key are two memories
-(an idempotency key is namespaced by its writer, so nobody overwrites another's item by
-guessing its key); `get` returns the caller's own, else the most recently updated one. An item
+namespace, writer), stored with the idempotency key `items.item_key(namespace, key)`: the bridge
+namespaces it by the writer, so `FindByKey` finds the caller's own item in O(1) and nobody else's;
+in a shared scope two writers' items with the same key are two memories (nobody overwrites
+another's item by guessing its key); `get` returns the caller's own, else the most recently
+updated one of another writer (found by a walk, see `_others`). An item
 whose recorded namespace does not describe the scope it was read from (someone wrote a
 ("memories", "alice") label into a shared scope through the plain API) is not an item there:
 a label never lies about where an item came from.
