@@ -7,6 +7,8 @@ which can never contain `/`, so the string form below is unambiguous and reversi
 
     acme/user/u17            private memory of user u17 in tenant acme
     acme/agent/coder/u17     memory owned by agent `coder` acting for user u17
+    acme/task/coder/u17/t9   agent `coder`'s working memory for user u17 in task t9 (seed 000 level 3)
+    acme/team/red            team red (seed 000 section 5): its member agents read and write it
     acme/ws/alpha            workspace (project) alpha
     acme/dept/eng            department eng
     acme/tenant              the tenant's shared scope
@@ -34,6 +36,8 @@ class Visibility(str, enum.Enum):
     DEPARTMENT = "department"
     TENANT = "tenant"
     GLOBAL = "global"
+    TEAM = "team"  # a team of agents (membership is bridge state, never a memory field)
+    TASK = "task"  # one agent's working memory for one user in one task
 
 
 _SEGMENT = {
@@ -41,6 +45,7 @@ _SEGMENT = {
     Visibility.AGENT: "agent",
     Visibility.WORKSPACE: "ws",
     Visibility.DEPARTMENT: "dept",
+    Visibility.TEAM: "team",
 }
 _VISIBILITY_OF_SEGMENT = {v: k for k, v in _SEGMENT.items()}
 
@@ -62,7 +67,8 @@ class ScopeKey:
     visibility: Visibility
     tenant_id: str | None
     owner_id: str | None = None  # user, workspace or department id; the agent id for AGENT
-    user_id: str | None = None  # only for AGENT: whose agent-owned memory this is
+    user_id: str | None = None  # only for AGENT and TASK: whose agent-owned memory this is
+    task_id: str | None = None  # only for TASK: which task of that agent
     _hash: int = field(default=0, init=False, repr=False, compare=False)
     _text: str = field(default="", init=False, repr=False, compare=False)  # str(), cached on first use
 
@@ -74,7 +80,9 @@ class ScopeKey:
         v = self.visibility
         if not isinstance(v, Visibility):
             raise InvalidScope(f"visibility must be a Visibility, not {v!r}")
-        object.__setattr__(self, "_hash", hash((v.value, self.tenant_id, self.owner_id, self.user_id)))
+        object.__setattr__(self, "_hash", hash((v.value, self.tenant_id, self.owner_id, self.user_id, self.task_id)))
+        if self.task_id is not None and v is not Visibility.TASK:
+            raise InvalidRequest(f"a {v.value} scope has no task_id")
         if v is Visibility.GLOBAL:
             if self.tenant_id is not None or self.owner_id is not None or self.user_id is not None:
                 raise InvalidRequest("the global scope has no tenant or owner")
@@ -87,6 +95,9 @@ class ScopeKey:
         validate_id(self.owner_id, f"{v.value} owner id")
         if v is Visibility.AGENT:
             validate_id(self.user_id, "agent scope user_id")
+        elif v is Visibility.TASK:
+            validate_id(self.user_id, "task scope user_id")
+            validate_id(self.task_id, "task scope task_id")
         elif self.user_id is not None:
             raise InvalidRequest(f"a {v.value} scope has no user_id")
 
@@ -98,6 +109,14 @@ class ScopeKey:
     @classmethod
     def agent(cls, tenant_id: str, agent_id: str, user_id: str) -> "ScopeKey":
         return cls(Visibility.AGENT, tenant_id, agent_id, user_id)
+
+    @classmethod
+    def task(cls, tenant_id: str, agent_id: str, user_id: str, task_id: str) -> "ScopeKey":
+        return cls(Visibility.TASK, tenant_id, agent_id, user_id, task_id)
+
+    @classmethod
+    def team(cls, tenant_id: str, team_id: str) -> "ScopeKey":
+        return cls(Visibility.TEAM, tenant_id, team_id)
 
     @classmethod
     def workspace(cls, tenant_id: str, workspace_id: str) -> "ScopeKey":
@@ -114,6 +133,16 @@ class ScopeKey:
     @classmethod
     def global_(cls) -> "ScopeKey":
         return cls(Visibility.GLOBAL, None)
+
+    @property
+    def personal_user_id(self) -> str | None:
+        """The user whose personal memory this place is (private, agent-owned, task), else None:
+        what erasure by subject deletes outright."""
+        if self.visibility is Visibility.PRIVATE:
+            return self.owner_id
+        if self.visibility in (Visibility.AGENT, Visibility.TASK):
+            return self.user_id
+        return None
 
     # -- string form --------------------------------------------------------------------
     def __str__(self) -> str:
@@ -132,6 +161,8 @@ class ScopeKey:
             return f"{self.tenant_id}/tenant"
         if v is Visibility.AGENT:
             return f"{self.tenant_id}/agent/{self.owner_id}/{self.user_id}"
+        if v is Visibility.TASK:
+            return f"{self.tenant_id}/task/{self.owner_id}/{self.user_id}/{self.task_id}"
         return f"{self.tenant_id}/{_SEGMENT[v]}/{self.owner_id}"
 
     @classmethod
@@ -148,6 +179,8 @@ class ScopeKey:
             return cls(_VISIBILITY_OF_SEGMENT[parts[1]], parts[0], parts[2])
         if len(parts) == 4 and parts[1] == "agent":
             return cls.agent(parts[0], parts[2], parts[3])
+        if len(parts) == 5 and parts[1] == "task":
+            return cls.task(parts[0], parts[2], parts[3], parts[4])
         raise InvalidRequest(f"not a scope key: {text!r}")
 
     def __repr__(self) -> str:
@@ -160,6 +193,7 @@ class ReadSource(str, enum.Enum):
     OWN = "own"  # one of the identity's default scopes
     GRANT = "grant"  # an explicit, expiring grant (`grant_id` names it)
     MANIFEST = "manifest"  # a parent agent's injection manifest (`grant_id` = manifest id)
+    SHARE = "share"  # memories another agent of the same user shared by `visible_to`
 
 
 @dataclass(frozen=True, slots=True)

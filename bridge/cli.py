@@ -47,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", help="client mode: a JWT bearer token to present")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+    p = sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+    p.add_argument("scenario", nargs="?", choices=["multi-agent"], help="multi-agent: seed 002's phase-7 DAG over federated injection (bridge/demo_multiagent.py)")
+    p.add_argument("--dry-run", action="store_true", help="multi-agent: deterministic agent stubs, no model (the only mode; accepted as in the seed's command)")
+    p.add_argument("--roles", help="multi-agent: the role file (default examples/roles/phase7.toml)")
 
     p = sub.add_parser("remember", help="store a memory as the development identity")
     p.add_argument("content", help="the text, - for stdin, or @FILE (client mode)")
@@ -113,6 +116,12 @@ async def _dev_session(reinitialise: bool = False):
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo" and args.scenario == "multi-agent":
+        from pathlib import Path
+
+        from bridge.demo_multiagent import run_multiagent_demo
+
+        return 0 if await run_multiagent_demo(sys.stdout, Path(args.roles) if args.roles else None) else 1
     if args.command == "demo":
         from bridge.demo import run_demo
 

@@ -6,7 +6,8 @@
      │    ├── IdentityConfigurationError       a mis-configured identity provider
      │    │    ├── UnusableKey                 a JWK that may never verify tokens
      │    │    └── InvalidSetting              identity.settings: a bad provider setting
-     │    └── BackendMisconfigured             adapters: EmbeddingMisconfigured, WrongContext
+     │    ├── BackendMisconfigured             adapters: EmbeddingMisconfigured, WrongContext
+     │    └── RoleFileError                    bridge/roles: a role file field (`path`, `field`)
      ├── IdentityError                         establishing who is asking
      │    ├── Unauthenticated                  401: InvalidCredential, ExpiredCredential
      │    ├── Forbidden                        403: SessionIdentityMismatch, UnknownSession
@@ -20,7 +21,8 @@
      │                                         EmbedderMismatch
      ├── NotPermitted                          403: the policy refuses (write a visibility,
      │    │                                    approve, forget another's memory, no grant)
-     │    └── ManifestError                    misuse of an injection manifest
+     │    ├── ManifestError                    misuse of an injection manifest
+     │    └── RoleRefused                      bridge/roles: the role file does not allow it
      ├── NotFound                              404: no such memory/grant/manifest there
      ├── Conflict                              409: idempotency key reused for other content
      ├── RecallIncomplete                      503: a scope (or the whole fan-out) failed;
@@ -73,7 +75,7 @@ __all__ = [
     "SessionIdentityMismatch", "UnknownSession", "IdentityProviderUnavailable", "InvalidInput",
     "NotPermitted", "ManifestError", "NotFound", "Conflict", "RecallIncomplete", "Unavailable",
     "CorruptStorage", "BridgeError", "IncompatibleSchema", "InvalidIdentityInput", "NonceCacheFull",
-    "StorageUnavailable", "UnusableKey",
+    "StorageUnavailable", "UnusableKey", "RoleFileError", "RoleRefused",
 ]
 
 #: Kept for callers of the first release: the bridge's errors are the whole tree now.
@@ -83,3 +85,17 @@ BridgeError = VikingBridgeError
 class ManifestError(NotPermitted):
     """An injection manifest was misused (self-injection, wrong child, expired, revoked,
     re-injection without permission)."""
+
+
+class RoleFileError(ConfigurationError):
+    """A role file (bridge/roles/) that cannot be used: unreadable, not TOML, or a field with a
+    wrong value. `path` is the file, `field` the dotted location in it (`agents.intent.tiers`)."""
+
+    def __init__(self, path: str, field: str, problem: str) -> None:
+        self.path, self.field, self.problem = path, field, problem
+        super().__init__(f"role file {path}: {field}: {problem}" if field else f"role file {path}: {problem}")
+
+
+class RoleRefused(NotPermitted):
+    """The loaded role file does not allow this: an agent without a role, an injection into an
+    agent the parent may not inject into, a re-injection or write-back the role does not permit."""

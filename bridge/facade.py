@@ -120,6 +120,10 @@ class MemoryBridge(OperationMethods, ReadMethods):
         async with lock:
             if self._opened is lock:
                 await open_checks(self.runtime, reinitialise=self._reinitialise)
+                if self.runtime.roles is not None:  # the role file's team membership (bridge/roles/teams.py)
+                    from bridge.roles.teams import apply_role_teams
+
+                    await apply_role_teams(self.runtime.state, self.runtime.roles)
                 self._opened = True
 
     async def _audit_refusal(self, identity: MemoryIdentity, op: Operation, exc: BaseException) -> None:

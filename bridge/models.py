@@ -34,6 +34,10 @@ class RecalledMemory:
     derived_from: tuple[str, ...] = ()
     conflicts_with: tuple[MemoryRef, ...] = ()
     duplicates: tuple[MemoryRef, ...] = ()
+    #: seed 000 section 3 (bridge/sharing_policy.py): team / private / injected, and which
+    #: agents read it (`("*",)`: the whole audience of its scope)
+    memory_type: str = "private"
+    visible_to: tuple[str, ...] = ("*",)
 
     @property
     def ref(self) -> MemoryRef:
@@ -66,6 +70,8 @@ class WriteResult(BaseModel):
     status: str
     reason: str
     deduplicated: bool = False  # an idempotent retry returned the memory written before
+    memory_type: str = "private"  # seed 000: team / private (bridge/sharing_policy.py)
+    visible_to: tuple[str, ...] = ("*",)
 
     @property
     def ref(self) -> MemoryRef:

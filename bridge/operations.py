@@ -17,6 +17,7 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
 from bridge.models import Message
+from bridge.sharing_fields import memory_type_field, visible_to_field
 from bridge.state.records import AUDIT_ACTIONS, InjectDepth
 from bridge.validation import (
     RESERVED_METADATA_PREFIX, check_metadata, flag, ident, kind, memory_ref, message, metadata, number, optional_ident,
@@ -104,7 +105,12 @@ class Recall(Operation):
 
 @dataclass(frozen=True, slots=True)
 class Remember(Operation):
-    """Store an explicit memory. Where it lands is decided by the policy from the identity."""
+    """Store an explicit memory. Where it lands is decided by the policy from the identity.
+
+    Seed 000 (issue 13): `memory_type` "team" writes the team `team_id` (members only),
+    "private" the agent's own place; `visible_to` names other agents of the same user that may
+    read a private memory (`["*"]`: all of them) — see bridge/sharing_policy.py.
+    """
 
     content: str
     kind: Kind
@@ -113,8 +119,14 @@ class Remember(Operation):
     idempotency_key: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     confidence: float = 1.0
+    memory_type: str | None = None
+    visible_to: tuple[str, ...] | None = None
+    team_id: str | None = None
 
     def __post_init__(self) -> None:
+        _set(self, "memory_type", memory_type_field(self.memory_type))
+        _set(self, "visible_to", visible_to_field(self.visible_to))
+        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
         _set(self, "content", text(self.content, "content"))
         _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
@@ -134,8 +146,14 @@ class Capture(Operation):
 
     messages: tuple[Message, ...]
     idempotency_key: str | None = None
+    memory_type: str | None = None  # as for Remember: where every extracted memory lands
+    visible_to: tuple[str, ...] | None = None
+    team_id: str | None = None
 
     def __post_init__(self) -> None:
+        _set(self, "memory_type", memory_type_field(self.memory_type))
+        _set(self, "visible_to", visible_to_field(self.visible_to))
+        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
         messages = tuple(message(m) for m in sequence(self.messages, "messages"))
         if not messages:
             raise InvalidInput("capture needs at least one message")
@@ -282,6 +300,8 @@ class WriteBack(Operation):
     kind: Kind
     visibility: Visibility | None = None
     idempotency_key: str | None = None
+    #: the caller's metadata for the result, e.g. the `domain` and `tier` role files route by
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
@@ -289,9 +309,11 @@ class WriteBack(Operation):
         _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
         _set(self, "idempotency_key", optional_ident(self.idempotency_key, "idempotency_key"))
+        _set(self, "metadata", metadata(self.metadata))
 
     def check(self, limits: Limits) -> None:
         within(self.content, "content", limits.max_content_chars)
+        check_metadata(self.metadata, limits)
 
 
 @dataclass(frozen=True, slots=True)

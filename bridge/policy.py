@@ -1,25 +1,23 @@
 """Who may do what: every permission decision of the bridge, as pure functions.
 
-Each method here is a function of the authenticated `MemoryIdentity` plus records the bridge has
+Each method is a function of the authenticated `MemoryIdentity` plus records the bridge has
 loaded and verified (grants, manifests, a stored memory's scope and provenance). Nothing here
-reads a request body, metadata supplied by a caller, memory content, HTTP or any backend; the
-stores store, they do not decide. A refusal is a `NotPermitted` (or `ManifestError`) whose
-message names the rule and, where one exists, the role that would allow it.
+reads a request body, caller metadata, memory content, HTTP or any backend. A refusal is a
+`NotPermitted` (or `ManifestError`) naming the rule and, where one exists, the role allowing it.
 
-Reading (default): own private, own agent-owned (same agent only), the current workspace, own
-departments, own tenant's shared scope, global. Anything else only through an explicit grant,
-labelled with the grant and weighed lower, or exactly the memories of an injection manifest.
+Reading (default): own private, own agent-owned (same agent only), the session's task, the
+current workspace, own departments, own tenant's shared scope, global. Anything else only through
+a grant (labelled, weighed lower), an injection manifest, or a share / team membership
+(`bridge/sharing_policy.py`).
 
 Writing: preferences/profile/events -> private; facts/decisions -> workspace; agent experience
-and procedures -> agent-owned (or workspace if asked); department standards -> department as
-`pending` until an approver approves; tenant and global only for admins; a prompt can never
-raise visibility because the visibility is an argument checked here against roles.
+and procedures -> agent-owned (the task scope when the session names a task); department
+standards -> department, `pending` until approved; tenant and global only for admins; a prompt
+never raises visibility: the visibility is an argument checked here against roles.
 
-Changing a memory's status (supersede on promotion or approval) is allowed exactly where the
-caller may also forget that memory. Promotion only widens (private/agent < workspace <
-department < tenant < global) and never supersedes a memory outside the caller's tenant.
+Changing a status (supersede, approve) is allowed exactly where the caller may forget the memory.
+Promotion only widens (private/agent < workspace < department < tenant < global), in-tenant only.
 """
-
 from __future__ import annotations
 
 import enum
@@ -50,10 +48,12 @@ ROLE_ADMIN, ROLE_APPROVER, ROLE_GLOBAL_ADMIN = Role.ADMIN.value, Role.APPROVER.v
 _CHAT_WEIGHTS = {
     Visibility.PRIVATE: 1.00, Visibility.AGENT: 0.97, Visibility.WORKSPACE: 0.95,
     Visibility.DEPARTMENT: 0.85, Visibility.TENANT: 0.70, Visibility.GLOBAL: 0.50,
+    Visibility.TASK: 0.98, Visibility.TEAM: 0.95,  # issue 13: the task's working memory, team memory
 }
 _CODING_WEIGHTS = {
     Visibility.WORKSPACE: 1.00, Visibility.AGENT: 0.95, Visibility.DEPARTMENT: 0.90,
     Visibility.PRIVATE: 0.85, Visibility.TENANT: 0.65, Visibility.GLOBAL: 0.50,
+    Visibility.TASK: 0.98, Visibility.TEAM: 0.98,
 }
 _DEFAULT_VISIBILITY = {
     Kind.PROFILE: Visibility.PRIVATE, Kind.PREFERENCE: Visibility.PRIVATE, Kind.EVENT: Visibility.PRIVATE,
@@ -62,7 +62,7 @@ _DEFAULT_VISIBILITY = {
 }
 # How far a visibility reaches, for "promotion only widens".
 _REACH = {
-    Visibility.PRIVATE: 0, Visibility.AGENT: 0, Visibility.WORKSPACE: 1,
+    Visibility.PRIVATE: 0, Visibility.AGENT: 0, Visibility.TASK: 0, Visibility.WORKSPACE: 1, Visibility.TEAM: 1,
     Visibility.DEPARTMENT: 2, Visibility.TENANT: 3, Visibility.GLOBAL: 4,
 }
 MAX_GRANT_TTL_SECONDS = 366 * 86400
@@ -117,6 +117,8 @@ class Policy:
             (ScopeKey.private(t, identity.user_id), "own private memory"),
             (ScopeKey.agent(t, identity.agent_id, identity.user_id), f"memory of agent {identity.agent_id} for this user"),
         ]
+        if identity.task_id:  # seed 000 level 3: this task's working memory, no other task's
+            scopes.append((ScopeKey.task(t, identity.agent_id, identity.user_id, identity.task_id), f"working memory of task {identity.task_id}"))
         if identity.workspace_id:
             scopes.append((ScopeKey.workspace(t, identity.workspace_id), f"current workspace {identity.workspace_id}"))
         for dept in sorted(identity.department_ids):
@@ -208,6 +210,10 @@ class Policy:
                 raise NotPermitted("cannot write to a workspace: the authenticated session has no workspace_id")
         if v is Visibility.PRIVATE:
             return WriteDecision(ScopeKey.private(t, identity.user_id), Status.ACTIVE, "own private memory")
+        if v is Visibility.TASK and not identity.task_id:
+            raise NotPermitted("cannot write task memory: the authenticated session names no task_id")
+        if identity.task_id and (v is Visibility.TASK or (v is Visibility.AGENT and visibility is None)):
+            return WriteDecision(ScopeKey.task(t, identity.agent_id, identity.user_id, identity.task_id), Status.ACTIVE, f"working memory of task {identity.task_id}")
         if v is Visibility.AGENT:
             return WriteDecision(ScopeKey.agent(t, identity.agent_id, identity.user_id), Status.ACTIVE, f"memory of agent {identity.agent_id}")
         if v is Visibility.WORKSPACE:
@@ -247,11 +253,8 @@ class Policy:
 
     # -- changing memories ----------------------------------------------------------------
     def is_own_scope(self, identity: MemoryIdentity, key: ScopeKey) -> bool:
-        """True for the identity's own private scope and its own agent's scope."""
-        return key in (
-            ScopeKey.private(identity.tenant_id, identity.user_id),
-            ScopeKey.agent(identity.tenant_id, identity.agent_id, identity.user_id),
-        )
+        """True for the identity's own private scope, its own agent's scope and its task's scope."""
+        return key in {k for k, _ in self.own_scopes(identity)[:3]} and key.personal_user_id == identity.user_id
 
     def may_fetch_for_change(self, identity: MemoryIdentity, key: ScopeKey) -> bool:
         """May the identity look a memory up by reference in `key` in order to change it?
@@ -344,8 +347,8 @@ class Policy:
             raise NotPermitted(f"issuing a grant needs the {ROLE_ADMIN!r} role")
         if scope.tenant_id != admin.tenant_id:
             raise NotPermitted(f"scope {scope} is not in tenant {admin.tenant_id}; grants never cross tenants")
-        if scope.visibility in (Visibility.PRIVATE, Visibility.AGENT):
-            raise NotPermitted("private and agent-owned scopes cannot be granted; share a memory by promotion instead")
+        if scope.visibility in (Visibility.PRIVATE, Visibility.AGENT, Visibility.TASK, Visibility.TEAM):
+            raise NotPermitted("private, agent-owned, task and team scopes cannot be granted; share by visible_to, team membership or promotion")
         if not (0 < ttl_seconds <= MAX_GRANT_TTL_SECONDS):
             raise NotPermitted(f"a grant must expire within a year (ttl_seconds in (0, {MAX_GRANT_TTL_SECONDS}])")
         if not reason.strip():

@@ -8,13 +8,14 @@ tenant's scope; a non-active memory only for its author, its approvers and whoev
 
 from __future__ import annotations
 
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 from adapters.base import Status
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import NotPermitted
 from bridge.policy import ROLE_ADMIN, Policy, Role
-from bridge.state.records import Grant
+from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
 __all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports"]
@@ -85,3 +86,143 @@ def exports(identity: MemoryIdentity, key: ScopeKey, status: Status, author_user
     if key in (ScopeKey.private(identity.tenant_id, identity.user_id), ScopeKey.agent(identity.tenant_id, identity.agent_id, identity.user_id)):
         return True
     return identity.user_id in (author_user_id, subject_user_id)
+
+
+# -- the admin console (issue 15): tenant-admin views, and "who can read this and why" ---------
+__all__ += ["require_tenant_admin", "may_inspect", "Audience", "Reader", "default_audience", "readers_of"]
+
+
+def require_tenant_admin(identity: MemoryIdentity, what: str) -> None:
+    """The console's tenant-wide views (every grant, every manifest, per-scope counts, readers
+    of a memory) are for the tenant's admins; the tenant is always the admin's own."""
+    if not identity.has_role(Role.ADMIN):
+        raise NotPermitted(f"{what} needs the {ROLE_ADMIN!r} role of the tenant")
+
+
+def may_inspect(identity: MemoryIdentity, key: ScopeKey) -> None:
+    """A tenant admin may ask who reads any memory of their own tenant (or a global one, which
+    every tenant reads); a memory of another tenant is refused before it is looked up."""
+    require_tenant_admin(identity, "asking who can read a memory")
+    if key.visibility is not Visibility.GLOBAL and key.tenant_id != identity.tenant_id:
+        raise NotPermitted(f"{identity.principal} may not inspect {key}: it is not a scope of tenant {identity.tenant_id}")
+
+
+@dataclass(frozen=True)
+class Audience:
+    """A class of identities, as a pattern over identity fields (None = any value): exactly the
+    identities whose default scopes (`Policy.own_scopes`) include one scope key."""
+
+    tenant_id: str | None = None  # None only for the global scope: every tenant
+    user_id: str | None = None
+    agent_id: str | None = None
+    workspace_id: str | None = None
+    department_id: str | None = None
+    task_id: str | None = None
+
+    def matches(self, identity: MemoryIdentity) -> bool:
+        return (
+            self.tenant_id in (None, identity.tenant_id) and self.user_id in (None, identity.user_id)
+            and self.agent_id in (None, identity.agent_id) and self.workspace_id in (None, identity.workspace_id)
+            and (self.department_id is None or self.department_id in identity.department_ids)
+            and self.task_id in (None, identity.task_id)
+        )
+
+    def describe(self) -> str:
+        if self.tenant_id is None:
+            return "every identity of every tenant"
+        parts = [f"user {self.user_id}" if self.user_id else "every identity"]
+        if self.agent_id:
+            parts.append(f"acting through agent {self.agent_id}")
+        if self.workspace_id:
+            parts.append(f"whose session is in workspace {self.workspace_id}")
+        if self.department_id:
+            parts.append(f"who belongs to department {self.department_id}")
+        if self.task_id:
+            parts.append(f"working on task {self.task_id}")
+        return " ".join(parts) + f" of tenant {self.tenant_id}"
+
+
+def default_audience(policy: Policy, key: ScopeKey) -> Audience | None:
+    """Who reads `key` by default, mirroring `Policy.own_scopes` (tests/bridge/test_admin_ops.py
+    checks the two agree identity by identity). None: nobody (global memory switched off).
+    A visibility this function does not know fails closed: `NotPermitted`, never "everyone"."""
+    t = key.tenant_id
+    if key.visibility is Visibility.PRIVATE:
+        return Audience(t, user_id=key.owner_id)
+    if key.visibility is Visibility.AGENT:
+        return Audience(t, user_id=key.user_id, agent_id=key.owner_id)
+    if key.visibility is Visibility.TASK:
+        return Audience(t, user_id=key.user_id, agent_id=key.owner_id, task_id=key.task_id)
+    if key.visibility is Visibility.TEAM:
+        return None  # nobody by default: a team is read by its member agents (`team_members` below)
+    if key.visibility is Visibility.WORKSPACE:
+        return Audience(t, workspace_id=key.owner_id)
+    if key.visibility is Visibility.DEPARTMENT:
+        return Audience(t, department_id=key.owner_id)
+    if key.visibility is Visibility.TENANT:
+        return Audience(t)
+    if key.visibility is Visibility.GLOBAL:
+        return Audience(None) if policy.config.include_global else None
+    raise NotPermitted(f"no reader rule is known for visibility {key.visibility.value!r}")
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One class of readers of one memory and the rule that lets them read it."""
+
+    who: str
+    why: str
+    via: str  # "default scope", "grant", "manifest", "approval queue", "author", "admin"
+    until: float | None = None  # when a grant or manifest runs out
+    ref: str | None = None  # the grant or manifest id
+
+
+def readers_of(
+    policy: Policy, key: ScopeKey, status: Status, author_user_id: str, grants: Iterable[Grant],
+    manifests: Sequence[tuple[InjectionManifest, Sequence[InjectionManifest]]], now: float,
+    *, shared_with: frozenset[str] = frozenset(), team_members: frozenset[str] = frozenset(),
+) -> list[Reader]:
+    """Everyone who can read one memory and why, by the same rules recall and get apply.
+
+    `grants`: grants of the memory's tenant; `manifests`: live manifests holding the memory,
+    each with its chain (nearest source first); `shared_with`: the memory's `visible_to` beyond its
+    owning agent (agent and task places only, the same user's agents; "*" = all of them);
+    `team_members`: the member agents of a team scope. An active memory: its scope's default
+    audience, its shares, the team's members, active grants on exactly that scope, manifests
+    whose whole chain is live. Anything else
+    (pending, superseded): its author, the approvers of its scope, the tenant's admins."""
+    out: list[Reader] = []
+    tenant = key.tenant_id
+    if status is Status.ACTIVE:
+        audience = default_audience(policy, key)
+        if audience is not None:
+            out.append(Reader(audience.describe(), f"{key} is one of their default scopes ({key.visibility.value})", "default scope"))
+        if key.visibility in (Visibility.AGENT, Visibility.TASK):  # bridge/sharing_policy.SHAREABLE
+            for agent in sorted(shared_with):
+                who = f"every agent acting for user {key.user_id}" if agent == "*" else f"agent {agent} acting for user {key.user_id}"
+                out.append(Reader(who, f"agent {key.owner_id} shared it with them (visible_to)", "share"))
+        if key.visibility is Visibility.TEAM and team_members:
+            members = ", ".join(sorted(team_members))
+            out.append(Reader(f"member agents of team {key.owner_id} ({members}), acting for any user of tenant {tenant}", f"{key} is team memory", "team"))
+        for g in grants:
+            if g.scope == key and g.tenant_id == tenant and g.active(now):
+                who = f"user {g.grantee_user_id}" + (f" through agent {g.grantee_agent_id}" if g.grantee_agent_id else "")
+                out.append(Reader(who, f"grant {g.grant_id} issued by {g.issued_by}: {g.reason}", "grant", g.expires_at, g.grant_id))
+        for m, chain in manifests:
+            links = (m, *chain)
+            if any(not x.usable(now) for x in links) or links[-1].parent_manifest_id is not None:
+                continue  # a manifest whose source expired, was revoked or erased reads nothing
+            out.append(Reader(
+                f"agent {m.child_agent_id} acting for user {m.user_id}", f"manifest {m.manifest_id} injected by {m.issuer} for task {m.task!r} (read-only)",
+                "manifest", min(x.expires_at for x in links), m.manifest_id,
+            ))
+    else:
+        out.append(Reader(f"its author, user {author_user_id}", f"a {status.value} memory is shown to its author", "author"))
+        if key.visibility in (Visibility.DEPARTMENT, Visibility.WORKSPACE):
+            place = "department" if key.visibility is Visibility.DEPARTMENT else "workspace"
+            out.append(Reader(f"approvers of {place} {key.owner_id} of tenant {tenant}", f"it awaits their decision in {key}", "approval queue"))
+        if tenant is not None:
+            out.append(Reader(f"admins of tenant {tenant}", "tenant admins approve or reject any shared scope of their tenant", "approval queue"))
+    if tenant is not None:
+        out.append(Reader(f"admins of tenant {tenant}", "may look it up to edit or forget it (an edit returns its content)", "admin"))
+    return out

@@ -17,6 +17,7 @@ from bridge.limits import Limits
 from bridge.policy import Policy
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
+from bridge.roles.permissions import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.sessions import SessionRegistry
 
@@ -36,6 +37,8 @@ class BridgeRuntime:
     token_counter: TokenCounter | None = None
     server_side_extraction: bool = False
     clock: Callable[[], float] = time.time
+    #: The loaded role file (bridge/roles/), or None: no role restrictions, no federated injection.
+    roles: RoleBook | None = None
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)

@@ -27,6 +27,8 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
+    VIKING_BRIDGE_ROLES_FILE            unset    a role file (TOML, bridge/roles/): per-agent domains, tiers,
+                                                 budgets, who may inject into whom (examples/roles/phase7.toml)
 
 Identity settings (provider, mode, keys) live in `identity.settings` under the same prefix.
 """
@@ -79,6 +81,7 @@ class BridgeSettings(BaseSettings):
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
     backend: Literal["local", "postgres"] = "local"
     memory_url: SecretStr | None = None
+    roles_file: Path | None = None
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod
@@ -126,7 +129,12 @@ class BridgeSettings(BaseSettings):
 
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        return {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads}
+        if self.roles_file is not None:
+            from bridge.roles.loader import load_roles  # a RoleFileError names the file and the field
+
+            options["roles"] = load_roles(self.roles_file)
+        return options
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:

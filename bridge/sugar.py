@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from adapters.scopes import ScopeKey, Visibility
 from bridge import operations as ops
 from bridge import read_operations as reads
+from bridge import sharing_operations as share_ops
 from bridge.models import CaptureResult, MemoryRef, Message, RecallResult, WriteResult
 from bridge.state.records import AuditEvent, Grant, InjectDepth, InjectionManifest
 from bridge.vocabulary import Kind, Purpose
@@ -36,12 +37,28 @@ class OperationMethods:
     async def remember(
         self, identity: MemoryIdentity, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
         department_id: str | None = None, idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
-        confidence: float = 1.0,
+        confidence: float = 1.0, memory_type: str | None = None, visible_to: Sequence[str] | None = None, team_id: str | None = None,
     ) -> WriteResult:
-        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Remember(content, kind, visibility, department_id, idempotency_key, metadata, confidence, memory_type, visible_to, team_id))  # type: ignore[arg-type]
 
-    async def capture(self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None) -> CaptureResult:
-        return await self.execute(identity, ops.Capture(messages, idempotency_key))  # type: ignore[arg-type]
+    async def capture(
+        self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None,
+        memory_type: str | None = None, visible_to: Sequence[str] | None = None, team_id: str | None = None,
+    ) -> CaptureResult:
+        return await self.execute(identity, ops.Capture(messages, idempotency_key, memory_type, visible_to, team_id))  # type: ignore[arg-type]
+
+    # -- sharing and teams (issue 13; bridge/sharing_operations.py) --
+    async def set_visible_to(self, identity: MemoryIdentity, ref: Ref, visible_to: Sequence[str]) -> Any:
+        return await self.execute(identity, share_ops.SetVisibleTo(ref, visible_to))  # type: ignore[arg-type]
+
+    async def set_team_members(self, admin: MemoryIdentity, team_id: str, agent_ids: Sequence[str]) -> Any:
+        return await self.execute(admin, share_ops.SetTeamMembers(team_id, agent_ids))  # type: ignore[arg-type]
+
+    async def add_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
+        return await self.execute(admin, share_ops.AddTeamMember(team_id, member_agent_id))
+
+    async def remove_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
+        return await self.execute(admin, share_ops.RemoveTeamMember(team_id, member_agent_id))
 
     async def forget(self, identity: MemoryIdentity, ref: Ref) -> bool:
         return await self.execute(identity, ops.Forget(ref))  # type: ignore[arg-type]
@@ -76,9 +93,9 @@ class OperationMethods:
 
     async def write_back(
         self, child: MemoryIdentity, manifest_id: str, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
-        idempotency_key: str | None = None,
+        idempotency_key: str | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> WriteResult:
-        return await self.execute(child, ops.WriteBack(manifest_id, content, kind, visibility, idempotency_key))  # type: ignore[arg-type]
+        return await self.execute(child, ops.WriteBack(manifest_id, content, kind, visibility, idempotency_key, metadata or {}))  # type: ignore[arg-type]
 
     async def audit_events(self, identity: MemoryIdentity, *, action: str | None = None, memory_id: str | None = None, limit: int = 100, since_seq: int = 0) -> list[AuditEvent]:
         return await self.execute(identity, ops.QueryAudit(action, memory_id, limit, since_seq))
@@ -120,3 +137,12 @@ class ReadMethods:
 
     async def inject_context(self, parent: MemoryIdentity, child_agent_id: str, task: str, **kwargs: Any) -> Any:
         return await self.execute(parent, reads.InjectContext(ops.Inject(child_agent_id, task, **kwargs)))
+
+    async def role_inject(
+        self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: InjectDepth | str | None = None,
+        carry: Sequence[Ref] = (), ttl_seconds: float = 3600, may_reinject: bool = False,
+    ) -> Any:
+        """Federated injection (bridge/roles/): the manifest the child's role calls for."""
+        from bridge.roles.operation import RoleInject
+
+        return await self.execute(parent, RoleInject(child_agent_id, task, depth, carry, ttl_seconds, may_reinject))  # type: ignore[arg-type]

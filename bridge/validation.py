@@ -19,7 +19,7 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
 from bridge.models import MemoryRef, Message
-from bridge.vocabulary import Kind, Purpose, parse_kind, parse_purpose
+from bridge.vocabulary import TIER_KEY, TIERS, Kind, Purpose, parse_kind, parse_purpose
 from identity.ids import InvalidIdError, validate_id
 
 #: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
@@ -136,6 +136,8 @@ def metadata(value: object) -> Mapping[str, Any]:
         text(key, "metadata key")
         if key.startswith(RESERVED_METADATA_PREFIX):
             raise InvalidInput(f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_METADATA_PREFIX!r})")
+        if key == TIER_KEY and item not in TIERS:
+            raise InvalidInput(f"metadata {TIER_KEY!r} must be one of {', '.join(TIERS)} (the retrieval tiers role files budget by), not {shown(item)}")
         if isinstance(item, bool) or item is None:
             continue
         if isinstance(item, int):

@@ -40,3 +40,9 @@ def parse_purpose(value: object) -> Purpose:
         return value if isinstance(value, Purpose) else Purpose(str(value))
     except ValueError:
         raise InvalidInput(f"unknown purpose {value!r}; expected one of: {', '.join(p.value for p in Purpose)}") from None
+
+
+#: A memory's retrieval tier (seed 002: hot / warm / cold), kept in its `tier` metadata key;
+#: role files budget by it, and a write naming any other tier is refused (bridge/validation.py).
+TIER_KEY = "tier"
+TIERS = ("hot", "warm", "cold")

@@ -25,6 +25,8 @@ from adapters.errors import BackendError, InvalidRequest, Unavailable
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import NotPermitted
 from bridge.models import WriteResult
+from bridge.policy import WriteDecision
+from bridge.sharing_policy import memory_type_of, visible_to_of
 from bridge.operations import Remember
 from bridge.runtime import BridgeRuntime
 from identity.model import MemoryIdentity
@@ -67,9 +69,10 @@ def provenance(identity: MemoryIdentity, lineage: Lineage = Lineage()) -> Proven
     )
 
 
-def plan_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember, lineage: Lineage = Lineage()) -> WritePlan:
-    """Where `op` lands and with which status, as the policy decides; `NotPermitted` if nowhere."""
-    decision = rt.policy.decide_write(identity, op.kind, op.visibility, department_id=op.department_id)
+def plan_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember, lineage: Lineage = Lineage(), decision: WriteDecision | None = None) -> WritePlan:
+    """Where `op` lands and with which status, as the policy decides; `NotPermitted` if nowhere.
+    `decision`: one the sharing rules already made (team memory, `memory_type`, `visible_to`)."""
+    decision = decision or rt.policy.decide_write(identity, op.kind, op.visibility, department_id=op.department_id)
     status, reason = decision.status, decision.reason
     if lineage.captured and decision.scope.visibility not in (Visibility.PRIVATE, Visibility.AGENT):
         # Extracted from conversation text: the text chose the kind, so it may not also
@@ -132,4 +135,5 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan) ->
     return WriteResult(
         memory_id=stored.id, scope=str(scope), visibility=scope.visibility.value, kind=stored.kind,
         status=stored.status.value, reason=plan.reason, deduplicated=stored.created is False,
+        memory_type=memory_type_of(scope).value, visible_to=visible_to_of(scope),
     )

@@ -155,12 +155,13 @@ class Identities:
         key = self.issue_key(user, tenant=tenant, agent=agent, departments=departments, workspace=workspace, roles=roles)
         return await self.provider.authenticate(ApiKey(key))
 
-    async def via_gateway(self, user: str, *, session_id: str, tenant: str = "acme", agent: str = "assistant", departments: Iterable[str] = (), workspace: str | None = None, roles: Iterable[str] = ()) -> MemoryIdentity:
-        """Identity asserted by a trusted gateway in signed headers, with a client-chosen session id."""
+    async def via_gateway(self, user: str, *, session_id: str, tenant: str = "acme", agent: str = "assistant", departments: Iterable[str] = (), workspace: str | None = None, roles: Iterable[str] = (), task_id: str | None = None) -> MemoryIdentity:
+        """Identity asserted by a trusted gateway in signed headers, with a client-chosen session id
+        (and, for task isolation, the task the gateway says the agent works in)."""
         path = "/v1/recall"
         headers = sign_gateway_headers(
             self._gateway_secret, method="POST", path=path, tenant_id=tenant, user_id=user, agent_id=agent,
-            department_ids=departments, workspace_id=workspace, roles=roles, session_id=session_id,
+            department_ids=departments, workspace_id=workspace, roles=roles, session_id=session_id, task_id=task_id,
         )
         return await self.gateway.authenticate(GatewayRequest("POST", path, headers))
 

@@ -87,6 +87,8 @@ def _recalled(d: Mapping[str, Any]) -> RecalledMemory:
     fields["derived_from"] = tuple(fields.get("derived_from", ()))
     fields["conflicts_with"] = tuple(MemoryRef(**c) for c in fields.get("conflicts_with", ()))
     fields["duplicates"] = tuple(MemoryRef(**c) for c in fields.get("duplicates", ()))
+    if "visible_to" in fields:
+        fields["visible_to"] = tuple(fields["visible_to"])
     return RecalledMemory(**fields)
 
 
@@ -115,7 +117,7 @@ class HttpBridge:
         request.headers.update(sign_gateway_headers(
             self._secret, method=method, path=target, tenant_id=identity.tenant_id, user_id=identity.user_id, agent_id=identity.agent_id,
             department_ids=identity.department_ids, workspace_id=identity.workspace_id, roles=identity.roles, session_id=identity.session_id,
-            permission_version=identity.permission_version, body=content, nonce=secrets.token_hex(16),
+            permission_version=identity.permission_version, task_id=identity.task_id, body=content, nonce=secrets.token_hex(16),
         ))
         if content:
             request.headers["content-type"] = "application/json"
@@ -134,14 +136,52 @@ class HttpBridge:
                             tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]), guard_alarms=r["guard_alarms"])
 
     async def remember(self, identity: MemoryIdentity, content: str, kind: Any, *, visibility: Any = None, department_id: str | None = None, idempotency_key: str | None = None,
-                       metadata: Mapping[str, Any] | None = None, confidence: float = 1.0) -> WriteResult:
+                       metadata: Mapping[str, Any] | None = None, confidence: float = 1.0, memory_type: str | None = None, visible_to: Sequence[str] | None = None,
+                       team_id: str | None = None) -> WriteResult:
         body = {"content": content, "kind": getattr(kind, "value", kind), "visibility": getattr(visibility, "value", visibility), "department_id": department_id,
                 "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence}
+        body.update({k: v for k, v in (("memory_type", memory_type), ("visible_to", None if visible_to is None else list(visible_to)), ("team_id", team_id)) if v is not None})
         return WriteResult(**await self._call(identity, "POST", "/api/v1/memories", body=body))
 
-    async def capture(self, identity: MemoryIdentity, messages: Sequence[Any], *, idempotency_key: str | None = None) -> CaptureResult:
+    async def capture(self, identity: MemoryIdentity, messages: Sequence[Any], *, idempotency_key: str | None = None, memory_type: str | None = None,
+                      visible_to: Sequence[str] | None = None, team_id: str | None = None) -> CaptureResult:
         wire = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
-        return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body={"messages": wire, "idempotency_key": idempotency_key}))
+        body: dict[str, Any] = {"messages": wire, "idempotency_key": idempotency_key}
+        body.update({k: v for k, v in (("memory_type", memory_type), ("visible_to", None if visible_to is None else list(visible_to)), ("team_id", team_id)) if v is not None})
+        return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body=body))
+
+    # -- sharing and teams (issue 13) and the read API the sharing tests use -------------------
+    async def set_visible_to(self, identity: MemoryIdentity, ref: Any, visible_to: Sequence[str]) -> Any:
+        from bridge.handlers.sharing import ShareResult
+
+        key, memory_id = memory_ref(ref)
+        return ShareResult(**await self._call(identity, "PUT", f"/api/v1/memories/{memory_id}/visible-to", params={"scope": str(key)}, body={"visible_to": list(visible_to)}))
+
+    async def set_team_members(self, admin: MemoryIdentity, team_id: str, agent_ids: Sequence[str]) -> Any:
+        from bridge.handlers.sharing import TeamResult
+
+        return TeamResult(**await self._call(admin, "PUT", f"/api/v1/teams/{team_id}", body={"agent_ids": list(agent_ids)}))
+
+    async def add_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
+        from bridge.handlers.sharing import TeamResult
+
+        return TeamResult(**await self._call(admin, "POST", f"/api/v1/teams/{team_id}/members", body={"member_agent_id": member_agent_id}))
+
+    async def remove_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
+        from bridge.handlers.sharing import TeamResult
+
+        return TeamResult(**await self._call(admin, "DELETE", f"/api/v1/teams/{team_id}/members/{member_agent_id}"))
+
+    async def get_memory(self, identity: MemoryIdentity, ref: Any) -> Any:
+        from bridge.handlers.reads import MemoryRecord
+
+        key, memory_id = memory_ref(ref)
+        return MemoryRecord(**await self._call(identity, "GET", f"/api/v1/memories/{memory_id}", params={"scope": str(key)}))
+
+    async def list_memories(self, identity: MemoryIdentity, scope: Any, *, cursor: str | None = None, limit: int = 50, status: str = "active") -> Any:
+        from bridge.handlers.reads import MemoryPage
+
+        return MemoryPage(**await self._call(identity, "GET", "/api/v1/memories", params={"scope": str(scope), "cursor": cursor, "limit": limit, "status": status}))
 
     async def forget(self, identity: MemoryIdentity, ref: Any) -> bool:
         key, memory_id = memory_ref(ref)
@@ -174,6 +214,22 @@ class HttpBridge:
         entries = tuple((ScopeKey.parse(x["scope"]), x["memory_id"]) for x in m["memories"])
         return InjectionManifest(m["manifest_id"], parent.tenant_id, parent.user_id, parent.agent_id, m["child_agent_id"], m["task"], InjectDepth(m["depth"]), entries,
                                  m["may_reinject"], m["created_at"], m["expires_at"], parent_manifest_id=m["parent_manifest_id"])
+
+    async def role_inject(self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: Any = None, carry: Sequence[Any] = (),
+                          ttl_seconds: float = 3600, may_reinject: bool = False) -> Any:
+        """`POST /api/v1/roles/inject`: the federated manifest, rebuilt from what the route returns."""
+        from bridge.roles.operation import FederatedManifest
+        from bridge.roles.planner import ManifestPlan
+        from bridge.roles.router import Route
+
+        body = {"agent_id": child_agent_id, "task": task, "depth": getattr(depth, "value", depth), "carry": _refs(carry) or [],
+                "ttl_seconds": ttl_seconds, "may_reinject": may_reinject}
+        m = await self._call(parent, "POST", "/api/v1/roles/inject", body=body)
+        entries = tuple((ScopeKey.parse(x["scope"]), x["memory_id"]) for x in m["memories"])
+        manifest = InjectionManifest(m["manifest_id"], parent.tenant_id, parent.user_id, parent.agent_id, m["child_agent_id"], task, InjectDepth(m["depth"]),
+                                     entries, may_reinject, m["expires_at"] - ttl_seconds, m["expires_at"])
+        plan = ManifestPlan(entries[: len(entries) - m["carried"]], slots=m["slots"], counts=m["counts"])
+        return FederatedManifest(manifest, Route(m["route"]["primary"], tuple(m["route"]["auxiliary"])), plan, InjectDepth(m["depth"]), entries[len(entries) - m["carried"]:])
 
     async def revoke_manifest(self, identity: MemoryIdentity, manifest_id: str) -> None:
         await self._call(identity, "DELETE", f"/api/v1/manifests/{manifest_id}")

@@ -7,7 +7,10 @@ expected); for every recall:
 
 - any returned memory the oracle forbids is a failure (seed, identity, memory named);
 - a memory the oracle allows whose exact content is the query must be found (big budget);
-- an include_scopes without an active grant must raise NotPermitted.
+- an include_scopes without an active grant must raise NotPermitted;
+- multi-agent (issue 13): teams are loaded with `apply_team_membership`, people with a task log
+  in through signed gateway headers naming it, writes carry `memory_type` / `visible_to` /
+  `team_id`, and `visible_to` changes are refused or applied as the oracle says.
 
 Examples per adapter: `--contract-examples N` / VIKING_BRIDGE_CONTRACT_EXAMPLES (default 25).
 Replay one world: `--contract-seed SEED`.
@@ -23,10 +26,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from bridge.errors import NotPermitted
+import uuid
+
+from bridge.errors import InvalidInput, NotPermitted
 from bridge.facade import MemoryBridge
+from bridge.teams import apply_team_membership
 from contract_tests.harness import Identities, contract_bridge, eventually, settle_timeout_for
-from contract_tests.oracle import World, build_world, expected_write, include_allowed, may_read
+from contract_tests.oracle import (
+    INVALID, TENANTS, World, build_world, expected_write, include_allowed, may_change_share, may_read, share_audience,
+)
 from contract_tests.registry import AdapterFactory
 
 BIG = 1_000_000
@@ -61,23 +69,57 @@ async def run_world(factory: AdapterFactory, adapter: str, seed: int) -> None:
 async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities, fail) -> None:  # type: ignore[no-untyped-def]
     people = [
         await ids.login(p.user, tenant=p.tenant, agent=p.agent, departments=p.departments, workspace=p.workspace, roles=p.roles)
+        if p.task is None else
+        await ids.via_gateway(p.user, session_id="s" + uuid.uuid4().hex[:16], tenant=p.tenant, agent=p.agent, departments=p.departments, workspace=p.workspace, roles=p.roles, task_id=p.task)
         for p in world.people
     ]
+    for tenant in TENANTS:
+        await apply_team_membership(bridge, tenant, {team: agents for (t, team), agents in world.teams.items() if t == tenant})
     landed: dict[int, tuple[str, str, str]] = {}  # write index -> (memory id, scope, status)
+    audience: dict[int, set[str]] = {}  # write index -> the share audience beyond the owning agent
     for i, w in enumerate(world.writes):
         person, ident = world.people[w.writer], people[w.writer]
-        want = expected_write(person, w)
+        want = expected_write(person, w, world)
         try:
-            result = await bridge.remember(ident, w.content, w.kind, visibility=w.visibility, department_id=w.department_id)
+            result = await bridge.remember(
+                ident, w.content, w.kind, visibility=w.visibility, department_id=w.department_id,
+                memory_type=w.memory_type, visible_to=w.visible_to, team_id=w.team_id,
+            )
         except NotPermitted as exc:
             if want is not None:
                 fail("writes the policy must accept land where the oracle says", f"  write {i} by {person} was refused: {exc}; oracle expected {want}")
             continue
-        if want is None:
-            fail("a write the identity may not make is refused (NotPermitted)", f"  write {i} by {person} landed in {result.scope} ({result.status})")
+        except InvalidInput as exc:
+            if want != INVALID:
+                fail("sharing fields the oracle accepts are accepted", f"  write {i} by {person} was refused as invalid: {exc}; oracle expected {want}")
+            continue
+        if want is None or want == INVALID:
+            fail("a write the identity may not make is refused (NotPermitted / InvalidInput)", f"  write {i} by {person} landed in {result.scope} ({result.status}); oracle: {want}")
         if (result.scope, result.status) != want:
             fail("a write lands in the scope the identity's policy decides", f"  write {i} by {person} landed in {result.scope} ({result.status}); oracle expected {want}")
         landed[i] = (result.memory_id, result.scope, result.status)
+        if result.scope.split("/")[1:2] in (["agent"], ["task"]) and w.visible_to is not None:
+            audience[i] = share_audience(world, person.agent, person.tenant, w.visible_to)  # type: ignore[assignment]
+    for c in world.share_changes:
+        if c.write not in landed:
+            continue
+        mid, scope, _ = landed[c.write]
+        person, ident = world.people[c.by], people[c.by]
+        allowed = may_change_share(world, person, scope)
+        new = share_audience(world, scope.split("/")[2], scope.split("/")[0], c.visible_to) if allowed else set()
+        try:
+            await bridge.set_visible_to(ident, (scope, mid), c.visible_to)
+        except NotPermitted as exc:
+            if allowed:
+                fail("the owner or a tenant admin may change visible_to", f"  {person} could not set {c.visible_to} on write {c.write} ({scope}): {exc}")
+            continue
+        except InvalidInput as exc:
+            if new != INVALID:
+                fail("a visible_to naming declared agents is accepted", f"  {person} setting {c.visible_to} on write {c.write}: {exc}")
+            continue
+        if not allowed or new == INVALID:
+            fail("only the owner or a tenant admin changes visible_to (declared agents only)", f"  {person} set {c.visible_to} on write {c.write} ({scope})")
+        audience[c.write] = new  # type: ignore[assignment]
     by_id = {mid: (i, scope, status) for i, (mid, scope, status) in landed.items()}
 
     admins = people
@@ -111,7 +153,7 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
             if known is None:
                 fail("a recall returns only memories of this world", f"  identity {reader} saw unknown memory id={item.memory_id} scope={item.scope} {item.content!r}")
             i, scope, status = known
-            if not may_read(reader, scope, status, r.include) or item.scope != scope:
+            if not may_read(reader, scope, status, r.include, world=world, audience=audience.get(i, set())) or item.scope != scope:
                 fail(
                     "a recall returns only memories the identity may read (oracle)",
                     f"  identity that saw it: {reader}\n  memory: write {i} id={item.memory_id} scope={scope} (reported {item.scope}) status={status} {item.content!r}\n"
@@ -120,7 +162,7 @@ async def _exercise(world: World, backend, bridge: MemoryBridge, ids: Identities
         if r.exact_of is not None and r.exact_of in landed:
             mid, scope, status = landed[r.exact_of]
             kind_ok = r.kinds is None or world.writes[r.exact_of].kind in r.kinds
-            if kind_ok and may_read(reader, scope, status, r.include) and mid not in {x.memory_id for x in result.items}:
+            if kind_ok and may_read(reader, scope, status, r.include, world=world, audience=audience.get(r.exact_of, set())) and mid not in {x.memory_id for x in result.items}:
                 fail(
                     "a permitted memory whose exact content is the query is found",
                     f"  identity {reader} did not get write {r.exact_of} id={mid} scope={scope}; got {[(x.scope, x.memory_id[:8]) for x in result.items]}\n"

@@ -37,6 +37,7 @@ def _fingerprint(
     agent_id: str,
     roles: frozenset[str],
     permission_version: str | None,
+    task_id: str | None = None,
 ) -> str:
     canonical = {
         "tenant_id": tenant_id,
@@ -47,6 +48,8 @@ def _fingerprint(
         "roles": sorted(roles),
         "permission_version": permission_version,
     }
+    if task_id is not None:  # only when set: fingerprints of task-less identities stay as they were
+        canonical["task_id"] = task_id
     blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -64,6 +67,10 @@ class MemoryIdentity(BaseModel):
     session_id: Id
     roles: frozenset[Id] = frozenset()
     permission_version: Id | None = None
+    #: Seed 000 isolation level 3: the task this credential acts in. Set only by a provider from
+    #: the credential (a JWT claim, a signed gateway header, the dev environment); with it the
+    #: agent's working memory lives in `acme/task/<agent>/<user>/<task>`, unseen by other tasks.
+    task_id: Id | None = None
 
     def __init__(self, **data: Any) -> None:
         """Validation failures are `InvalidIdentityInput` (a member of the error tree, and still a
@@ -92,7 +99,8 @@ class MemoryIdentity(BaseModel):
         would carry over to a copy with other roles).
         """
         return _fingerprint(
-            self.tenant_id, self.user_id, self.department_ids, self.workspace_id, self.agent_id, self.roles, self.permission_version
+            self.tenant_id, self.user_id, self.department_ids, self.workspace_id, self.agent_id, self.roles, self.permission_version,
+            self.task_id,
         )
 
     @property
@@ -108,6 +116,7 @@ class MemoryIdentity(BaseModel):
         return self.model_copy(update={"session_id": validate_id(session_id, "session_id")})
 
     def __repr__(self) -> str:  # short, and safe to log
-        return f"MemoryIdentity({self.principal}, session={self.session_id}, fp={self.fingerprint[:12]})"
+        task = f", task={self.task_id}" if self.task_id is not None else ""
+        return f"MemoryIdentity({self.principal}{task}, session={self.session_id}, fp={self.fingerprint[:12]})"
 
     __str__ = __repr__

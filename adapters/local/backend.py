@@ -104,7 +104,7 @@ from adapters.local.records import (
     row_to_memory,
 )
 from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, tighten_files
-from adapters.scopes import ScopeKey, ScopeSet, Visibility
+from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
 from identity.storage import connect_durable
 
@@ -822,9 +822,7 @@ class LocalBackend:
             return True
         try:
             key = ScopeKey.parse(scope_text)
-            if (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id) or (
-                key.visibility is Visibility.AGENT and key.user_id == subject_user_id
-            ):
+            if key.personal_user_id == subject_user_id:  # private, agent-owned and task scopes
                 return True
         except (ValueError, TypeError):
             pass

@@ -20,9 +20,13 @@ injective in practice and keeps `john_doe` and `john-doe` (same readable part) a
     acme/agent/coder/u17          <ns>-acme-<h>           u-u17-<h>            a-coder-<h>
     acme/ws/alpha                 <ns>-acme-<h>           ws-alpha-<h>         -
     acme/dept/eng                 <ns>-acme-<h>           dept-eng-<h>         -
+    acme/team/red                 <ns>-acme-<h>           team-red-<h>         -
+    acme/task/coder/u17/t9        <ns>-acme-<h>           u-u17-<h>            k-t9-<h of agent, task>
 
-Memory files: `viking://user/<user>/memories/vb/<memory id>.md`, or for an agent scope
-`viking://user/<user>/peers/<peer>/memories/vb/<memory id>.md`. Memory ids are
+Memory files: `viking://user/<user>/memories/vb/<memory id>.md`, or for an agent (or task)
+scope `viking://user/<user>/peers/<peer>/memories/vb/<memory id>.md`. A task scope is a peer of
+its own inside the user (hashed over agent and task, so neither another task nor the agent's
+own scope shares its directory), which keeps erasure of the user's tree complete. Memory ids are
 `adapters.envelope.memory_id_for(scope, idempotency key)` (`m` + 32 hex, the same for every
 remote adapter), so a retried put lands on the same file.
 Every URI segment is re-validated against the OpenViking grammar right before the URI is built;
@@ -79,6 +83,18 @@ def encode_id(kind: str, value: str, field: str) -> str:
         raise InvalidRequest(str(exc)) from None
     digest = hashlib.sha256(f"{kind}\x00{value}".encode()).hexdigest()[:_HASH_HEX]
     return f"{kind}-{_readable(value)}-{digest}"
+
+
+def task_peer(agent_id: str, task_id: str) -> str:
+    """`k-<readable task>-<hash of (agent, task)>`: one peer per task of one agent; raises
+    InvalidRequest for a bad id. Cannot equal an agent peer (`a-...`)."""
+    for value, what in ((agent_id, "agent id"), (task_id, "task id")):
+        try:
+            validate_id(value, what)
+        except InvalidIdError as exc:
+            raise InvalidRequest(str(exc)) from None
+    digest = hashlib.sha256(f"task\x00{agent_id}\x00{task_id}".encode()).hexdigest()[:_HASH_HEX]
+    return f"k-{_readable(task_id)}-{digest}"
 
 
 def check_memory_id(memory_id: object) -> str:
@@ -162,4 +178,8 @@ class ScopeMapper:
             return Principal(scope, account, encode_id("ws", scope.owner_id, "workspace id"))  # type: ignore[arg-type]
         if v is Visibility.DEPARTMENT:
             return Principal(scope, account, encode_id("dept", scope.owner_id, "department id"))  # type: ignore[arg-type]
+        if v is Visibility.TEAM:
+            return Principal(scope, account, encode_id("team", scope.owner_id, "team id"))  # type: ignore[arg-type]
+        if v is Visibility.TASK:
+            return Principal(scope, account, encode_id("u", scope.user_id, "user id"), task_peer(scope.owner_id, scope.task_id))  # type: ignore[arg-type]
         raise InvalidRequest(f"unknown visibility {v!r}")

@@ -204,7 +204,7 @@ class VikingBackend:
         return registry_principal(scope.tenant_id, self._prefix)
 
     def _assistant_for(self, scope: ScopeKey, agent_id: str | None) -> str | None:
-        if scope.visibility is Visibility.AGENT:
+        if scope.visibility in (Visibility.AGENT, Visibility.TASK):
             return assistant_principal(scope.tenant_id, scope.owner_id or "", self._prefix)
         if agent_id:
             return assistant_principal(scope.tenant_id, agent_id, self._prefix)
@@ -824,10 +824,7 @@ class VikingBackend:
         for r, env, key in markers:
             if not isinstance(r.get("id"), str):
                 continue
-            owned = (
-                (key.visibility is Visibility.PRIVATE and key.owner_id == subject_user_id)
-                or (key.visibility is Visibility.AGENT and key.user_id == subject_user_id)
-            )
+            owned = key.personal_user_id == subject_user_id  # private, agent-owned and task scopes
             authored = env.get("marker") == "capture" and (env.get("provenance") or {}).get("author_user_id") == subject_user_id
             if owned or authored:
                 try:

@@ -11,7 +11,7 @@ starting with a letter, <= 128 chars. So every name we send is
     <prefix><tag>_<readable>_<h32>
 
 where `tag` says what the name is (u private, a agent-owned, w workspace, d department, t tenant
-shared, g global, r the tenant's registry, ag an agent as assistant), `readable` is an ASCII
+shared, g global, tm team, k task, r the tenant's registry, ag an agent as assistant), `readable` is an ASCII
 hint for humans in the console (letters/digits of the owner id, <= 20 chars, possibly empty) and
 `h32` is 32 hex chars (128 bits) of SHA-256 over the *full* ScopeKey string, with a domain tag.
 The readable part is decoration; the hash carries identity, so `john_doe` / `john-doe` / `johndoe`
@@ -59,6 +59,8 @@ _TAG = {
     Visibility.DEPARTMENT: "d",
     Visibility.TENANT: "t",
     Visibility.GLOBAL: "g",
+    Visibility.TEAM: "tm",  # issue 13: a team of agents
+    Visibility.TASK: "k",  # issue 13: one agent's working memory in one task (readable = the agent id)
 }
 RECORD_FIELD = "vb_record"  # memory_info key holding our record envelope (a JSON string)
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
+from bridge import admin_operations as admin_ops
 from bridge import portable_operations as portable_ops
 from bridge import read_operations as read_ops
-from bridge.handlers import erasure, grants, injection, lifecycle, memories, portability, reads, sessions_audit
+from bridge import sharing_operations as share_ops
+from bridge.handlers import erasure, federation, grants, injection, lifecycle, memories, portability, reads, sessions_audit, sharing
+from bridge.handlers import console  # the admin console (issue 15)
 from bridge.recall.pipeline import run_recall
+from bridge.roles.operation import RoleInject
 
 __all__ = ["HANDLERS"]
 
@@ -43,4 +47,16 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     read_ops.InjectContext: reads.inject_context,
     # export (issue 15)
     portable_ops.ExportMemories: portability.export_memories,
+    # sharing and teams (issue 13)
+    share_ops.SetVisibleTo: sharing.set_visible_to,
+    share_ops.SetTeamMembers: sharing.set_team_members,
+    share_ops.AddTeamMember: sharing.add_team_member,
+    share_ops.RemoveTeamMember: sharing.remove_team_member,
+    # role files and federated injection (issue 13)
+    RoleInject: federation.role_inject,
+    # the admin console (issue 15)
+    admin_ops.TenantGrants: console.tenant_grants,
+    admin_ops.TenantManifests: console.tenant_manifests,
+    admin_ops.ScopeCounts: console.scope_counts,
+    admin_ops.WhoCanRead: console.who_can_read,
 }

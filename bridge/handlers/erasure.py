@@ -16,7 +16,7 @@ import logging
 from typing import AsyncIterator
 
 from adapters.base import StoredMemory, SubjectEraser
-from adapters.scopes import ScopeKey, Visibility
+from adapters.scopes import ScopeKey
 from bridge.operations import ForgetSubject
 from bridge.runtime import BridgeRuntime
 from bridge.handlers.lifecycle import author_tenant
@@ -63,7 +63,7 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
             async for page in _pages(rt, ScopeKey.global_()):
                 await erase(ScopeKey.global_(), [m for m in page if author_tenant(m) == tenant and about_subject(m)])
         for key in await rt.backend.list_scopes(tenant):
-            whole = (key.visibility is Visibility.PRIVATE and key.owner_id == subject) or (key.visibility is Visibility.AGENT and key.user_id == subject)
+            whole = key.personal_user_id == subject  # private, agent-owned and task scopes of the subject
             async for page in _pages(rt, key):
                 await erase(key, list(page) if whole else [m for m in page if about_subject(m)])
         if isinstance(rt.backend, SubjectEraser):  # adapter bookkeeping (capture records, registries)
@@ -71,6 +71,7 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
         await rt.state.manifests.purge_memory_ids(set(removed))
         detail["manifests"] = await rt.state.manifests.purge_user(tenant, subject)  # task texts are personal data too
         detail["grants"] = await rt.state.grants.purge_grantee(tenant, subject)
+        detail["shares"] = await rt.state.shares.purge_user(tenant, subject) + await rt.state.shares.purge_memory_ids(set(removed))
         detail["complete"] = True
     except BaseException as exc:
         detail.update(complete=False, stopped_by=type(exc).__name__, error=str(exc)[:300])

@@ -62,9 +62,11 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
     return [(h.scope, h.memory.id) for h in hits]
 
 
-async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject) -> InjectionManifest:
+async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject, *, detail: dict[str, object] | None = None) -> InjectionManifest:
     source = None if op.from_manifest_id is None else await load_manifest_for(rt, parent, op.from_manifest_id)
     rt.policy.check_inject(parent, op.child_agent_id, source)
+    if rt.roles is not None:  # a loaded role file narrows who may inject into whom (bridge/roles/permissions.py)
+        rt.roles.check_inject(parent, op.child_agent_id, reinjection=source is not None, grants_reinject=op.may_reinject and source is None)
     if op.memory_refs is not None:
         entries = await _entries_by_reference(rt, parent, op, source)
     elif source is not None:
@@ -86,7 +88,7 @@ async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject) -> Injec
     await manifests.add(manifest)
     await rt.state.audit.append(
         parent, "inject", memory_ids=manifest.memory_ids, scopes=[k for k, _ in entries], grant_ids=[manifest.manifest_id],
-        detail={"child": op.child_agent_id, "depth": op.depth.value, "from_manifest": op.from_manifest_id},
+        detail={"child": op.child_agent_id, "depth": op.depth.value, "from_manifest": op.from_manifest_id, **(detail or {})},
     )
     return manifest
 

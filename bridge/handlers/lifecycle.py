@@ -39,6 +39,7 @@ async def forget(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget) -> boo
     intent = await rt.state.audit.begin_intent(identity, "forget", key, memory_id)  # a crash after the delete is still audited
     deleted = await rt.backend.delete(key, memory_id)
     await rt.state.manifests.purge_memory_ids({memory_id})
+    await rt.state.shares.purge_memory_ids({memory_id})  # a re-created id must not inherit the audience
     await rt.state.audit.append(identity, "forget", memory_ids=[memory_id], scopes=[key], closes_intent=intent)
     return deleted
 

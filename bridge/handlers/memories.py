@@ -11,6 +11,8 @@ from bridge.models import CaptureResult, WriteResult
 from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
 from bridge.runtime import BridgeRuntime
+from bridge.handlers.sharing import record_share, resolve_write
+from bridge.sharing_policy import decide_team_write
 from bridge.writes import MANIFEST_ID, Lineage, plan_write, provenance, store
 from identity.model import MemoryIdentity
 
@@ -20,17 +22,24 @@ CAPTURED_CONFIDENCE = 0.8  # extracted by rules from conversation, not stated as
 
 
 async def remember(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember) -> WriteResult:
-    return await store(rt, identity, plan_write(rt, identity, op))
+    decision, audience = await resolve_write(rt, identity, op)  # memory_type / visible_to / team_id
+    result = await store(rt, identity, plan_write(rt, identity, op, decision=decision))
+    return await record_share(rt, identity, result, audience)
 
 
 async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) -> WriteResult:
     manifest = await load_manifest_for(rt, child, op.manifest_id)
-    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key)
+    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key, metadata=op.metadata)
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
-    return await store(rt, child, plan_write(rt, child, result, lineage))
+    plan = plan_write(rt, child, result, lineage)
+    if rt.roles is not None:  # the child's role names the layers and kinds it may write back
+        rt.roles.check_write_back(child, plan.scope.visibility.value, op.kind.value)
+    return await store(rt, child, plan)
 
 
 async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> CaptureResult:
+    if op.team_id is not None or op.memory_type == "team":  # refused up front, whatever the text yields
+        decide_team_write(identity, op.team_id, await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id))
     if rt.server_side_extraction and isinstance(rt.backend, ConversationBackend):
         return await _capture_server_side(rt, identity, op)
     # rule extraction is CPU work on attacker-sized text: off the event loop
@@ -38,9 +47,14 @@ async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> C
     written = []
     for n, candidate in enumerate(candidates):
         key = None if op.idempotency_key is None else f"{op.idempotency_key}.{n}"
-        memory = Remember(candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE)
+        memory = Remember(
+            candidate.content, candidate.kind, idempotency_key=key, confidence=CAPTURED_CONFIDENCE,
+            memory_type=op.memory_type, visible_to=op.visible_to, team_id=op.team_id,
+        )
         lineage = Lineage(message_ids=(candidate.message_id,) if candidate.message_id else (), captured=True)
-        written.append(await store(rt, identity, plan_write(rt, identity, memory, lineage)))
+        decision, audience = await resolve_write(rt, identity, memory)
+        stored = await store(rt, identity, plan_write(rt, identity, memory, lineage, decision=decision))
+        written.append(await record_share(rt, identity, stored, audience))
     yielding = {c.message_index for c in candidates}
     return CaptureResult(written=tuple(written), skipped=len(op.messages) - len(yielding))
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from adapters.base import MemoryPatch, Status, StoredMemory
-from adapters.scopes import ScopeKey
+from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotFound, NotPermitted
 from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
@@ -24,6 +24,7 @@ from bridge.read_operations import EditMemory, FindByKey, GetMemory, InjectConte
 from bridge.read_policy import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
+from bridge.sharing_policy import SHAREABLE
 from bridge.state.records import Grant
 from bridge.validation import RESERVED_METADATA_PREFIX
 from bridge.writes import backend_key
@@ -95,9 +96,21 @@ async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:
     return list(await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id))
 
 
+async def _read_reason(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, memory_id: str | None = None) -> str:
+    """`read_reason`, plus what state decides (issue 13): a team the agent belongs to, and (for
+    one memory by reference) a memory shared with this agent by visible_to."""
+    if key.tenant_id == identity.tenant_id and key.visibility is Visibility.TEAM:
+        if key.owner_id in await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id):
+            return f"member of team {key.owner_id}"
+    elif memory_id is not None and key.visibility in SHAREABLE and not rt.policy.is_own_scope(identity, key):
+        if memory_id in (await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)).get(key, ()):
+            return f"shared by agent {key.owner_id} (visible_to)"
+    return read_reason(rt.policy, identity, key, await _grants(rt, identity), rt.clock())
+
+
 async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory) -> MemoryRecord:
     key, memory_id = op.ref
-    reason = read_reason(rt.policy, identity, key, await _grants(rt, identity), rt.clock())
+    reason = await _read_reason(rt, identity, key, memory_id)
     memory = await rt.backend.get(key, memory_id)
     if not may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
         raise NotFound(f"no memory {memory_id} in {key}")
@@ -117,7 +130,7 @@ async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey
 
 
 async def list_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMemories) -> MemoryPage:
-    reason = read_reason(rt.policy, identity, op.scope, await _grants(rt, identity), rt.clock())
+    reason = await _read_reason(rt, identity, op.scope)
     status = Status(op.status)
     page = await rt.backend.list_page(op.scope, cursor=op.cursor, limit=op.limit, statuses=frozenset({status}))
     shown = [m for m in page.memories if m.scope == op.scope and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]

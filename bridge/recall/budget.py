@@ -93,8 +93,9 @@ def assemble(
 ) -> tuple[list[BudgetedItem], int]:
     """Pick items in rank order. Returns (items, tokens used).
 
-    `presorted=True`: `ranked` is already in (-score, id) order, as `rank_hits` returns it, so
-    it is not sorted again (the stage passes it; a filtered sorted list stays sorted).
+    `presorted=True`: `ranked` is already in rank order — the purpose's lead class first, then
+    (-score, id), as the rank stage returns it — so it is not sorted again (a filtered list keeps
+    that order); without it, items are sorted by (-score, id).
     """
     counter = counter or EstimatingTokenCounter()
     estimate = type(counter) is EstimatingTokenCounter  # its ASCII rule inlined below

@@ -8,6 +8,7 @@
     rank     bridge/recall/rank.py     semantic x scope weight x confidence x freshness x ...
     budget   bridge/recall/budget.py   token budget, dedup, quotas, conflicts
     label    bridge/recall/label.py    provenance and "why visible" per item
+    visibility bridge/recall/visibility.py  memory_type and visible_to per item (seed 000)
     render   bridge/recall/render.py   the context block for a prompt
     audit    (here)                    who recalled which memory ids through which grant
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from bridge.models import RecallResult
 from bridge.operations import Recall
-from bridge.recall import budget, guard, label, rank, render, scopes, search
+from bridge.recall import budget, guard, label, rank, render, scopes, search, visibility
 from bridge.recall.budget import BudgetConfig, min_item_tokens
 from bridge.recall.context import RecallContext
 from bridge.errors import InvalidInput
@@ -53,6 +54,7 @@ STAGES: tuple[tuple[str, Callable[[BridgeRuntime, RecallContext], Any]], ...] = 
     ("rank", rank.stage),
     ("budget", budget.stage),
     ("label", label.stage),
+    ("visibility", visibility.stage),  # memory_type / visible_to per item (issue 13)
     ("render", render.stage),
     ("audit", audit_stage),
 )

@@ -6,6 +6,18 @@ the workspace's before the tenant's. Everything else this stage weighs is in `Ra
 
 Relevance floor: a hit whose score is 0 (no semantic overlap at all) is never returned, and
 `RankingConfig.min_score` (or a recall's `min_score`) raises the floor; default 0.0.
+
+Purpose orderings (seed 003 "Recall policy"), a two-level lexicographic order applied by the
+stage after the product (`lead_first`): each purpose names its lead class — chat: the user's own
+profile and preferences; coding: the current project's (workspace) facts and decisions. A hit of
+the lead class that is *relevant* — its semantic score at least `lead_band` (0.25) of the best
+semantic score of this recall — comes before every other hit; within each level the product
+decides. Why not only weights: a product lets semantic similarity swamp the purpose weights
+(measured: the demo's workspace decision ranked below an unrelated tenant event), and a bigger
+weight just moves the crossing point. Why the band: a lead-class memory barely related to the
+query must not push relevant ones out of the budget. `explain()` keeps every factor (the seed's
+scope and kind weights included) and adds `lead` = 1.0 for a hit promoted by its purpose.
+`rank_hits` itself stays the plain product order.
 """
 
 from __future__ import annotations
@@ -42,6 +54,25 @@ _CODING_KINDS = {Kind.DECISION: 1.0, Kind.FACT: 1.0, Kind.PROCEDURE: 0.97, Kind.
 
 
 @dataclass(frozen=True)
+class LeadClass:
+    """The memories a purpose puts first: these kinds in these visibilities (seed 003)."""
+
+    kinds: frozenset[str]
+    visibilities: frozenset[str]
+
+    def holds(self, kind: str, visibility: str) -> bool:
+        return kind in self.kinds and visibility in self.visibilities
+
+
+_LEADS = {
+    # chat: "user profile/preferences > current user events > workspace > department > tenant > global"
+    Purpose.CHAT: LeadClass(frozenset({"profile", "preference"}), frozenset({"private"})),
+    # coding: "current project facts/decisions > workspace commands and debugging experience > ..."
+    Purpose.CODING: LeadClass(frozenset({"fact", "decision"}), frozenset({"workspace"})),
+}
+
+
+@dataclass(frozen=True)
 class RankingConfig:
     """What ranking weighs besides the scope weight: kind per purpose, freshness, the floor."""
 
@@ -51,6 +82,10 @@ class RankingConfig:
     other_kind_weight: float = 0.9
     freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     min_score: float = 0.0
+    #: the class each purpose puts first (None: plain product order for that purpose)
+    leads: dict[Purpose, LeadClass | None] = field(default_factory=lambda: dict(_LEADS))
+    #: a lead-class hit leads only if its semantic score is >= lead_band x the best one
+    lead_band: float = 0.25
 
     def __post_init__(self) -> None:
         # keyed by the kind's string value: no enum construction per hit on the recall path
@@ -71,9 +106,13 @@ class RankedHit:
     hit: Hit
     score: float
     factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
+    lead: bool = False  # promoted by its purpose's lead class (`lead_first`)
 
     def explain(self) -> dict[str, float]:
-        return dict(zip(FACTOR_NAMES, self.factors))
+        explained = dict(zip(FACTOR_NAMES, self.factors))
+        if self.lead:
+            explained["lead"] = 1.0
+        return explained
 
 
 def freshness(created_at: float, kind: str, now: float, config: FreshnessConfig) -> float:
@@ -129,8 +168,30 @@ def rank_hits(
     return [k[3] for k in keyed]
 
 
+def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig | None = None) -> list[RankedHit]:
+    """The purpose ordering: relevant hits of the purpose's lead class first, each level in the
+    order it came in (the product's). Marks the promoted hits (`RankedHit.lead`)."""
+    config = config or _DEFAULT
+    lead = config.leads.get(purpose)
+    if lead is None or not ranked or not ranked[0].factors:
+        return ranked
+    kinds, visibilities = lead.kinds, lead.visibilities
+    gate = max(r.factors[0] for r in ranked) * config.lead_band
+    first: list[RankedHit] = []
+    rest: list[RankedHit] = []
+    for r in ranked:
+        hit = r.hit
+        if hit.memory.kind in kinds and r.factors[0] >= gate and hit.scope.visibility.value in visibilities:
+            r.lead = True
+            first.append(r)
+        else:
+            rest.append(r)
+    return first + rest if first else ranked
+
+
 _DEFAULT = RankingConfig()
 
 
 def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
-    ctx.ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)  # type: ignore[arg-type]
+    ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)  # type: ignore[arg-type]
+    ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)  # type: ignore[arg-type]

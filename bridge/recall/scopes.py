@@ -3,8 +3,8 @@
 Default scopes come from the policy; every `include_scopes` entry must be covered by an active
 grant the policy matches to this identity; a `manifest_id` must name a manifest issued to
 exactly this agent whose whole derivation chain is still live. `only_scopes` then narrows the
-ScopeSet to the scopes it names, each of which must already be readable (a default scope, a
-scope of the manifest, or one an active grant covers): it narrows, never widens. Anything else raises.
+ScopeSet to the scopes it names, each of which must already be readable (a default scope, a share or team,
+a scope of the manifest, or one an active grant covers): it narrows, never widens. Anything else raises.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from adapters.scopes import ScopeSet
 from bridge.errors import ManifestError, NotPermitted
+from bridge.recall.visibility import readable_with_shares
 from bridge.state.records import InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -34,18 +35,22 @@ async def load_manifest_for(rt: BridgeRuntime, child: MemoryIdentity, manifest_i
 
 async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
     op, identity = ctx.op, ctx.identity
-    manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
-    asked = list(op.include_scopes)
-    if op.only_scopes is not None:  # a named scope readable neither by default nor by the manifest needs a grant
-        covered = {k for k, _ in rt.policy.own_scopes(identity)} | (set(manifest.by_scope()) if manifest is not None else set())
-        asked += [k for k in op.only_scopes if k not in covered and k not in asked]
     grants = []
-    if asked:
+    if op.include_scopes:
         held = await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id)
         now = rt.clock()
-        grants = [rt.policy.authorise_grant(identity, key, held, now) for key in asked]
-    scopes = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+        grants = [rt.policy.authorise_grant(identity, key, held, now) for key in op.include_scopes]
+    manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
+    base = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+    scopes = await readable_with_shares(rt, identity, op.purpose, base)  # shares and teams (issue 13)
     if op.only_scopes is not None:
+        extra = [k for k in op.only_scopes if k not in scopes]
+        if extra:  # named, and readable neither by default, by share nor by manifest: each needs an active grant
+            held = await rt.state.grants.for_grantee(identity.tenant_id, identity.user_id)
+            now = rt.clock()
+            grants += [rt.policy.authorise_grant(identity, key, held, now) for key in extra]
+            base = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
+            scopes = await readable_with_shares(rt, identity, op.purpose, base)
         missing = [str(k) for k in op.only_scopes if k not in scopes]
         if missing:  # fail closed: never search something else in place of what was named
             raise NotPermitted(f"{identity.principal} may not read {', '.join(missing)}")

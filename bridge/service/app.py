@@ -33,11 +33,12 @@ from starlette.routing import Match
 from adapters.errors import BackendError
 from bridge.errors import VikingBridgeError
 from bridge.facade import MemoryBridge
+from bridge.service import admin as console
 from bridge.service.auth import EdgeAuthenticator, build_edge_providers
 from bridge.service.limits import BodyLimit, TokenBuckets
 from bridge.service.observability import Metrics, access_log
 from bridge.service.problems import MEDIA_TYPE, problem_body, problem_for
-from bridge.service.routes import admin, memories, ops, recall
+from bridge.service.routes import admin, memories, ops, recall, roles, sharing
 from bridge.service.routes.common import ImpersonationRefused
 from bridge.service.settings import ServiceSettings, load_service_settings
 from bridge.service.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
@@ -46,7 +47,8 @@ __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
 log = logging.getLogger("viking_bridge.service")
 API_VERSION = "1.0.0"
-ROUTERS = (recall, memories, admin, ops)
+ROUTERS = (recall, memories, admin, ops, roles, sharing, console)
+PUBLIC_PATHS = ops.PUBLIC_PATHS | console.PUBLIC_PATHS  # the console's page holds no data (issue 15)
 #: A random tag of this worker process, sent as `X-Served-By` (tests prove cross-worker
 #: guarantees with it; it reveals nothing, not even the pid).
 WORKER_TAG = uuid.uuid4().hex[:12]
@@ -128,7 +130,7 @@ class EdgeMiddleware:
         limit = BodyLimit(ctx.settings.max_body_bytes, ctx.settings.max_query_bytes)
         try:
             limit.check_head(scope)
-            if scope["path"] in ops.PUBLIC_PATHS:
+            if scope["path"] in PUBLIC_PATHS:
                 await self.app(scope, receive, send_wrapped)
                 return
             receive_limited = limit.wrap(receive)

@@ -26,8 +26,17 @@ __all__ = [
 CALLER_AGENT = "Optional assertion: the authenticated caller's agent id. Accepted only when equal to it (identity comes from the credential); anything else is 403."
 CALLER_USER = "Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403."
 CALLER_TEAM = "Optional assertion: the caller's team, i.e. the workspace its credential names. Accepted only when equal; else 403."
+#: issue 13: team_id on a write narrows it to a team (team memory) the caller's agent belongs to.
+TEAM_FIELD = (
+    "Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team "
+    "the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type "
+    "'team' it always names a team."
+)
+MEMORY_TYPE = "Seed 000: 'team' (team memory, members only) or 'private' (the agent's own memory; its task's, if the credential names one)."
+VISIBLE_TO = "Seed 000: agents of the same user that may read a private memory (['*']: all of them). Never widens to other users or tenants."
+MemoryTypeName = Literal["team", "private"]
 Kind = Literal["profile", "preference", "event", "fact", "decision", "procedure", "experience", "standard", "note"]
-VisibilityName = Literal["private", "agent", "workspace", "department", "tenant", "global"]
+VisibilityName = Literal["private", "agent", "workspace", "department", "tenant", "global", "team", "task"]
 Depth = Literal["minimal", "standard", "full"]
 Purpose = Literal["chat", "coding"]
 ScopeText = Field(min_length=1, max_length=400, description="A scope key such as 'acme/ws/alpha', 'acme/user/u17', 'global'.")
@@ -52,7 +61,9 @@ class CaptureRequest(Body):
     idempotency_key: str | None = Field(None, min_length=1, max_length=128, description="Retries with the same key never duplicate a memory.")
     agent_id: str | None = Field(None, description=CALLER_AGENT)
     user_id: str | None = Field(None, description=CALLER_USER)
-    team_id: str | None = Field(None, description=CALLER_TEAM)
+    team_id: str | None = Field(None, description=TEAM_FIELD)
+    memory_type: MemoryTypeName | None = Field(None, description=MEMORY_TYPE)
+    visible_to: list[str] | None = Field(None, min_length=1, max_length=64, description=VISIBLE_TO)
 
 
 class RecallRequest(Body):
@@ -77,6 +88,9 @@ class RememberRequest(Body):
     idempotency_key: str | None = Field(None, min_length=1, max_length=128)
     metadata: dict[str, str | int | float | bool | None] = Field(default_factory=dict, description="Caller metadata; keys starting with 'vb.' are reserved.")
     confidence: float = Field(1.0, ge=0.0, le=1.0)
+    memory_type: MemoryTypeName | None = Field(None, description=MEMORY_TYPE)
+    visible_to: list[str] | None = Field(None, min_length=1, max_length=64, description=VISIBLE_TO)
+    team_id: str | None = Field(None, description=TEAM_FIELD)
 
 
 class WriteBackRequest(Body):
@@ -85,6 +99,7 @@ class WriteBackRequest(Body):
     kind: Kind
     visibility: VisibilityName | None = None
     idempotency_key: str | None = Field(None, min_length=1, max_length=128)
+    metadata: dict[str, str | int | float | bool | None] = Field(default_factory=dict, description="Caller metadata (e.g. domain, tier); keys starting with 'vb.' are reserved.")
 
 
 class InjectRequest(Body):

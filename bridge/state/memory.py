@@ -13,6 +13,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing import MemoryShares, MemoryTeams
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -117,6 +118,9 @@ class MemoryGrants:
             del self._grants[gid]
         return len(doomed)
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return sorted((g for g in self._grants.values() if g.tenant_id == tenant_id), key=lambda g: -g.issued_at)[:limit]
+
 
 class MemoryManifests:
     def __init__(self) -> None:
@@ -173,12 +177,18 @@ class MemoryManifests:
     async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
         return sum(1 for m in self._manifests.values() if (m.tenant_id, m.user_id) == (tenant_id, user_id) and m.usable(now))
 
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        found = (m for m in self._manifests.values() if m.tenant_id == tenant_id and m.usable(now) and (memory_id is None or memory_id in m.memory_ids))
+        return sorted(found, key=lambda m: -m.created_at)[:limit]
+
 
 class MemoryState:
     def __init__(self) -> None:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
+        self.shares = MemoryShares()
+        self.teams = MemoryTeams()
 
     def close(self) -> None:
         pass

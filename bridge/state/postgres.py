@@ -34,6 +34,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError, InvalidInput
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_postgres import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
@@ -91,6 +92,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         GRANT SELECT, INSERT, DELETE ON manifests, manifest_entries TO {runtime};
         GRANT UPDATE (revoked_at) ON manifests TO {runtime};
     """,)),
+    SHARING_PG_MIGRATION,
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
 ALL_MIGRATIONS = STATE_MIGRATIONS + IDENTITY_MIGRATIONS
@@ -265,6 +267,9 @@ class PgGrants:
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
         return await _count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s ORDER BY issued_at DESC LIMIT %s", (tenant_id, limit))
+
 
 _MANIFEST_COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
 
@@ -350,6 +355,12 @@ class PgManifests:
                             (tenant_id, user_id, now), "manifest store")
         return int(rows[0][0])
 
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = %s)" if memory_id is not None else ""
+        rows = await _fetch(self.pool, f"SELECT manifest_id FROM manifests WHERE tenant_id = %s AND revoked_at IS NULL AND expires_at > %s{holding} ORDER BY created_at DESC LIMIT %s",
+                            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit), "manifest store")
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
+
 
 def _user_of(url: str) -> str:
     user = unquote(urlsplit(url).username or "")
@@ -372,6 +383,8 @@ class PostgresState:
         self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
         self.manifests = PgManifests(self.pool)
+        self.shares = PgShares(self.pool)
+        self.teams = PgTeams(self.pool)
 
     # identity state over the same pool (the bridge closes the pool once, with the state)
     def session_repository(self) -> PgSessionRepository:

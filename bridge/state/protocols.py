@@ -26,6 +26,7 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.sharing import ShareRepository, TeamRepository
 from identity.model import MemoryIdentity
 
 __all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "BridgeState", "WriteIntent"]
@@ -107,6 +108,11 @@ class GrantRepository(Protocol):
 
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int: ...
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        """Every grant of one tenant (active or not), newest first, at most `limit`: the tenant
+        admin's "grants in force" view (the policy filters; the store only lists)."""
+        ...
+
 
 @runtime_checkable
 class ManifestRepository(Protocol):
@@ -133,13 +139,20 @@ class ManifestRepository(Protocol):
 
     async def count_active(self, tenant_id: str, user_id: str, now: float) -> int: ...
 
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        """Unrevoked, unexpired manifests of one tenant, newest first, at most `limit`; with
+        `memory_id`, only those holding it (an index, not a scan). Their chain is the caller's to check."""
+        ...
+
 
 @runtime_checkable
 class BridgeState(Protocol):
-    """The three repositories of one deployment, opened and closed together."""
+    """The repositories of one deployment, opened and closed together."""
 
     audit: AuditLog
     grants: GrantRepository
     manifests: ManifestRepository
+    shares: ShareRepository  # visible_to beyond the owning agent (bridge/state/sharing.py)
+    teams: TeamRepository  # team -> member agents
 
     async def aclose(self) -> None: ...

@@ -22,6 +22,7 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
     "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
+    "share", "team",  # a memory's visible_to changed; a team's membership changed (issue 13)
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
 READ_ACTIONS = frozenset({"recall"})

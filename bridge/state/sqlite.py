@@ -24,6 +24,7 @@ from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.state.database import Database
 from bridge.state.protocols import WriteIntent
+from bridge.state.sharing_sqlite import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
@@ -266,6 +267,9 @@ class SqliteGrants:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM grants WHERE tenant_id = ? AND grantee_user_id = ?", (tenant_id, user_id)).rowcount
 
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return [self._row(r) for r in self.db.query("SELECT * FROM grants WHERE tenant_id = ? ORDER BY issued_at DESC LIMIT ?", (tenant_id, limit))]
+
 
 class SqliteManifests:
     _COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
@@ -349,6 +353,14 @@ class SqliteManifests:
         rows = self.db.query("SELECT COUNT(*) FROM manifests WHERE tenant_id = ? AND user_id = ? AND expires_at > ? AND revoked_at IS NULL", (tenant_id, user_id, now))
         return int(rows[0][0])
 
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = ?)" if memory_id is not None else ""
+        rows = self.db.query(
+            f"SELECT manifest_id FROM manifests WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at > ?{holding} ORDER BY created_at DESC LIMIT ?",
+            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit),
+        )
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
+
 
 class SqliteState:
     """Audit, grants and manifests in one SQLite file (`bridge.sqlite3` under the bridge home)."""
@@ -359,9 +371,12 @@ class SqliteState:
             apply_migrations(self.db.conn, "audit", AUDIT_MIGRATIONS)
             apply_migrations(self.db.conn, "grants", GRANT_MIGRATIONS)
             apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
+            apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
+        self.shares = SqliteShares(self.db)
+        self.teams = SqliteTeams(self.db)
 
     @property
     def path(self) -> Path:

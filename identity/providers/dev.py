@@ -42,6 +42,7 @@ _SCALARS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "workspace_id": (("VIKING_BRIDGE_WORKSPACE_ID", "VIKING_MEMORY_GROUP_ID"), None),
     "session_id": (("VIKING_BRIDGE_SESSION_ID",), None),
     "permission_version": (("VIKING_BRIDGE_PERMISSION_VERSION",), None),
+    "task_id": (("VIKING_BRIDGE_TASK_ID",), None),
 }
 _LISTS = {"department_ids": "VIKING_BRIDGE_DEPARTMENT_IDS", "roles": "VIKING_BRIDGE_ROLES"}
 

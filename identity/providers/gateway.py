@@ -67,9 +67,12 @@ H_WORKSPACE, H_AGENT, H_ROLES = "x-vb-workspace", "x-vb-agent", "x-vb-roles"
 H_SESSION, H_VERSION = "x-vb-session", "x-vb-permission-version"
 H_TIMESTAMP, H_NONCE, H_SIGNATURE = "x-vb-timestamp", "x-vb-nonce", "x-vb-signature"
 H_CONTENT = "x-vb-content-sha256"
+#: Seed 000 level 3. Signed, but outside the v1 line list: when present it is appended to the
+#: canonical string as one more line, so signatures of gateways that never send it are unchanged.
+H_TASK = "x-vb-task"
 IDENTITY_HEADERS = (H_TENANT, H_USER, H_DEPARTMENTS, H_WORKSPACE, H_AGENT, H_ROLES, H_SESSION, H_VERSION)
 SIGNED_HEADERS = (H_TIMESTAMP, H_NONCE, *IDENTITY_HEADERS, H_CONTENT)
-_ALL_VB = frozenset((*SIGNED_HEADERS, H_SIGNATURE))
+_ALL_VB = frozenset((*SIGNED_HEADERS, H_TASK, H_SIGNATURE))
 _NONCE = re.compile(r"[A-Za-z0-9_\-]{8,128}")
 _HEX_SIG = re.compile(r"[0-9a-f]{64}")
 MIN_SECRET_BYTES = 32
@@ -78,6 +81,8 @@ MIN_SECRET_BYTES = 32
 def canonical_string(method: str, path: str, values: Mapping[str, str]) -> str:
     """The exact text the gateway signs; `values` maps lower-case signed header names to values."""
     lines = [CANONICAL_VERSION, method.upper(), path, *(values.get(h, "") for h in SIGNED_HEADERS)]
+    if values.get(H_TASK, ""):
+        lines.append(f"{H_TASK}:{values[H_TASK]}")
     return "\n".join(lines)
 
 
@@ -98,6 +103,7 @@ def sign_gateway_headers(
     roles: Iterable[str] = (),
     session_id: str | None = None,
     permission_version: str | None = None,
+    task_id: str | None = None,
     timestamp: int | None = None,
     nonce: str | None = None,
     body: bytes | None = None,
@@ -112,7 +118,7 @@ def sign_gateway_headers(
         H_DEPARTMENTS: ",".join(encode_id(d) for d in sorted(department_ids)),
         H_ROLES: ",".join(encode_id(r) for r in sorted(roles)),
     }
-    for name, value in ((H_WORKSPACE, workspace_id), (H_SESSION, session_id), (H_VERSION, permission_version)):
+    for name, value in ((H_WORKSPACE, workspace_id), (H_SESSION, session_id), (H_VERSION, permission_version), (H_TASK, task_id)):
         if value is not None:
             values[name] = encode_id(value)
     if nonce is not None:
@@ -297,6 +303,7 @@ class GatewayProvider:
             workspace_id=one(H_WORKSPACE, required=False),
             session_id=one(H_SESSION, required=False) or new_session_id(),
             permission_version=one(H_VERSION, required=False),
+            task_id=one(H_TASK, required=False),
             department_ids=many(H_DEPARTMENTS),
             roles=many(H_ROLES),
         )

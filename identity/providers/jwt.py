@@ -83,6 +83,7 @@ class ClaimMapping:
     roles: str | Sequence[str] | None = "roles"
     session_id: str | Sequence[str] | None = None
     permission_version: str | Sequence[str] | None = None
+    task_id: str | Sequence[str] | None = None  # seed 000 level 3: e.g. "task_id" or "https://acme.example/task"
 
 
 @dataclass
@@ -195,7 +196,9 @@ class JwtProvider:
         workspace = self._scalar(claims, m.workspace_id, "workspace_id", optional=True)
         session = self._scalar(claims, m.session_id, "session_id", optional=True) or new_session_id()
         version = self._scalar(claims, m.permission_version, "permission_version", optional=True)
+        task = self._scalar(claims, m.task_id, "task_id", optional=True)
         return MemoryIdentity(
+            task_id=task,
             tenant_id=tenant,
             user_id=user,
             agent_id=agent,

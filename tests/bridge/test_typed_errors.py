@@ -60,7 +60,8 @@ async def _setup(b: MemoryBridge) -> dict[str, Any]:
     pending = await b.remember(make_identity("bob"), "every service exposes /health", "standard")
     manifest = await b.inject(ADMIN, "worker", "staging", memory_refs=[mine.ref], may_reinject=True)
     grant = await b.grant(ADMIN, "bob", "acme/dept/sales", ttl_seconds=600, reason="audit")
-    return {"note": note, "mine": mine, "pending": pending, "manifest": manifest, "grant": grant}
+    proc = await b.remember(ADMIN, "deploy the canary before the fleet", "procedure")  # an agent memory: shareable
+    return {"note": note, "mine": mine, "pending": pending, "manifest": manifest, "grant": grant, "proc": proc}
 
 
 def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dict[str, Any]]]:
@@ -97,6 +98,14 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         "reject": ([("identity", ADMIN), ("ref", w["pending"].ref)], {}),
         "list_grants": ([("identity", ADMIN)], {"grantee_user_id": None, "include_inactive": False}),
         "inject_context": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {"depth": "minimal"}),
+        # sharing and teams (issue 13)
+        "set_visible_to": ([("identity", ADMIN), ("ref", w["proc"].ref), ("visible_to", ["reviewer"])], {}),
+        "set_team_members": ([("admin", ADMIN), ("team_id", "red"), ("agent_ids", ["assistant", "reviewer"])], {}),
+        "add_team_member": ([("admin", ADMIN), ("team_id", "red"), ("member_agent_id", "worker")], {}),
+        "remove_team_member": ([("admin", ADMIN), ("team_id", "red"), ("member_agent_id", "worker")], {}),
+        # role files and federated injection (issue 13)
+        "role_inject": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {
+            "depth": "minimal", "carry": [ref], "ttl_seconds": 60, "may_reinject": False}),
     }
 
 
@@ -107,18 +116,21 @@ async def _snapshot(b: MemoryBridge) -> tuple:
     grants = db.query("SELECT grant_id, revoked_at FROM grants ORDER BY grant_id")
     manifests = db.query("SELECT manifest_id, revoked_at FROM manifests ORDER BY manifest_id")
     entries = db.query("SELECT manifest_id, position, memory_id FROM manifest_entries ORDER BY manifest_id, position")
-    return records, grants, manifests, entries
+    shares = db.query("SELECT scope, memory_id, agent_id FROM shares ORDER BY scope, memory_id, agent_id")
+    teams = db.query("SELECT tenant_id, team_id, agent_id FROM team_members ORDER BY tenant_id, team_id, agent_id")
+    return records, grants, manifests, entries, shares, teams
 
 
 PUBLIC_METHODS = sorted(_signatures({"mine": type("W", (), {"ref": None})(), "note": type("W", (), {"ref": None})(),
                                      "pending": type("W", (), {"ref": None})(), "manifest": type("M", (), {"manifest_id": None})(),
-                                     "grant": type("G", (), {"grant_id": None})()}))
+                                     "grant": type("G", (), {"grant_id": None})(), "proc": type("W", (), {"ref": None})()}))
 
 
 def test_every_public_method_is_covered():
     """A new public method of MemoryBridge must be added to the property test."""
     public = {n for n in dir(MemoryBridge) if not n.startswith("_") and callable(getattr(MemoryBridge, n))}
-    public -= {"execute", "aclose", "aopen", "open_local", "with_backend", "from_settings"}
+    # audit_refusal is the doors' hook (an identity the door verified, a refusal it made), not an API for input
+    public -= {"execute", "aclose", "aopen", "open_local", "with_backend", "from_settings", "audit_refusal"}
     assert public == set(PUBLIC_METHODS), f"uncovered: {public - set(PUBLIC_METHODS)}; stale: {set(PUBLIC_METHODS) - public}"
 
 

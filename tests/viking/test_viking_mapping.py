@@ -27,6 +27,8 @@ def scope_keys(draw: st.DrawFn) -> ScopeKey:
         return ScopeKey.tenant(t)
     if v is Visibility.AGENT:
         return ScopeKey.agent(t, draw(ids), draw(ids))
+    if v is Visibility.TASK:
+        return ScopeKey.task(t, draw(ids), draw(ids), draw(ids))
     return ScopeKey(v, t, draw(ids))
 
 

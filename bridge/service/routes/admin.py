@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
 
 from bridge import operations as ops
 from bridge import read_operations as reads
@@ -13,31 +12,6 @@ from bridge.service.routes.common import audit_out, execute, grant_out, identity
 from bridge.service.schemas import AuditOut, Deleted, ForkRequest, GrantOut, GrantRequest, SessionOut
 
 router = APIRouter(prefix="/api/v1", tags=["administration"])
-
-
-class WhoAmI(BaseModel):
-    """The console branch's `WhoAmI` field for field, plus `readable_scopes` (additive)."""
-
-    principal: str
-    tenant_id: str
-    user_id: str
-    agent_id: str
-    workspace_id: str | None = None
-    department_ids: list[str]
-    roles: list[str]
-    readable_scopes: list[str] = []  # the scopes the caller reads by default (no grant needed), as the policy says
-
-
-@router.get("/admin/whoami", response_model=WhoAmI, summary="The caller's own identity, as the credential established it")
-async def whoami(request: Request) -> WhoAmI:
-    """Any caller (not only admins): who the credential says it is, and what it reads by default.
-    Nothing secret (no session id, no permission version, no credential)."""
-    who = identity(request)
-    return WhoAmI(
-        principal=who.principal, tenant_id=who.tenant_id, user_id=who.user_id, agent_id=who.agent_id, workspace_id=who.workspace_id,
-        department_ids=sorted(who.department_ids), roles=sorted(who.roles),
-        readable_scopes=[str(k) for k, _ in request.app.state.ctx.bridge.policy.own_scopes(who)],
-    )
 
 
 @router.post("/grants", response_model=GrantOut, status_code=201, summary="Issue a grant (tenant admin)")

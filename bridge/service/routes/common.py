@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import Request, Response
 
+from bridge import admin_operations as admin_ops
 from bridge import operations as ops
 from bridge import read_operations as reads
 from bridge.errors import Forbidden, Unauthenticated
@@ -52,7 +53,10 @@ def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: s
 
 
 #: Operations that change nothing but their own audit row: a timeout may simply cancel them.
-READS = (ops.Recall, ops.QueryAudit, reads.GetMemory, reads.FindByKey, reads.ListMemories, reads.PendingApprovals, reads.ListGrants)
+READS = (
+    ops.Recall, ops.QueryAudit, reads.GetMemory, reads.FindByKey, reads.ListMemories, reads.PendingApprovals, reads.ListGrants,
+    admin_ops.TenantGrants, admin_ops.TenantManifests, admin_ops.ScopeCounts, admin_ops.WhoCanRead,
+)
 
 
 async def execute(request: Request, who: MemoryIdentity, op: ops.Operation) -> Any:

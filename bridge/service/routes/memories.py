@@ -15,6 +15,7 @@ from bridge import read_operations as reads
 from bridge.handlers.reads import MemoryPage, MemoryRecord
 from bridge.models import CaptureResult, WriteResult
 from bridge.service.routes.common import check_caller, execute, identity
+from bridge.service.routes.sharing import write_team
 from bridge.service.schemas import (
     CaptureRequest, CountOut, Deleted, EditRequest, ForgetSubjectRequest, PromoteRequest, RememberRequest, WriteBackRequest,
 )
@@ -26,16 +27,20 @@ Scope = Annotated[str, Query(min_length=1, max_length=400, description="The memo
 @router.post("/capture", response_model=CaptureResult, summary="Capture a conversation (seed 000)")
 async def capture(body: CaptureRequest, request: Request) -> CaptureResult:
     who = identity(request)
-    check_caller(who, agent_id=body.agent_id, user_id=body.user_id, team_id=body.team_id)
+    check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
+    team = write_team(who, body.team_id, body.memory_type)
     messages: list = list(body.messages or [])
     if body.content is not None:
         messages.append({"role": "user", "content": body.content})
-    return await execute(request, who, ops.Capture(messages, body.idempotency_key))  # type: ignore[arg-type]
+    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.memory_type, body.visible_to, team))  # type: ignore[arg-type]
 
 
 @router.post("/memories", response_model=WriteResult, status_code=201, summary="Remember one memory")
 async def remember(body: RememberRequest, request: Request) -> WriteResult:
-    return await execute(request, identity(request), ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence))  # type: ignore[arg-type]
+    who = identity(request)
+    team = write_team(who, body.team_id, body.memory_type)
+    op = ops.Remember(body.content, body.kind, body.visibility, body.department_id, body.idempotency_key, body.metadata, body.confidence, body.memory_type, body.visible_to, team)  # type: ignore[arg-type]
+    return await execute(request, who, op)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="List a readable scope's memories (cursor pages)")
@@ -88,7 +93,7 @@ async def approvals(request: Request, cursor: Annotated[str | None, Query(max_le
 
 @router.post("/write-back", response_model=WriteResult, status_code=201, summary="A child agent's result, with derived_from lineage")
 async def write_back(body: WriteBackRequest, request: Request) -> WriteResult:
-    return await execute(request, identity(request), ops.WriteBack(body.manifest_id, body.content, body.kind, body.visibility, body.idempotency_key))  # type: ignore[arg-type]
+    return await execute(request, identity(request), ops.WriteBack(body.manifest_id, body.content, body.kind, body.visibility, body.idempotency_key, body.metadata))  # type: ignore[arg-type]
 
 
 @router.post("/forget-subject", response_model=CountOut, summary="Erase every memory by or about one user")

@@ -4,6 +4,7 @@
  * `idempotencyKey`: the request body has an `idempotency_key` (the client fills one in, so the call is safe to retry).
  */
 export const ROUTES = {
+  "add_team_member": { method: "POST", path: "/api/v1/teams/{team_id}/members", success: [200], authenticated: true, idempotencyKey: false },
   "approvals": { method: "GET", path: "/api/v1/approvals", success: [200], authenticated: true, idempotencyKey: false },
   "approve": { method: "POST", path: "/api/v1/memories/{memory_id}/approve", success: [200], authenticated: true, idempotencyKey: false },
   "audit": { method: "GET", path: "/api/v1/audit", success: [200], authenticated: true, idempotencyKey: false },
@@ -21,15 +22,24 @@ export const ROUTES = {
   "list_grants": { method: "GET", path: "/api/v1/grants", success: [200], authenticated: true, idempotencyKey: false },
   "list_memories": { method: "GET", path: "/api/v1/memories", success: [200], authenticated: true, idempotencyKey: false },
   "metrics": { method: "GET", path: "/metrics", success: [200], authenticated: false, idempotencyKey: false },
+  "my_role": { method: "GET", path: "/api/v1/roles/me", success: [200], authenticated: true, idempotencyKey: false },
   "promote": { method: "POST", path: "/api/v1/memories/{memory_id}/promote", success: [200], authenticated: true, idempotencyKey: false },
   "ready": { method: "GET", path: "/ready", success: [200], authenticated: false, idempotencyKey: false },
   "recall_get": { method: "GET", path: "/api/v1/recall", success: [200], authenticated: true, idempotencyKey: false },
   "recall_post": { method: "POST", path: "/api/v1/recall", success: [200], authenticated: true, idempotencyKey: false },
   "reject": { method: "POST", path: "/api/v1/memories/{memory_id}/reject", success: [200], authenticated: true, idempotencyKey: false },
   "remember": { method: "POST", path: "/api/v1/memories", success: [201], authenticated: true, idempotencyKey: true },
+  "remove_team_member": { method: "DELETE", path: "/api/v1/teams/{team_id}/members/{member_agent_id}", success: [200], authenticated: true, idempotencyKey: false },
   "revoke_grant": { method: "DELETE", path: "/api/v1/grants/{grant_id}", success: [200], authenticated: true, idempotencyKey: false },
   "revoke_manifest": { method: "DELETE", path: "/api/v1/manifests/{manifest_id}", success: [200], authenticated: true, idempotencyKey: false },
+  "role_inject": { method: "POST", path: "/api/v1/roles/inject", success: [200], authenticated: true, idempotencyKey: false },
+  "scope_counts": { method: "GET", path: "/api/v1/admin/scopes", success: [200], authenticated: true, idempotencyKey: false },
+  "set_team_members": { method: "PUT", path: "/api/v1/teams/{team_id}", success: [200], authenticated: true, idempotencyKey: false },
+  "set_visible_to": { method: "PUT", path: "/api/v1/memories/{memory_id}/visible-to", success: [200], authenticated: true, idempotencyKey: false },
   "start_session": { method: "POST", path: "/api/v1/sessions", success: [200], authenticated: true, idempotencyKey: false },
+  "tenant_grants": { method: "GET", path: "/api/v1/admin/grants", success: [200], authenticated: true, idempotencyKey: false },
+  "tenant_manifests": { method: "GET", path: "/api/v1/admin/manifests", success: [200], authenticated: true, idempotencyKey: false },
+  "who_can_read": { method: "GET", path: "/api/v1/admin/memories/{memory_id}/readers", success: [200], authenticated: true, idempotencyKey: false },
   "whoami": { method: "GET", path: "/api/v1/admin/whoami", success: [200], authenticated: true, idempotencyKey: false },
   "write_back": { method: "POST", path: "/api/v1/write-back", success: [201], authenticated: true, idempotencyKey: true },
 } as const;

@@ -1,5 +1,6 @@
 """One real service process per test session (two workers, so cross-worker guarantees are
-exercised), on a random loopback port; stopped by its pid at the end of the session."""
+exercised), on a random loopback port; stopped by its pid at the end of the session. Shared by
+tests/service and tests/browser (the admin console), so a run of both starts it once."""
 
 from __future__ import annotations
 

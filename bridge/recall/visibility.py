@@ -1,0 +1,64 @@
+"""Recall and sharing (issue 13): the reader's teams and the memories shared with it join its
+ScopeSet (stage "scopes"), and each labelled item gets its `memory_type` and `visible_to`
+(stage "visibility", after "label").
+
+Both are state lookups by index (shares by reader; audiences by memory), never a scan; what a
+share makes readable is an entry with exact `memory_ids`, enforced inside every backend's query.
+It never widens anything the policy did not decide (`bridge/sharing_policy.py`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adapters.scopes import ScopeSet
+from bridge.models import RecalledMemory
+from bridge.sharing_policy import SHAREABLE, memory_type_of, visible_to_of, with_shares_and_teams
+from bridge.vocabulary import Purpose
+from identity.model import MemoryIdentity
+
+if TYPE_CHECKING:
+    from bridge.recall.context import RecallContext
+    from bridge.runtime import BridgeRuntime
+
+__all__ = ["readable_with_shares", "label_visibility", "stage"]
+
+
+async def readable_with_shares(rt: BridgeRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
+    """`base` plus the reader's teams and exactly the memories shared with it (two indexed
+    state lookups; the entries' `memory_ids` are enforced inside every backend's query)."""
+    shares = await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)
+    teams = await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id)
+    return with_shares_and_teams(rt.policy, identity, purpose, base, shares, teams)
+
+
+async def label_visibility(rt: BridgeRuntime, scopes: ScopeSet, items: list[RecalledMemory]) -> list[RecalledMemory]:
+    """Each item's `memory_type` (from the entry it was read through) and `visible_to` (one
+    audience lookup per agent place among the items)."""
+    if not items:
+        return items
+    entries = {str(e.key): e for e in scopes}
+    wanted: dict[str, list[str]] = {}
+    for item in items:
+        entry = entries.get(item.scope)
+        if entry is not None and entry.key.visibility in SHAREABLE:
+            wanted.setdefault(item.scope, []).append(item.memory_id)
+    audiences = {scope: await rt.state.shares.audience_of(entries[scope].key, ids) for scope, ids in wanted.items()}
+    for item in items:
+        entry = entries.get(item.scope)
+        if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
+            continue
+        kind = memory_type_of(entry.key, entry.source).value
+        if kind != item.memory_type:
+            # the items were built by the label stage of this recall and are not shared yet: set
+            # in place (dataclasses.replace costs several microseconds per item on the hot path)
+            object.__setattr__(item, "memory_type", kind)
+        if entry.key.visibility in SHAREABLE:
+            audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
+            object.__setattr__(item, "visible_to", visible_to_of(entry.key, audience))
+    return items
+
+
+async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+    assert ctx.scopes is not None
+    ctx.items = await label_visibility(rt, ctx.scopes, ctx.items)

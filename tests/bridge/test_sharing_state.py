@@ -1,0 +1,103 @@
+"""The share and team repositories (bridge/state/sharing*.py): the in-process and SQLite stores
+keep exactly what was stored, a narrowing is visible to the next read, a reader's lookup stays
+inside its tenant and user, and it is an indexed query (no scan of every share).
+tests/postgres/test_sharing_state_pg.py re-runs the same assertions on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.scopes import ScopeKey
+from bridge.state.memory import MemoryState
+from bridge.state.sqlite import SqliteState
+from bridge.teams import TeamMembership, apply_team_membership
+from bridge.errors import InvalidInput
+
+WUKONG = ScopeKey.agent("acme", "wukong", "alice")
+TASK = ScopeKey.task("acme", "wukong", "alice", "river")
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+async def state(request, tmp_path):
+    s = SqliteState(tmp_path / "bridge.sqlite3") if request.param == "sqlite" else MemoryState()
+    yield s
+    await s.aclose()
+
+
+async def test_a_share_reaches_exactly_its_audience_of_the_same_user(state):
+    await state.shares.set_audience(WUKONG, "m1", frozenset({"bajie", "sha"}), 1.0)
+    await state.shares.set_audience(WUKONG, "m2", frozenset({"*"}), 1.0)
+    await state.shares.set_audience(TASK, "m3", frozenset({"bajie"}), 1.0)
+    await state.shares.set_audience(ScopeKey.agent("acme", "wukong", "bob"), "m4", frozenset({"bajie"}), 1.0)
+    await state.shares.set_audience(ScopeKey.agent("globex", "wukong", "alice"), "m5", frozenset({"bajie"}), 1.0)
+    assert await state.shares.shared_with("acme", "alice", "bajie") == {WUKONG: frozenset({"m1", "m2"}), TASK: frozenset({"m3"})}
+    assert await state.shares.shared_with("acme", "alice", "tangseng") == {WUKONG: frozenset({"m2"})}
+    assert await state.shares.shared_with("acme", "bob", "tangseng") == {}
+    assert await state.shares.shared_with("globex", "alice", "bajie") == {ScopeKey.agent("globex", "wukong", "alice"): frozenset({"m5"})}
+    assert await state.shares.audience_of(WUKONG, ["m1", "m2", "nope"]) == {"m1": frozenset({"bajie", "sha"}), "m2": frozenset({"*"})}
+
+
+async def test_narrowing_a_share_is_visible_to_the_next_read(state):
+    await state.shares.set_audience(WUKONG, "m1", frozenset({"bajie", "sha"}), 1.0)
+    await state.shares.set_audience(WUKONG, "m1", frozenset({"sha"}), 2.0)
+    assert await state.shares.shared_with("acme", "alice", "bajie") == {}
+    assert await state.shares.audience_of(WUKONG, ["m1"]) == {"m1": frozenset({"sha"})}
+    await state.shares.set_audience(WUKONG, "m1", frozenset(), 3.0)
+    assert await state.shares.shared_with("acme", "alice", "sha") == {}
+    assert await state.shares.audience_of(WUKONG, ["m1"]) == {}
+
+
+async def test_a_forgotten_or_erased_memory_loses_its_share(state):
+    await state.shares.set_audience(WUKONG, "m1", frozenset({"bajie"}), 1.0)
+    await state.shares.set_audience(WUKONG, "m2", frozenset({"bajie"}), 1.0)
+    await state.shares.set_audience(ScopeKey.agent("acme", "wukong", "bob"), "m3", frozenset({"bajie"}), 1.0)
+    assert await state.shares.purge_memory_ids({"m1"}) == 1
+    assert await state.shares.shared_with("acme", "alice", "bajie") == {WUKONG: frozenset({"m2"})}
+    assert await state.shares.purge_user("acme", "alice") == 1
+    assert await state.shares.shared_with("acme", "alice", "bajie") == {}
+    assert await state.shares.shared_with("acme", "bob", "bajie") != {}
+
+
+async def test_team_membership_is_per_tenant_and_replaced_whole(state):
+    await state.teams.set_members("acme", "red", frozenset({"wukong", "bajie"}))
+    await state.teams.set_members("globex", "red", frozenset({"mallory"}))
+    assert await state.teams.teams_of("acme", "wukong") == {"red"}
+    assert await state.teams.teams_of("acme", "mallory") == frozenset()
+    assert await state.teams.members("globex", "red") == {"mallory"}
+    assert await state.teams.add_member("acme", "red", "sha") is True
+    assert await state.teams.add_member("acme", "red", "sha") is False
+    assert await state.teams.remove_member("acme", "red", "wukong") is True
+    assert await state.teams.members("acme", "red") == {"bajie", "sha"}
+    assert await state.teams.knows_agent("acme", "sha") and not await state.teams.knows_agent("acme", "wukong")
+    await state.teams.set_members("acme", "red", frozenset())
+    assert not await state.teams.has_teams("acme") and await state.teams.has_teams("globex")
+
+
+async def test_apply_team_membership_loads_role_file_data_and_refuses_bad_ids(state):
+    loaded = await apply_team_membership(state, "acme", {"pilgrims": ["wukong", "bajie"], "demons": ("baigu",)})
+    assert loaded.teams == {"pilgrims": frozenset({"wukong", "bajie"}), "demons": frozenset({"baigu"})}
+    assert await state.teams.teams_of("acme", "bajie") == {"pilgrims"}
+    await apply_team_membership(state, "acme", TeamMembership.of({"pilgrims": ["bajie"]}))
+    assert await state.teams.members("acme", "pilgrims") == {"bajie"} and await state.teams.members("acme", "demons") == {"baigu"}
+    for bad in ({"pilgrims": ["wu/kong"]}, {"pi lgrims": ["wukong"]}, {"pilgrims": "wukong"}, ["pilgrims"], {"pilgrims": ["*"]}):
+        with pytest.raises(InvalidInput):
+            await apply_team_membership(state, "acme", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        await apply_team_membership(state, "ac/me", {"pilgrims": ["wukong"]})
+    assert await state.teams.members("acme", "pilgrims") == {"bajie"}
+
+
+def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
+    """Scale: the per-recall lookup must use the reader index, never scan every share."""
+    s = SqliteState(tmp_path / "bridge.sqlite3")
+    try:
+        plans = {
+            "shared_with": "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id = ? AND agent_id IN (?, ?)",
+            "teams_of": "SELECT team_id FROM team_members WHERE tenant_id = ? AND agent_id = ?",
+            "audience_of": "SELECT memory_id, agent_id FROM shares WHERE scope = ? AND memory_id IN (?)",
+        }
+        for name, sql in plans.items():
+            detail = " ".join(str(r[-1]) for r in s.db.query("EXPLAIN QUERY PLAN " + sql, ("a",) * sql.count("?")))
+            assert "USING" in detail and "SCAN" not in detail.replace("USING INDEX", ""), f"{name}: {detail}"
+    finally:
+        s.close()
