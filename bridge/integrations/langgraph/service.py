@@ -17,6 +17,7 @@ problem's `error` name, else by status.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -90,7 +91,7 @@ class ServiceBridge:
             key, memory_id = op.ref
             return (await self._call("DELETE", f"/memories/{memory_id}", params={"scope": str(key)}))["deleted"]
         if isinstance(op, FindByKey):
-            return MemoryRecord(**await self._call("GET", f"/memories/by-key/{op.key}", params={"scope": str(op.scope)}))
+            return MemoryRecord(**await self._call("GET", f"/memories/by-key/{quote(op.key, safe='')}", params={"scope": str(op.scope)}))
         if isinstance(op, ListMemories):
             r = await self._call("GET", "/memories", params={"scope": str(op.scope), "cursor": op.cursor, "limit": op.limit, "status": op.status})
             return MemoryPage(memories=tuple(MemoryRecord(**m) for m in r["memories"]), next_cursor=r.get("next_cursor"))
