@@ -14,9 +14,9 @@ from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
 from bridge.limits import Limits
 from bridge.operations import Inject, Operation, _RefOperation, _set
-from bridge.validation import check_metadata, flag, memory_ref, metadata, number, optional_ident, positive_int, scope_key, text, within
+from bridge.validation import check_metadata, flag, ident, memory_ref, metadata, number, optional_ident, positive_int, scope_key, text, within
 
-__all__ = ["GetMemory", "ListMemories", "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext"]
+__all__ = ["GetMemory", "FindByKey", "ListMemories", "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext"]
 
 _LISTABLE = {"active": "active", "pending": "pending", "superseded": "superseded"}
 
@@ -25,6 +25,24 @@ _LISTABLE = {"active": "active", "pending": "pending", "superseded": "superseded
 class GetMemory(_RefOperation):
     """One memory by reference, if the identity may read it (its default scopes or a grant)."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class FindByKey(Operation):
+    """The memory the caller itself stored in `scope` with idempotency key `key`, if it may read it.
+
+    O(1) in the scope's size (one backend lookup, no listing). The key is the caller's own, as it
+    passed it to a write: the bridge namespaces it by the writer (`bridge.writes.backend_key`), so
+    a lookup finds only what this identity (tenant, user, agent) wrote — never another writer's
+    memory with the same key in a shared scope.
+    """
+
+    scope: ScopeKey
+    key: str
+
+    def __post_init__(self) -> None:
+        _set(self, "scope", scope_key(self.scope))
+        _set(self, "key", ident(self.key, "key"))
 
 
 @dataclass(frozen=True, slots=True)

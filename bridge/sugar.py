@@ -30,9 +30,9 @@ class OperationMethods:
     async def recall(
         self, identity: MemoryIdentity, query: str, *, purpose: Purpose | str = Purpose.CHAT, budget_tokens: int | None = None,
         kinds: Iterable[Kind | str] | None = None, include_scopes: Iterable[ScopeKey | str] = (), manifest_id: str | None = None,
-        allow_partial: bool = False, min_score: float | None = None,
+        allow_partial: bool = False, min_score: float | None = None, only_scopes: Iterable[ScopeKey | str] | None = None,
     ) -> RecallResult:
-        return await self.execute(identity, ops.Recall(query, purpose, budget_tokens, kinds, include_scopes, manifest_id, allow_partial, min_score))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Recall(query, purpose, budget_tokens, kinds, include_scopes, manifest_id, allow_partial, min_score, only_scopes))  # type: ignore[arg-type]
 
     async def remember(
         self, identity: MemoryIdentity, content: str, kind: Kind | str, *, visibility: Visibility | str | None = None,
@@ -122,6 +122,9 @@ class ReadMethods:
 
     async def get_memory(self, identity: MemoryIdentity, ref: Ref) -> Any:
         return await self.execute(identity, reads.GetMemory(ref))  # type: ignore[arg-type]
+
+    async def find_by_key(self, identity: MemoryIdentity, scope: ScopeKey | str, key: str) -> Any:
+        return await self.execute(identity, reads.FindByKey(scope, key))  # type: ignore[arg-type]
 
     async def list_memories(self, identity: MemoryIdentity, scope: ScopeKey | str, *, cursor: str | None = None, limit: int = 50, status: str = "active") -> Any:
         return await self.execute(identity, reads.ListMemories(scope, cursor, limit, status))  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.PurgeExpired: expiry.purge_expired,  # expiry and quotas (issue 13)
     # the read API (issue 11)
     read_ops.GetMemory: reads.get_memory,
+    read_ops.FindByKey: reads.find_by_key,
     read_ops.ListMemories: reads.list_memories,
     read_ops.PendingApprovals: reads.pending_approvals,
     read_ops.EditMemory: reads.edit_memory,

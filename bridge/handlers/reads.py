@@ -20,7 +20,7 @@ from bridge.errors import InvalidInput, NotFound, NotPermitted
 from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
 from bridge.models import RecalledMemory
-from bridge.read_operations import EditMemory, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
+from bridge.read_operations import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
 from bridge.read_policy import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
@@ -28,11 +28,11 @@ from bridge.sharing_policy import SHAREABLE
 from bridge.state.records import Grant
 from bridge.validation import RESERVED_METADATA_PREFIX
 from bridge.quotas import content_bytes
-from bridge.writes import release_memories, reserve_bytes
+from bridge.writes import backend_key, release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 
 __all__ = [
-    "MemoryRecord", "MemoryPage", "InjectedContext", "get_memory", "list_memories", "pending_approvals",
+    "MemoryRecord", "MemoryPage", "InjectedContext", "get_memory", "find_by_key", "list_memories", "pending_approvals",
     "edit_memory", "reject", "list_grants", "inject_context",
 ]
 
@@ -119,6 +119,17 @@ async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory)
     if memory.expired(rt.clock()):  # expired = gone for every reader; the purge deletes it
         raise NotFound(f"no memory {memory_id} in {key} (it expired at {memory.expires_at})")
     await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "get"})
+    return MemoryRecord.of(memory, reason)
+
+
+async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey) -> MemoryRecord:
+    """The caller's own memory stored with `op.key` in `op.scope` (what a write with that
+    idempotency key stored, per writer), read-checked exactly as `get_memory`; else NotFound."""
+    reason = read_reason(rt.policy, identity, op.scope, await _grants(rt, identity), rt.clock())
+    memory = await rt.backend.find_by_idempotency_key(op.scope, backend_key(identity, op.scope, op.key, ""))
+    if memory is None or memory.scope != op.scope or not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id):
+        raise NotFound(f"no memory with key {op.key!r} written by {identity.principal} in {op.scope}")
+    await rt.state.audit.append(identity, "recall", memory_ids=[memory.id], scopes=[op.scope], detail={"operation": "find_by_key"})
     return MemoryRecord.of(memory, reason)
 
 

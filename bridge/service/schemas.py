@@ -79,6 +79,7 @@ class RecallRequest(Body):
     min_score: float | None = Field(None, ge=0.0, le=1.0)
     agent_id: str | None = Field(None, description=CALLER_AGENT)
     user_id: str | None = Field(None, description=CALLER_USER)
+    only_scopes: list[str] | None = Field(None, min_length=1, max_length=64, description="Narrow the recall to exactly these scopes, each already readable (default scope or active grant); never widens.")
 
 
 class RememberRequest(Body):

@@ -70,7 +70,7 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
     return {
         "recall": ([("identity", ADMIN), ("query", "staging database")], {
             "purpose": "chat", "budget_tokens": 2000, "kinds": ["fact"], "include_scopes": [], "manifest_id": None,
-            "allow_partial": False, "min_score": 0.1}),
+            "allow_partial": False, "min_score": 0.1, "only_scopes": None}),
         "remember": ([("identity", ADMIN), ("content", "alpha deploys on Fridays"), ("kind", "fact")], {
             "visibility": "workspace", "department_id": None, "idempotency_key": "k-1", "metadata": {"source": "test"}, "confidence": 0.9,
             "ttl_s": 3600}),
@@ -92,6 +92,7 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         "fork_session": ([("identity", ADMIN), ("parent_session_id", ADMIN.session_id)], {}),
         # the read API (issue 11)
         "get_memory": ([("identity", ADMIN), ("ref", ref)], {}),
+        "find_by_key": ([("identity", ADMIN), ("scope", "acme/ws/alpha"), ("key", "k-1")], {}),
         "list_memories": ([("identity", ADMIN), ("scope", "acme/ws/alpha")], {"cursor": None, "limit": 10, "status": "active"}),
         "pending_approvals": ([("identity", ADMIN)], {"cursor": None, "limit": 10}),
         "edit_memory": ([("identity", ADMIN), ("ref", ref)], {"content": "alpha deploys on Mondays", "metadata": None, "confidence": 0.8}),

@@ -18,6 +18,7 @@ returns them; a recall does not, so search items carry the time stored in the co
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any, Mapping
 from bridge.errors import InvalidInput
 from bridge.integrations.langgraph.errors import UnsupportedStoreOperation
 
-__all__ = ["Decoded", "encode", "decode", "matches_filter", "as_datetime"]
+__all__ = ["Decoded", "item_key", "encode", "decode", "matches_filter", "as_datetime"]
 
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
@@ -39,6 +40,16 @@ class Decoded:
     value: dict[str, Any]
     created_at: float
     updated_at: float
+
+
+def item_key(namespace: tuple[str, ...], key: str) -> str:
+    """The idempotency key a put of (namespace, key) writes with, and `FindByKey` looks up.
+
+    Derived from namespace and key only (not the value), so the caller's item is found again in
+    O(1) whatever it holds; the bridge namespaces it by the writer, so it is unique per (scope,
+    namespace, key, writer) and nobody else's put can reach it."""
+    digest = hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()
+    return "lg" + digest[:40]
 
 
 def encode(namespace: tuple[str, ...], key: str, value: Mapping[str, Any], *, created_at: float | None = None) -> str:

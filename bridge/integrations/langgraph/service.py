@@ -1,12 +1,12 @@
-"""The store over the memory service: the five operations `BridgeStore` runs, as HTTP calls.
+"""The store over the memory service: the six operations `BridgeStore` runs, as HTTP calls.
 
     store = BridgeStore.over_service("https://memory.internal", api_key="vbk_...")   # or token=
 
 The credential is the only identity: the service verifies it on every call, so nothing this
 client believes about itself can widen anything. It still needs to know whose namespaces are
-whose (to refuse ("memories", "bob") for alice before asking): `whoami()` reads the caller's
-default scopes from one recall's `scopes_searched` (the service has no whoami route yet) and
-builds a local, *informational* `MemoryIdentity` from them. If that picture were wrong, a write
+whose (to refuse ("memories", "bob") for alice before asking): `whoami()` asks the service
+(`GET /api/v1/admin/whoami`: tenant, user, agent, workspace, departments, roles, default scopes)
+and builds a local, *informational* `MemoryIdentity` from the answer. If that picture were wrong, a write
 would land where the credential allows, the store would see it is not the namespace's scope,
 forget it and refuse (store.py) — fail closed either way.
 
@@ -17,16 +17,17 @@ problem's `error` name, else by status.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-from adapters.scopes import ScopeKey, Visibility
+from adapters.scopes import ScopeKey
 from bridge import errors as bridge_errors
 from bridge.handlers.reads import MemoryPage, MemoryRecord
 from bridge.integrations.langgraph.errors import UnsupportedStoreOperation
 from bridge.models import RecalledMemory, RecallResult, WriteResult
 from bridge.operations import Forget, Operation, Recall, Remember
-from bridge.read_operations import EditMemory, ListMemories
+from bridge.read_operations import EditMemory, FindByKey, ListMemories
 from identity.model import MemoryIdentity
 
 __all__ = ["ServiceBridge", "ServiceIdentity"]
@@ -54,7 +55,7 @@ def _problem(response: httpx.Response) -> bridge_errors.VikingBridgeError:
 
 
 class ServiceBridge:
-    """`execute(identity, op)` for Remember, EditMemory, Forget, ListMemories and Recall over HTTP."""
+    """`execute(identity, op)` for Remember, EditMemory, Forget, FindByKey, ListMemories and Recall over HTTP."""
 
     def __init__(self, url: str, *, api_key: str | None = None, token: str | None = None, http_client: httpx.AsyncClient | None = None) -> None:
         if (api_key is None) == (token is None):
@@ -89,12 +90,15 @@ class ServiceBridge:
         if isinstance(op, Forget):
             key, memory_id = op.ref
             return (await self._call("DELETE", f"/memories/{memory_id}", params={"scope": str(key)}))["deleted"]
+        if isinstance(op, FindByKey):
+            return MemoryRecord(**await self._call("GET", f"/memories/by-key/{quote(op.key, safe='')}", params={"scope": str(op.scope)}))
         if isinstance(op, ListMemories):
             r = await self._call("GET", "/memories", params={"scope": str(op.scope), "cursor": op.cursor, "limit": op.limit, "status": op.status})
             return MemoryPage(memories=tuple(MemoryRecord(**m) for m in r["memories"]), next_cursor=r.get("next_cursor"))
         if isinstance(op, Recall):
             body = {"query": op.query, "purpose": op.purpose.value, "budget_tokens": op.budget_tokens, "kinds": None if op.kinds is None else sorted(op.kinds),
-                    "include_scopes": [str(s) for s in op.include_scopes], "manifest_id": op.manifest_id, "allow_partial": op.allow_partial, "min_score": op.min_score}
+                    "include_scopes": [str(s) for s in op.include_scopes], "manifest_id": op.manifest_id, "allow_partial": op.allow_partial, "min_score": op.min_score,
+                    "only_scopes": None if op.only_scopes is None else [str(s) for s in op.only_scopes]}
             r = await self._call("POST", "/recall", body=body)
             items = tuple(RecalledMemory(**{**m, "derived_from": tuple(m.get("derived_from", ())), "conflicts_with": (), "duplicates": ()}) for m in r["memories"])
             return RecallResult(identity=r["identity"], purpose=r["purpose"], query=op.query, items=items, context=r["context"], tokens_used=r["tokens_used"],
@@ -102,18 +106,14 @@ class ServiceBridge:
         raise UnsupportedStoreOperation(f"the service store does not run {type(op).__name__}")
 
     async def whoami(self) -> MemoryIdentity:
-        """Who the credential is, read from the default scopes one recall searches."""
+        """Who the credential is, as the service's `GET /api/v1/admin/whoami` reports it."""
         if self._me is None:
-            r = await self._call("POST", "/recall", body={"query": "whoami", "budget_tokens": 25})
-            scopes = [ScopeKey.parse(s) for s in r["scopes_searched"]]
-            private = next(s for s in scopes if s.visibility is Visibility.PRIVATE)
-            agent = next(s for s in scopes if s.visibility is Visibility.AGENT)
-            workspace = next((s.owner_id for s in scopes if s.visibility is Visibility.WORKSPACE), None)
+            r = await self._call("GET", "/admin/whoami")
             self._me = MemoryIdentity(
-                tenant_id=private.tenant_id, user_id=private.owner_id, agent_id=agent.owner_id, workspace_id=workspace,
-                department_ids=frozenset(s.owner_id for s in scopes if s.visibility is Visibility.DEPARTMENT), session_id="service-client",
+                tenant_id=r["tenant_id"], user_id=r["user_id"], agent_id=r["agent_id"], workspace_id=r.get("workspace_id"),
+                department_ids=frozenset(r["department_ids"]), roles=frozenset(r["roles"]), session_id="service-client",
             )
-            self._defaults = frozenset(scopes)
+            self._defaults = frozenset(ScopeKey.parse(s) for s in r.get("readable_scopes", ()))
         return self._me
 
     def reads_by_default(self, identity: MemoryIdentity, scope: ScopeKey) -> bool:

@@ -2,27 +2,31 @@
 
 Every call is made as the identity the `IdentitySource` verified (identity.py); every namespace
 is mapped to a scope by `namespaces.resolve`, which refuses names of other identities; every
-read and write is an ordinary bridge operation (`Remember`, `EditMemory`, `Forget`,
+read and write is an ordinary bridge operation (`Remember`, `EditMemory`, `Forget`, `FindByKey`,
 `ListMemories`, `Recall`) run by `MemoryBridge.execute`, so the policy, limits, session checks
 and audit are the bridge's — the store never reads the backend itself and never widens a scope.
 
-    get(ns, key)        ListMemories over the namespace's scope, the item with that ns and key
-    put(ns, key, v)     the caller's own item with that ns/key is edited in place (EditMemory);
-                        otherwise a new memory (Remember, visibility from the namespace,
-                        idempotency key derived from ns/key/value so a retried put lands once).
+    get(ns, key)        the caller's own item: one FindByKey (O(1)); else, in a scope others can
+                        write, another writer's item with that ns/key (a walk: keys are per writer)
+    put(ns, key, v)     the caller's own item with that ns/key (FindByKey, O(1)) is edited in
+                        place (EditMemory); otherwise a new memory (Remember, visibility from the
+                        namespace, idempotency key derived from ns/key, so a retried put lands once).
                         The memory must land in exactly the namespace's scope, else it is
                         forgotten again and the put refused (never acknowledged elsewhere)
-    delete(ns, key)     Forget (the policy decides whether the caller may forget it)
-    search(prefix, query=...)  one Recall (the namespace's scope added as `include_scopes` when it
-                        is not readable by default, so the bridge asks for a grant), its items of
-                        the namespace's scope (bounded by the recall's candidate pool, which
-                        spans all scopes searched); without a query: ListMemories walked in full
+    delete(ns, key)     Forget of the item get would return (the policy decides whether the caller
+                        may forget another writer's)
+    search(prefix, query=...)  one Recall narrowed to the namespace's scope (`only_scopes`: the
+                        backend is asked for that scope alone; one outside the defaults needs a
+                        grant), its items under the prefix (the recall's candidate pool, default
+                        50, is that scope's alone); without a query: ListMemories walked in full
     list_namespaces     the namespaces of the items in the scopes the identity reads by default
 
 Keys: a LangGraph key is a label inside the memory's content (items.py), unique per (scope,
-namespace, writer): in a shared scope two writers' items with the same key are two memories
-(an idempotency key is namespaced by its writer, so nobody overwrites another's item by
-guessing its key); `get` returns the caller's own, else the most recently updated one. An item
+namespace, writer), stored with the idempotency key `items.item_key(namespace, key)`: the bridge
+namespaces it by the writer, so `FindByKey` finds the caller's own item in O(1) and nobody else's;
+in a shared scope two writers' items with the same key are two memories (nobody overwrites
+another's item by guessing its key); `get` returns the caller's own, else the most recently
+updated one of another writer (found by a walk, see `_others`). An item
 whose recorded namespace does not describe the scope it was read from (someone wrote a
 ("memories", "alice") label into a shared scope through the plain API) is not an item there:
 a label never lies about where an item came from.
@@ -41,23 +45,23 @@ TTL: `supports_ttl = False`; the bridge's write operation has no expiry yet, so 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from typing import TYPE_CHECKING, Any, Iterable
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
 
 from adapters.errors import WrongContext
-from adapters.scopes import ScopeKey
+from adapters.base import Status
+from adapters.scopes import ScopeKey, Visibility
 from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.integrations.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, matches_filter
+from bridge.errors import Conflict, NotFound
+from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
 from bridge.integrations.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.models import RecallResult, WriteResult
 from bridge.operations import Forget, Recall, Remember
-from bridge.read_operations import EditMemory, ListMemories
+from bridge.read_operations import EditMemory, FindByKey, ListMemories
 from bridge.vocabulary import Kind, Purpose, parse_kind
 from identity.model import MemoryIdentity
 
@@ -67,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["BridgeStore"]
 
 _PAGE = 500
+_LIVE = (Status.ACTIVE.value, Status.PENDING.value)  # what a put edits in place; get shows only active ones
 _SEARCH_BUDGET = 1_000_000  # the store returns items, not a prompt: the token budget never hides one
 
 
@@ -107,12 +112,13 @@ class BridgeStore(BaseStore):
 
     def __init__(
         self, bridge: "MemoryBridge | ServiceBridge", identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
-        purpose: Purpose | str = Purpose.CHAT,
+        purpose: Purpose | str = Purpose.CHAT, others_on_miss: bool = True,
     ) -> None:
         self.bridge = bridge
         self.identity_source: IdentitySource = FixedIdentity(identity) if isinstance(identity, MemoryIdentity) else identity
         self.kind = parse_kind(kind)
         self.purpose = Purpose(getattr(purpose, "value", purpose))
+        self.others_on_miss = others_on_miss
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: LoopRunner | None = None
 
@@ -123,10 +129,6 @@ class BridgeStore(BaseStore):
 
         service = ServiceBridge(url, api_key=api_key, token=token, http_client=kwargs.pop("http_client", None))
         return cls(service, ServiceIdentity(service), **kwargs)  # type: ignore[arg-type]
-
-    def _reads_by_default(self, identity: MemoryIdentity, scope: ScopeKey) -> bool:
-        own = getattr(self.bridge, "reads_by_default", None)  # the service client answers from its whoami
-        return bool(own(identity, scope)) if own is not None else self.bridge.policy.reads_by_default(identity, scope)
 
     # -- BaseStore's two methods ---------------------------------------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -185,17 +187,35 @@ class BridgeStore(BaseStore):
             if cursor is None:
                 return out
 
-    async def _find(self, identity: MemoryIdentity, target: Target, key: str, *, own: bool = False) -> _Found | None:
+    async def _own(self, identity: MemoryIdentity, target: Target, key: str) -> tuple[_Found | None, Any]:
+        """The caller's own item with this key: one `FindByKey` (O(1) in the scope's size).
+        Returns the item, active or pending (None if the caller has none there), and the record."""
+        try:
+            record = await self.bridge.execute(identity, FindByKey(target.scope, item_key(target.namespace, key)))
+        except NotFound:
+            return None, None
+        item = decode(record.content)
+        if (item is None or record.status not in _LIVE or record.scope != str(target.scope)
+                or item.namespace != target.namespace or item.key != key or not labels_scope(item.namespace, target.scope)):
+            return None, record
+        return _Found(target.scope, record.memory_id, record.author, item), record
+
+    async def _others(self, identity: MemoryIdentity, target: Target, key: str) -> _Found | None:
+        """Another writer's item with this key (the newest): only a walk can find it, since keys
+        are per writer. Skipped where nobody else can write (the agent scope) or when the store
+        was built with `others_on_miss=False`."""
+        if not self.others_on_miss or target.scope.visibility is Visibility.AGENT:
+            return None
         found = [f for f in await self._walk(identity, target.scope) if f.item.namespace == target.namespace and f.item.key == key]
-        if own:
-            me = f"{identity.user_id}@{identity.agent_id}"
-            found = [f for f in found if f.author == me]
         return max(found, key=lambda f: f.item.updated_at, default=None)
 
     async def _get(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str) -> Item | None:
         target = resolve(namespace, identity)
         # the caller's own item first: in a shared scope another writer cannot shadow it
-        found = await self._find(identity, target, key, own=True) or await self._find(identity, target, key)
+        own, record = await self._own(identity, target, key)
+        if own is not None and record.status != Status.ACTIVE.value:
+            own = None  # a pending item is no item until approved
+        found = own or await self._others(identity, target, key)
         if found is None:
             return None
         i = found.item
@@ -216,8 +236,8 @@ class BridgeStore(BaseStore):
         result: RecallResult | None = None
         if query:
             options = dict(recall_options or {})
-            if prefix:  # a scope outside the defaults is asked for explicitly: the bridge needs a grant
-                options.setdefault("include_scopes", tuple(t.scope for t in targets if not self._reads_by_default(identity, t.scope)))
+            if prefix:  # exactly the namespace's scope: the backend is asked for it alone (a scope outside the defaults needs a grant)
+                options.setdefault("only_scopes", tuple(t.scope for t in targets))
             for name, default in (("purpose", self.purpose), ("budget_tokens", _SEARCH_BUDGET), ("min_score", 0.0)):
                 options.setdefault(name, default)
             result = await self.bridge.execute(identity, Recall(query, **options))
@@ -258,22 +278,28 @@ class BridgeStore(BaseStore):
     async def put_item(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str, value: Any) -> WriteResult | Any:
         """The put, returning the bridge's answer (a WriteResult, or the edited MemoryRecord)."""
         target = resolve(tuple(namespace), identity, for_write=True)
-        existing = await self._find(identity, target, key, own=True)
-        if existing is not None:
-            content = encode(target.namespace, key, value, created_at=existing.item.created_at)
-            return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content))
-        content = encode(target.namespace, key, value)
-        digest = hashlib.sha256(json.dumps([list(target.namespace), key, value], sort_keys=True, default=str).encode()).hexdigest()
-        op = Remember(content, self._kind(value), visibility=target.visibility, department_id=target.department_id, idempotency_key="lg" + digest[:40])
-        written: WriteResult = await self.bridge.execute(identity, op)
-        if written.scope != str(target.scope):  # never acknowledge a write the policy placed elsewhere
-            await self.bridge.execute(identity, Forget((ScopeKey.parse(written.scope), written.memory_id)))
-            raise NamespaceRefused(f"the bridge would store {namespace!r} in {written.scope}, not {target.scope}; refused")
-        return written
+        ckey = item_key(target.namespace, key)
+        for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
+            existing, record = await self._own(identity, target, key)
+            if existing is None and record is not None:  # the key holds a memory that is no item here (stale, superseded): replace it
+                await self.bridge.execute(identity, Forget((ScopeKey.parse(record.scope), record.memory_id)))
+            if existing is not None:
+                content = encode(target.namespace, key, value, created_at=existing.item.created_at)
+                return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content))
+            op = Remember(encode(target.namespace, key, value), self._kind(value), visibility=target.visibility, department_id=target.department_id, idempotency_key=ckey)
+            try:
+                written: WriteResult = await self.bridge.execute(identity, op)
+            except Conflict:
+                continue
+            if written.scope != str(target.scope):  # never acknowledge a write the policy placed elsewhere
+                await self.bridge.execute(identity, Forget((ScopeKey.parse(written.scope), written.memory_id)))
+                raise NamespaceRefused(f"the bridge would store {namespace!r} in {written.scope}, not {target.scope}; refused")
+            return written
+        raise Conflict(f"the put of {namespace!r}/{key!r} kept colliding with a concurrent put of the same key")
 
     async def _delete(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str) -> None:
         target = resolve(tuple(namespace), identity)
-        found = await self._find(identity, target, key, own=True) or await self._find(identity, target, key)
+        found = (await self._own(identity, target, key))[0] or await self._others(identity, target, key)
         if found is not None:
             await self.bridge.execute(identity, Forget((found.scope, found.memory_id)))
 

@@ -29,6 +29,7 @@ class WhoAmI(BaseModel):
     workspace_id: str | None = None
     department_ids: list[str]
     roles: list[str]
+    readable_scopes: list[str] = []  # the scopes the caller reads by default (no grant needed), as the policy says
 
 
 @router.get("/whoami", response_model=WhoAmI, summary="The caller's own identity, as the credential established it")
@@ -37,6 +38,7 @@ async def whoami(request: Request) -> WhoAmI:
     return WhoAmI(
         principal=who.principal, tenant_id=who.tenant_id, user_id=who.user_id, agent_id=who.agent_id, workspace_id=who.workspace_id,
         department_ids=sorted(who.department_ids), roles=sorted(who.roles),
+        readable_scopes=[str(k) for k, _ in request.app.state.ctx.bridge.policy.own_scopes(who)],
     )
 
 

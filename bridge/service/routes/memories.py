@@ -1,6 +1,7 @@
 """Routes that write or change memories, and the read API over them (`/api/v1/...`).
 
-A memory is addressed as `/memories/{memory_id}?scope=<scope key>` (a scope key holds slashes).
+A memory is addressed as `/memories/{memory_id}?scope=<scope key>` (a scope key holds slashes), or
+by the caller's own idempotency key as `/memories/by-key/{key}?scope=<scope key>`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ async def list_memories(
     limit: Annotated[int, Query(ge=1, le=500)] = 50, status: Literal["active", "pending", "superseded"] = "active",
 ) -> MemoryPage:
     return await execute(request, identity(request), reads.ListMemories(scope, cursor, limit, status))  # type: ignore[arg-type]
+
+
+@router.get("/memories/by-key/{key}", response_model=MemoryRecord, summary="The caller's own memory stored with an idempotency key (O(1))")
+async def find_by_key(key: str, scope: Scope, request: Request) -> MemoryRecord:
+    return await execute(request, identity(request), reads.FindByKey(scope, key))  # type: ignore[arg-type]
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="Get one memory by reference")

@@ -18,7 +18,8 @@ router = APIRouter(prefix="/api/v1", tags=["recall"])
 async def _recall(request: Request, body: RecallRequest) -> Response:
     who = identity(request)
     check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
-    op = ops.Recall(body.query, body.purpose, body.budget_tokens, body.kinds, body.include_scopes, body.manifest_id, body.allow_partial, body.min_score)  # type: ignore[arg-type]
+    op = ops.Recall(body.query, body.purpose, body.budget_tokens, body.kinds, body.include_scopes, body.manifest_id, body.allow_partial, body.min_score,
+                    None if body.only_scopes is None else tuple(body.only_scopes))  # type: ignore[arg-type]
     return recall_out(await execute(request, who, op))
 
 
@@ -35,10 +36,11 @@ async def recall_get(
     min_score: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
     agent_id: Annotated[str | None, Query(description=CALLER_AGENT)] = None,
     user_id: Annotated[str | None, Query(description=CALLER_USER)] = None,
+    only_scopes: Annotated[list[str] | None, Query(max_length=64, description="Narrow the recall to exactly these readable scopes; never widens.")] = None,
 ) -> Response:
     body = RecallRequest(
         query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id,
-        allow_partial=allow_partial, min_score=min_score, agent_id=agent_id, user_id=user_id,
+        allow_partial=allow_partial, min_score=min_score, agent_id=agent_id, user_id=user_id, only_scopes=only_scopes,
     )
     return await _recall(request, body)
 

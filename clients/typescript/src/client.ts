@@ -158,6 +158,10 @@ export class VikingBridgeClient {
   getMemory(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"get_memory">> {
     return this.call("get_memory", { ...at(ref), ...options });
   }
+  /** The caller's own memory stored with an idempotency key in `scope` (O(1); per writer: never another writer's). */
+  findByKey(scope: string, key: string, options?: CallOptions): Promise<ResultOf<"find_by_key">> {
+    return this.call("find_by_key", { path: { key }, query: { scope }, ...options });
+  }
   editMemory(ref: MemoryRef, body: BodyOf<"edit_memory">, options?: CallOptions): Promise<ResultOf<"edit_memory">> {
     return this.call("edit_memory", { ...at(ref), body, ...options });
   }
@@ -199,6 +203,10 @@ export class VikingBridgeClient {
   audit(query: QueryOf<"audit"> = {}, options?: CallOptions): Promise<ResultOf<"audit">> {
     return this.call("audit", { query: q(query), ...options });
   }
+  /** Who the credential is (tenant, user, agent, workspace, departments, roles) and the scopes it reads by default. */
+  whoami(options?: CallOptions): Promise<ResultOf<"whoami">> {
+    return this.call("whoami", { ...options });
+  }
 
   // -- operations (no credential sent) -----------------------------------------------------
   health(options?: CallOptions): Promise<ResultOf<"health">> {
@@ -229,6 +237,7 @@ export const OPERATION_METHODS = {
   audit: "audit",
   capture: "capture",
   edit_memory: "editMemory",
+  find_by_key: "findByKey",
   forget: "forget",
   forget_subject: "forgetSubject",
   fork_session: "forkSession",
@@ -249,6 +258,7 @@ export const OPERATION_METHODS = {
   revoke_grant: "revokeGrant",
   revoke_manifest: "revokeManifest",
   start_session: "startSession",
+  whoami: "whoami",
   write_back: "writeBack",
 } as const satisfies { readonly [K in OperationId]: keyof VikingBridgeClient };
 

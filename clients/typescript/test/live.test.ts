@@ -30,7 +30,7 @@ const skip = typeof env === "string" ? env : false;
 const seen = new Set<OperationId>();
 const live = typeof env === "string" ? undefined : env;
 const as = (key: keyof NonNullable<typeof live>["keys"]): VikingBridgeClient => clientFor(live!, live!.keys[key], { fetch: recordingFetch(seen) });
-const state: { secret?: Schemas["WriteResult"]; fact?: Schemas["WriteResult"]; manifest?: string } = {};
+const state: { secret?: Schemas["WriteResult"]; fact?: Schemas["WriteResult"]; manifest?: string; sharedKey?: string } = {};
 
 test("health, ready and metrics answer without a credential", { skip }, async () => {
   const anon = new VikingBridgeClient({ baseUrl: live!.url, fetch: recordingFetch(seen) });
@@ -58,6 +58,15 @@ test("alice remembers, reads, lists, edits and recalls her memories (API key and
   assert.ok(viaGet.memories.some((m) => m.memory_id === state.secret!.memory_id));
   const withJwt = new VikingBridgeClient({ baseUrl: live!.url, token: live!.aliceToken, fetch: recordingFetch(seen) });
   assert.ok((await withJwt.recall("locker code")).memories.some((m) => m.memory_id === state.secret!.memory_id), "the same identity through a JWT");
+  state.sharedKey = `shared-${marker}`;
+  const keyed = await alice.remember({ content: `alice's keyed workspace note ${marker}`, kind: "note", visibility: "workspace", idempotency_key: state.sharedKey });
+  assert.equal((await alice.findByKey(keyed.scope, state.sharedKey)).memory_id, keyed.memory_id, "find-by-key finds what the keyed write stored");
+  const me = await alice.whoami();
+  assert.equal(me.user_id, "alice");
+  assert.equal(me.tenant_id, live!.tenant);
+  assert.ok(me.readable_scopes?.includes(`${live!.tenant}/user/alice`), "whoami lists her private scope as readable by default");
+  const narrowed = await alice.recall({ query: "locker code", budget_tokens: 2000, only_scopes: [state.secret.scope] });
+  assert.deepEqual(narrowed.scopes_searched, [state.secret.scope], "only_scopes narrows the recall to her private scope");
   const captured = await alice.capture({ content: "I prefer tabs over spaces in Go code", agent_id: "coding-agent", team_id: live!.workspace });
   assert.ok(Array.isArray(captured.written));
 });
@@ -76,6 +85,9 @@ test("bob cannot read alice's private memory: not by id, not by listing her scop
   assert.ok(!recalled.memories.some((m) => m.memory_id === state.secret!.memory_id || m.content.includes("locker")), "bob's recall leaked alice's memory");
   assert.ok(!recalled.context.includes("locker"));
   await assert.rejects(bob.recall({ query: "locker code", user_id: "alice" }), ForbiddenError, "naming alice in the body is refused, not obeyed");
+  await assert.rejects(as("carol").findByKey(state.fact!.scope, state.sharedKey!), NotFoundError, "keys are per writer: carol cannot find alice's key in their shared workspace");
+  await assert.rejects(bob.findByKey(state.fact!.scope, state.sharedKey!), NotPermittedError, "bob cannot look keys up in a workspace he does not read");
+  await assert.rejects(bob.recall({ query: "locker code", only_scopes: [state.secret!.scope] }), NotPermittedError, "only_scopes cannot name alice's private scope");
   await assert.rejects(bob.editMemory(ref, { content: "hijacked" }), (e: unknown) => e instanceof ProblemError && e.status === 403);
   await assert.rejects(bob.forget(ref), (e: unknown) => e instanceof ProblemError && [403, 404].includes(e.status));
 });

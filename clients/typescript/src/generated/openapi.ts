@@ -4,6 +4,91 @@
  */
 
 export interface paths {
+    "/api/v1/admin/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every grant of the caller's tenant, in force unless include_inactive (tenant admin) */
+        get: operations["tenant_grants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/manifests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live injection manifests of the caller's tenant (tenant admin) */
+        get: operations["tenant_manifests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/memories/{memory_id}/readers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who can read one memory and why (tenant admin) */
+        get: operations["who_can_read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/scopes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Memories per scope of the caller's tenant, by status (tenant admin) */
+        get: operations["scope_counts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's own identity, as the credential established it */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/approvals": {
         parameters: {
             query?: never;
@@ -160,6 +245,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/by-key/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's own memory stored with an idempotency key (O(1)) */
+        get: operations["find_by_key"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memories/{memory_id}": {
         parameters: {
             query?: never;
@@ -230,6 +332,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/{memory_id}/visible-to": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Narrow or widen who sees a private agent memory (seed 000 visible_to) */
+        put: operations["set_visible_to"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/recall": {
         parameters: {
             query?: never;
@@ -242,6 +361,40 @@ export interface paths {
         put?: never;
         /** Recall with a JSON body */
         post: operations["recall_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/roles/inject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Federated injection: the manifest the child's role calls for (seed 002) */
+        post: operations["role_inject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/roles/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's own role in the loaded role file */
+        get: operations["my_role"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -277,6 +430,57 @@ export interface paths {
         /** A new session bound to the same identity */
         post: operations["fork_session"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a team's member agents (tenant admin) */
+        put: operations["set_team_members"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add an agent to a team (tenant admin) */
+        post: operations["add_team_member"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/members/{member_agent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an agent from a team (tenant admin) */
+        delete: operations["remove_team_member"];
         options?: never;
         head?: never;
         patch?: never;
@@ -404,13 +608,18 @@ export interface components {
              */
             idempotency_key?: string | null;
             /**
+             * Memory Type
+             * @description Seed 000: 'team' (team memory, members only) or 'private' (the agent's own memory; its task's, if the credential names one).
+             */
+            memory_type?: ("team" | "private") | null;
+            /**
              * Messages
              * @description Conversation messages (role user/assistant/system).
              */
             messages?: components["schemas"]["Message"][] | null;
             /**
              * Team Id
-             * @description Optional assertion: the caller's team, i.e. the workspace its credential names. Accepted only when equal; else 403.
+             * @description Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type 'team' it always names a team.
              */
             team_id?: string | null;
             /**
@@ -418,6 +627,11 @@ export interface components {
              * @description Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403.
              */
             user_id?: string | null;
+            /**
+             * Visible To
+             * @description Seed 000: agents of the same user that may read a private memory (['*']: all of them). Never widens to other users or tenants.
+             */
+            visible_to?: string[] | null;
         };
         /** CaptureResult */
         CaptureResult: {
@@ -600,12 +814,73 @@ export interface components {
             /** Task */
             task: string;
         };
+        /**
+         * ManifestSummary
+         * @description A live manifest as a tenant admin sees it: who handed what to whom, until when.
+         */
+        ManifestSummary: {
+            /** Chain Live */
+            chain_live: boolean;
+            /** Child Agent Id */
+            child_agent_id: string;
+            /** Created At */
+            created_at: number;
+            /** Depth */
+            depth: string;
+            /** Expires At */
+            expires_at: number;
+            /** Issuer */
+            issuer: string;
+            /** Manifest Id */
+            manifest_id: string;
+            /** May Reinject */
+            may_reinject: boolean;
+            /** Memory Count */
+            memory_count: number;
+            /** Memory Ids */
+            memory_ids: string[];
+            /** Parent Agent Id */
+            parent_agent_id: string;
+            /** Parent Manifest Id */
+            parent_manifest_id?: string | null;
+            /** Task */
+            task: string;
+            /** User Id */
+            user_id: string;
+        };
         /** MemoryPage */
         MemoryPage: {
             /** Memories */
             memories: components["schemas"]["MemoryRecord"][];
             /** Next Cursor */
             next_cursor?: string | null;
+        };
+        /**
+         * MemoryReaders
+         * @description Who can read one memory and why (no content: the answer is about the memory's reach).
+         */
+        MemoryReaders: {
+            /** Author */
+            author: string;
+            /**
+             * Complete
+             * @default true
+             */
+            complete?: boolean;
+            /** Kind */
+            kind: string;
+            /** Memory Id */
+            memory_id: string;
+            /** Never */
+            never: string;
+            /** Readers */
+            readers: components["schemas"]["ReaderOut"][];
+            /** Scope */
+            scope: string;
+            /** Status */
+            status: string;
+            /** Visibility */
+            visibility: string;
         };
         /**
          * MemoryRecord
@@ -694,7 +969,20 @@ export interface components {
              * To
              * @enum {string}
              */
-            to: "private" | "agent" | "workspace" | "department" | "tenant" | "global";
+            to: "private" | "agent" | "workspace" | "department" | "tenant" | "global" | "team" | "task";
+        };
+        /** ReaderOut */
+        ReaderOut: {
+            /** Ref */
+            ref?: string | null;
+            /** Until */
+            until?: number | null;
+            /** Via */
+            via: string;
+            /** Who */
+            who: string;
+            /** Why */
+            why: string;
         };
         /** RecallRequest */
         RecallRequest: {
@@ -724,6 +1012,11 @@ export interface components {
             manifest_id?: string | null;
             /** Min Score */
             min_score?: number | null;
+            /**
+             * Only Scopes
+             * @description Narrow the recall to exactly these scopes, each already readable (default scope or active grant); never widens.
+             */
+            only_scopes?: string[] | null;
             /**
              * Purpose
              * @default chat
@@ -808,6 +1101,11 @@ export interface components {
             kind: string;
             /** Memory Id */
             memory_id: string;
+            /**
+             * Memory Type
+             * @default private
+             */
+            memory_type?: string;
             /** Scope */
             scope: string;
             /** Score */
@@ -816,6 +1114,13 @@ export interface components {
             status: string;
             /** Visibility */
             visibility: string;
+            /**
+             * Visible To
+             * @default [
+             *       "*"
+             *     ]
+             */
+            visible_to?: string[];
             /** Why Visible */
             why_visible: string;
         };
@@ -848,6 +1153,11 @@ export interface components {
              */
             kind: "profile" | "preference" | "event" | "fact" | "decision" | "procedure" | "experience" | "standard" | "note";
             /**
+             * Memory Type
+             * @description Seed 000: 'team' (team memory, members only) or 'private' (the agent's own memory; its task's, if the credential names one).
+             */
+            memory_type?: ("team" | "private") | null;
+            /**
              * Metadata
              * @description Caller metadata; keys starting with 'vb.' are reserved.
              */
@@ -855,10 +1165,161 @@ export interface components {
                 [key: string]: string | number | boolean | null;
             };
             /**
+             * Team Id
+             * @description Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type 'team' it always names a team.
+             */
+            team_id?: string | null;
+            /**
              * Visibility
              * @description Default by kind; the policy decides whether the caller may write there.
              */
-            visibility?: ("private" | "agent" | "workspace" | "department" | "tenant" | "global") | null;
+            visibility?: ("private" | "agent" | "workspace" | "department" | "tenant" | "global" | "team" | "task") | null;
+            /**
+             * Visible To
+             * @description Seed 000: agents of the same user that may read a private memory (['*']: all of them). Never widens to other users or tenants.
+             */
+            visible_to?: string[] | null;
+        };
+        /** RoleInjectOut */
+        RoleInjectOut: {
+            /** Carried */
+            carried: number;
+            /** Child Agent Id */
+            child_agent_id: string;
+            /**
+             * Counts
+             * @description Per routed domain, the memories planned per tier.
+             */
+            counts: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+            /**
+             * Depth
+             * @enum {string}
+             */
+            depth: "minimal" | "standard" | "full";
+            /** Expires At */
+            expires_at: number;
+            /** Manifest Id */
+            manifest_id: string;
+            /**
+             * Memories
+             * @description Every ref of the manifest, planned then carried.
+             */
+            memories: components["schemas"]["RefModel"][];
+            route: components["schemas"]["RouteOut"];
+            /**
+             * Slots
+             * @description Per routed domain, the slots per tier and the reserve (budget x multiplier, x auxiliary share).
+             */
+            slots: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+        };
+        /** RoleInjectRequest */
+        RoleInjectRequest: {
+            /**
+             * Agent Id
+             * @description TARGET: the child agent (same tenant and user). The role file must let the caller inject into it; never the caller itself.
+             */
+            agent_id: string;
+            /**
+             * Carry
+             * @description Refs passed on on top of the plan (a queued write-back, e.g. a veto).
+             */
+            carry?: components["schemas"]["RefModel"][];
+            /**
+             * Depth
+             * @description minimal / standard / full (seed 000); default: the child's role's depth.
+             */
+            depth?: ("minimal" | "standard" | "full") | null;
+            /**
+             * May Reinject
+             * @description Let the child pass these on; its role must allow re-injection.
+             * @default false
+             */
+            may_reinject?: boolean;
+            /**
+             * Task
+             * @description The task text the intent router routes to the child's domains.
+             */
+            task: string;
+            /**
+             * Ttl Seconds
+             * @default 3600
+             */
+            ttl_seconds?: number;
+            /**
+             * User Id
+             * @description Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403.
+             */
+            user_id?: string | null;
+        };
+        /** RoleOut */
+        RoleOut: {
+            /** Agent Id */
+            agent_id: string;
+            /** Allowed Kinds */
+            allowed_kinds: string[] | null;
+            /** Budget Multiplier */
+            budget_multiplier: number;
+            /**
+             * Depth
+             * @enum {string}
+             */
+            depth: "minimal" | "standard" | "full";
+            /** Domains */
+            domains: string[];
+            /** May Inject Into */
+            may_inject_into: string[];
+            /** May Reinject */
+            may_reinject: boolean;
+            /** Read Layers */
+            read_layers: string[];
+            /** Teams */
+            teams: string[];
+            /** Tiers */
+            tiers: ("hot" | "warm" | "cold")[];
+            /** Write Layers */
+            write_layers: string[];
+        };
+        /** RouteOut */
+        RouteOut: {
+            /** Auxiliary */
+            auxiliary: string[];
+            /** Primary */
+            primary: string;
+        };
+        /** ScopeCount */
+        ScopeCount: {
+            /**
+             * Active
+             * @default 0
+             */
+            active?: number;
+            /**
+             * Capped
+             * @default false
+             */
+            capped?: boolean;
+            /**
+             * Pending
+             * @default 0
+             */
+            pending?: number;
+            /** Scope */
+            scope: string;
+            /**
+             * Superseded
+             * @default 0
+             */
+            superseded?: number;
+            /** Visibility */
+            visibility: string;
         };
         /** SessionOut */
         SessionOut: {
@@ -866,6 +1327,73 @@ export interface components {
             principal: string;
             /** Session Id */
             session_id: string;
+        };
+        /**
+         * ShareResult
+         * @description A memory's audience after a change of `visible_to`.
+         */
+        ShareResult: {
+            /** Memory Id */
+            memory_id: string;
+            /** Memory Type */
+            memory_type: string;
+            /** Scope */
+            scope: string;
+            /** Visible To */
+            visible_to: string[];
+        };
+        /** TeamMemberRequest */
+        TeamMemberRequest: {
+            /**
+             * Member Agent Id
+             * @description TARGET: the agent to add to the team.
+             */
+            member_agent_id: string;
+        };
+        /** TeamMembersRequest */
+        TeamMembersRequest: {
+            /**
+             * Agent Ids
+             * @description TARGET: the team's member agents (of the admin's own tenant); [] dissolves it.
+             */
+            agent_ids: string[];
+        };
+        /** TeamResult */
+        TeamResult: {
+            /** Members */
+            members: string[];
+            /** Team Id */
+            team_id: string;
+        };
+        /** VisibleToRequest */
+        VisibleToRequest: {
+            /**
+             * Visible To
+             * @description Seed 000: agents of the same user that may read a private memory (['*']: all of them). Never widens to other users or tenants. Only the owning agent or a tenant admin may change it.
+             */
+            visible_to: string[];
+        };
+        /** WhoAmI */
+        WhoAmI: {
+            /** Agent Id */
+            agent_id: string;
+            /** Department Ids */
+            department_ids: string[];
+            /** Principal */
+            principal: string;
+            /**
+             * Readable Scopes
+             * @default []
+             */
+            readable_scopes?: string[];
+            /** Roles */
+            roles: string[];
+            /** Tenant Id */
+            tenant_id: string;
+            /** User Id */
+            user_id: string;
+            /** Workspace Id */
+            workspace_id?: string | null;
         };
         /** WriteBackRequest */
         WriteBackRequest: {
@@ -883,8 +1411,15 @@ export interface components {
              * @description The manifest the caller (a child agent) worked under; the result's derived_from is its memory ids.
              */
             manifest_id: string;
+            /**
+             * Metadata
+             * @description Caller metadata (e.g. domain, tier); keys starting with 'vb.' are reserved.
+             */
+            metadata?: {
+                [key: string]: string | number | boolean | null;
+            };
             /** Visibility */
-            visibility?: ("private" | "agent" | "workspace" | "department" | "tenant" | "global") | null;
+            visibility?: ("private" | "agent" | "workspace" | "department" | "tenant" | "global" | "team" | "task") | null;
         };
         /** WriteResult */
         WriteResult: {
@@ -897,6 +1432,11 @@ export interface components {
             kind: string;
             /** Memory Id */
             memory_id: string;
+            /**
+             * Memory Type
+             * @default private
+             */
+            memory_type?: string;
             /** Reason */
             reason: string;
             /** Scope */
@@ -905,6 +1445,13 @@ export interface components {
             status: string;
             /** Visibility */
             visibility: string;
+            /**
+             * Visible To
+             * @default [
+             *       "*"
+             *     ]
+             */
+            visible_to?: string[];
         };
     };
     responses: never;
@@ -915,6 +1462,586 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    tenant_grants: {
+        parameters: {
+            query?: {
+                include_inactive?: boolean;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantOut"][];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tenant_manifests: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ManifestSummary"][];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    who_can_read: {
+        parameters: {
+            query: {
+                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
+                scope: string;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryReaders"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    scope_counts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeCount"][];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoAmI"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     approvals: {
         parameters: {
             query?: {
@@ -2334,6 +3461,125 @@ export interface operations {
             };
         };
     };
+    find_by_key: {
+        parameters: {
+            query: {
+                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
+                scope: string;
+            };
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryRecord"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_memory: {
         parameters: {
             query: {
@@ -3056,6 +4302,129 @@ export interface operations {
             };
         };
     };
+    set_visible_to: {
+        parameters: {
+            query: {
+                /** @description The memory's scope key, e.g. 'acme/agent/wukong/alice'. */
+                scope: string;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VisibleToRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShareResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     recall_get: {
         parameters: {
             query: {
@@ -3072,6 +4441,8 @@ export interface operations {
                 agent_id?: string | null;
                 /** @description Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403. */
                 user_id?: string | null;
+                /** @description Narrow the recall to exactly these readable scopes; never widens. */
+                only_scopes?: string[] | null;
             };
             header?: never;
             path?: never;
@@ -3204,6 +4575,238 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecallResponse"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    role_inject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RoleInjectRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleInjectOut"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    my_role: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleOut"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */
@@ -3436,6 +5039,363 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionOut"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    set_team_members: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TeamMembersRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    add_team_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TeamMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    remove_team_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                team_id: string;
+                member_agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamResult"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */
