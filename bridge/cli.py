@@ -1,4 +1,4 @@
-"""The `viking-bridge` command: demo, remember, recall, forget, audit, purge-expired, keys, migrate, contract, mcp.
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, purge-expired, keys, migrate, re-embed, contract, mcp.
 
 `remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
 development identity (see docs/identity.md; refused in production mode). Every error is printed
@@ -105,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("mcp", help="serve the bridge as an MCP server (stdio or streamable HTTP); see README 'Use it from MCP'", add_help=False)
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
     sub.add_parser("migrate", help="copy memories between backends, resumably, and verify (bridge/migrate)", add_help=False)
+    sub.add_parser("re-embed", help="re-embed the local store with another embedder, in place or into a new store", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
     return parser
 
@@ -197,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bridge.migrate.cli import main as migrate_main
 
         return migrate_main(argv[1:])
+    if argv[:1] == ["re-embed"]:
+        from bridge.migrate.reembed import main as reembed_main
+
+        return reembed_main(argv[1:])
     if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
         try:
             command = plugin_command(argv[0])
