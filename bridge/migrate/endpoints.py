@@ -67,74 +67,65 @@ async def open_endpoint(spec: str, *, embedder: object | None = None) -> AsyncIt
     kind, sep, where = spec.partition(":")
     if not sep or kind not in _KINDS or not where:
         raise ConfigurationError(f"not a backend spec: {redact_spec(spec)!r} (expected one of {', '.join(k + ':...' for k in _KINDS)})")
-    shown = redact_spec(spec)
+    state = _state(kind, where)
+    try:
+        backend = _backend(kind, where, state, embedder)
+    except BaseException:
+        if state is not None:
+            await state.aclose()
+        raise
+    try:
+        yield Endpoint(redact_spec(spec), backend, state)
+    finally:
+        try:
+            await backend.aclose()
+        finally:
+            if state is not None:
+                await state.aclose()
+
+
+def _postgres_options(url: str) -> tuple[str, str]:
+    from identity.state_postgres import DEFAULT_SCHEMA
+
+    return os.environ.get("VIKING_BRIDGE_STATE_MIGRATE_URL") or url, os.environ.get("VIKING_BRIDGE_STATE_SCHEMA") or DEFAULT_SCHEMA
+
+
+def _state(kind: str, where: str) -> BridgeState | None:
+    """The bridge state kept beside the backend: a local home's SQLite, PostgreSQL's own."""
     if kind == "local":
-        async with _local(Path(where), shown, embedder) as endpoint:
-            yield endpoint
-    elif kind == "postgres":
-        async with _postgres(where, shown, embedder) as endpoint:
-            yield endpoint
-    else:
-        async with _openviking(where, shown) as endpoint:
-            yield endpoint
+        from bridge.state.sqlite import SqliteState
+
+        Path(where).mkdir(parents=True, exist_ok=True)
+        return SqliteState(Path(where) / "bridge.sqlite3")
+    if kind == "postgres":
+        try:
+            from bridge.state.postgres import open_postgres_state
+        except ImportError as exc:
+            raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
+        migrate_url, schema = _postgres_options(where)
+        return open_postgres_state(where, migrate_url=migrate_url, schema=schema)
+    return None
 
 
-@contextlib.asynccontextmanager
-async def _local(home: Path, shown: str, embedder: object | None) -> AsyncIterator[Endpoint]:
-    from adapters.local import LocalBackend
-    from bridge.state.sqlite import SqliteState
+def _backend(kind: str, where: str, state: BridgeState | None, embedder: object | None) -> MemoryBackend:
+    if kind == "local":
+        from adapters.local import LocalBackend
 
-    home.mkdir(parents=True, exist_ok=True)
-    state = SqliteState(home / "bridge.sqlite3")
-    try:
-        bound = state.bound_store_id()
-        backend = LocalBackend(home / "store", embedder=embedder, expect_existing=bound is not None, expected_store_id=bound)  # type: ignore[arg-type]
-    except BaseException:
-        await state.aclose()
-        raise
-    try:
-        yield Endpoint(shown, backend, state)
-    finally:
-        await backend.aclose()
-        await state.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _postgres(url: str, shown: str, embedder: object | None) -> AsyncIterator[Endpoint]:
-    try:
+        bound = state.bound_store_id() if state is not None else None  # type: ignore[attr-defined]
+        return LocalBackend(Path(where) / "store", embedder=embedder, expect_existing=bound is not None, expected_store_id=bound)  # type: ignore[arg-type]
+    if kind == "postgres":
         from adapters.postgres import PostgresBackend
-        from bridge.state.postgres import open_postgres_state
-        from identity.state_postgres import DEFAULT_SCHEMA
-    except ImportError as exc:
-        raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
-    migrate_url = os.environ.get("VIKING_BRIDGE_STATE_MIGRATE_URL") or url
-    schema = os.environ.get("VIKING_BRIDGE_STATE_SCHEMA") or DEFAULT_SCHEMA
-    state = open_postgres_state(url, migrate_url=migrate_url, schema=schema)
-    try:
-        backend = PostgresBackend(url, migrate_url=migrate_url, schema=schema, embedder=embedder)  # type: ignore[arg-type]
+
+        migrate_url, schema = _postgres_options(where)
+        backend = PostgresBackend(where, migrate_url=migrate_url, schema=schema, embedder=embedder)  # type: ignore[arg-type]
         backend.open_sync()
-    except BaseException:
-        await state.aclose()
-        raise
-    try:
-        yield Endpoint(shown, backend, state)
-    finally:
-        await backend.aclose()
-        await state.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _openviking(url: str, shown: str) -> AsyncIterator[Endpoint]:
+        return backend
     from adapters.openviking import OpenVikingBackend
 
     root_key = _env("VIKING_BRIDGE_OPENVIKING_ROOT_KEY", "an OpenViking endpoint needs the server's root API key")
     key_file = _env("VIKING_BRIDGE_OPENVIKING_KEY_FILE", "an OpenViking endpoint needs the file that keeps the per-user keys it provisions")
-    backend = OpenVikingBackend.connect(
-        url, root_key, mode="api_key", key_store_path=key_file,
+    return OpenVikingBackend.connect(
+        where, root_key, mode="api_key", key_store_path=key_file,
         key_store_encryption_key=os.environ.get("VIKING_BRIDGE_OPENVIKING_KEY_FILE_SECRET") or None,
         namespace=os.environ.get("VIKING_BRIDGE_OPENVIKING_NAMESPACE") or "vb",
     )
-    try:
-        yield Endpoint(shown, backend, None)
-    finally:
-        await backend.aclose()
