@@ -31,6 +31,10 @@ const skip = typeof env === "string" ? env : false;
 const seen = new Set<OperationId>();
 const live = typeof env === "string" ? undefined : env;
 const as = (key: keyof NonNullable<typeof live>["keys"]): VikingBridgeClient => clientFor(live!, live!.keys[key], { fetch: recordingFetch(seen) });
+/** The second service, loaded with examples/roles/phase7.toml (the role routes' success paths). */
+const roles = process.env.VB_ROLES_URL
+  ? { url: process.env.VB_ROLES_URL, coordinator: process.env.VB_ROLES_KEY_COORDINATOR!, intent: process.env.VB_ROLES_KEY_INTENT!, norole: process.env.VB_ROLES_KEY_NOROLE! }
+  : undefined;
 const state: { secret?: Schemas["WriteResult"]; fact?: Schemas["WriteResult"]; manifest?: string; sharedKey?: string } = {};
 
 test("health, ready and metrics answer without a credential", { skip }, async () => {
@@ -240,6 +244,30 @@ test("roles: without a role file the role routes refuse, typed (RoleRefusedError
   const injected = await alice.roleInject({ agent_id: "wukong", task: "ledger API pagination" }).catch((e: unknown) => e);
   assert.ok(injected instanceof RoleRefusedError && injected.error === "RoleRefused", String(injected));
   assert.match(injected.detail, /role file/);
+});
+
+test("roles: with phase 7's role file, the coordinator reads its role and gets intent's federated manifest; a role-less agent is refused", { skip: skip || roles === undefined && "no role-file service: VB_ROLES_URL unset (run tests/clients/test_typescript_client.py)" }, async () => {
+  const client = (key: string): VikingBridgeClient => new VikingBridgeClient({ baseUrl: roles!.url, apiKey: key, fetch: recordingFetch(seen) });
+  const coordinator = client(roles!.coordinator);
+  const mine = await coordinator.myRole();
+  assert.equal(mine.agent_id, "coordinator");
+  assert.ok(mine.may_inject_into.includes("intent") && mine.domains.includes("purchasing"), JSON.stringify(mine));
+  const intent = await client(roles!.intent).myRole();
+  assert.equal(intent.depth, "minimal");
+  assert.deepEqual(intent.allowed_kinds, ["decision", "standard"]);
+  const rule = await coordinator.remember({
+    content: `采购规则 ${unique("rule")}: a purchase order above the supplier approval threshold needs VP approval`,
+    kind: "decision", visibility: "agent", metadata: { domain: "purchasing", tier: "hot" },
+  });
+  const fm = await coordinator.roleInject({ agent_id: "intent", task: "采购 supplier approval threshold" });
+  assert.ok(fm.memories.some((m) => m.memory_id === rule.memory_id), `the purchasing rule is planned for intent: ${JSON.stringify(fm.counts)}`);
+  assert.equal(fm.child_agent_id, "intent");
+  assert.equal(fm.route.primary, "purchasing");
+  assert.equal(fm.depth, "minimal", "the child's role's depth when the call names none");
+  assert.ok(fm.manifest_id);
+  await assert.rejects(client(roles!.intent).roleInject({ agent_id: "intent", task: "采购" }), (e: unknown) => e instanceof NotPermittedError && e.status === 403, "a child cannot inject into itself");
+  await assert.rejects(client(roles!.norole).myRole(), RoleRefusedError);
+  await coordinator.revokeManifest(fm.manifest_id);
 });
 
 test("admin console: tenant grants, manifests and scope counts for the admin; a member gets NotPermittedError", { skip }, async () => {
