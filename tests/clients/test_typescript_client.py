@@ -24,6 +24,11 @@ from tests.service.servicekit import Service, spawn_service
 #: The workspace the plugin example derives from its test repository's remote
 #: (git@github.com:Acme/Payments.git); alice's keys name it, so the plugin accepts them.
 PLUGIN_WORKSPACE = "github.com~acme~payments"
+ROOT = Path(__file__).resolve().parents[2]
+#: The role routes need a role file; the main service runs without one (with one loaded, an
+#: agent without a role may not inject, and the seed 000 agents here have none), so the role
+#: tests also get a second service loaded with seed 002's phase-7 roles (tests/service/test_phase7_e2e.py does the same).
+ROLES_FILE = ROOT / "examples" / "roles" / "phase7.toml"
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +38,25 @@ def ts_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         yield handle
     finally:
         handle.stop()
+
+
+@pytest.fixture(scope="module")
+def ts_roles_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    handle = spawn_service(tmp_path_factory.mktemp("ts-roles-service"), workers=1, env={"VIKING_BRIDGE_ROLES_FILE": str(ROLES_FILE)})
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def _roles_environment(service: Service) -> dict[str, str]:
+    # phase7.toml's team tenant is acme; coordinator may inject into intent; freelancer has no role
+    return {
+        "VB_ROLES_URL": service.url,
+        "VB_ROLES_KEY_COORDINATOR": service.api_key("li", tenant="acme", agent="coordinator", workspace="procurement"),
+        "VB_ROLES_KEY_INTENT": service.api_key("li", tenant="acme", agent="intent", workspace="procurement"),
+        "VB_ROLES_KEY_NOROLE": service.api_key("li", tenant="acme", agent="freelancer", workspace="procurement"),
+    }
 
 
 def _environment(service: Service) -> dict[str, str]:
@@ -57,12 +81,12 @@ def _environment(service: Service) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_typescript_client_passes_its_node_tests_against_a_live_service(ts_service: Service, tmp_path: Path) -> None:
+def test_typescript_client_passes_its_node_tests_against_a_live_service(ts_service: Service, ts_roles_service: Service, tmp_path: Path) -> None:
     npm, how = ensure_node()
     if npm is None:
         pytest.skip(how)
     npm_ci(npm)
-    env = {**os.environ, **_environment(ts_service), "NO_COLOR": "1"}
+    env = {**os.environ, **_environment(ts_service), **_roles_environment(ts_roles_service), "NO_COLOR": "1"}
     done = subprocess.run([npm, "test", "--silent"], cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=900)
     out = done.stdout + done.stderr
     (tmp_path / "node-test.tap").write_text(out, encoding="utf-8")
@@ -74,5 +98,5 @@ def test_typescript_client_passes_its_node_tests_against_a_live_service(ts_servi
     for guarantee in ("every route of docs/openapi.json is called at least once", "bob cannot read alice's private memory", "generated types are fresh"):
         assert any(guarantee in name for name in summary.names), f"the JS test {guarantee!r} did not run: {summary.names}"
     # the service saw none of the credentials in its logs either
-    everything = "\n".join(ts_service.log_lines()) + ts_service.err_path.read_text()
+    everything = "\n".join(ts_service.log_lines() + ts_roles_service.log_lines()) + ts_service.err_path.read_text() + ts_roles_service.err_path.read_text()
     assert "vbk_" not in everything

@@ -184,6 +184,37 @@ export class VikingBridgeClient {
     return this.call("forget_subject", { body, ...options });
   }
 
+  /** Who sees one of an agent's private memories (`["*"]`: every agent of the same user); the owning agent or a tenant admin. */
+  setVisibleTo(ref: MemoryRef, body: BodyOf<"set_visible_to">, options?: CallOptions): Promise<ResultOf<"set_visible_to">> {
+    return this.call("set_visible_to", { ...at(ref), body, ...options });
+  }
+  /** Delete the caller's tenant's expired memories, one bounded run (tenant admin); `complete` says whether more remain. */
+  purgeExpired(query: QueryOf<"purge_expired"> = {}, options?: CallOptions): Promise<ResultOf<"purge_expired">> {
+    return this.call("purge_expired", { query: q(query), ...options });
+  }
+
+  // -- teams (tenant admin; the team is always of the admin's own tenant) -------------------
+  /** Replace a team's member agents (`[]` dissolves it). */
+  setTeamMembers(teamId: string, body: BodyOf<"set_team_members">, options?: CallOptions): Promise<ResultOf<"set_team_members">> {
+    return this.call("set_team_members", { path: { team_id: teamId }, body, ...options });
+  }
+  addTeamMember(teamId: string, body: BodyOf<"add_team_member">, options?: CallOptions): Promise<ResultOf<"add_team_member">> {
+    return this.call("add_team_member", { path: { team_id: teamId }, body, ...options });
+  }
+  removeTeamMember(teamId: string, memberAgentId: string, options?: CallOptions): Promise<ResultOf<"remove_team_member">> {
+    return this.call("remove_team_member", { path: { team_id: teamId, member_agent_id: memberAgentId }, ...options });
+  }
+
+  // -- roles (need a role file loaded by the service: otherwise a RoleRefusedError) ----------
+  /** Federated injection (seed 002): the manifest the child's role calls for; `agent_id` names the TARGET child. */
+  roleInject(body: BodyOf<"role_inject">, options?: CallOptions): Promise<ResultOf<"role_inject">> {
+    return this.call("role_inject", { body, ...options });
+  }
+  /** The caller's own role as the loaded role file states it (never another agent's). */
+  myRole(options?: CallOptions): Promise<ResultOf<"my_role">> {
+    return this.call("my_role", { ...options });
+  }
+
   // -- grants, sessions, audit -------------------------------------------------------------
   issueGrant(body: BodyOf<"issue_grant">, options?: CallOptions): Promise<ResultOf<"issue_grant">> {
     return this.call("issue_grant", { body, ...options });
@@ -206,6 +237,24 @@ export class VikingBridgeClient {
   /** Who the credential is (tenant, user, agent, workspace, departments, roles) and the scopes it reads by default. */
   whoami(options?: CallOptions): Promise<ResultOf<"whoami">> {
     return this.call("whoami", { ...options });
+  }
+
+  // -- admin console (tenant admin; the tenant is always the admin's own) ------------------
+  /** Every grant of the tenant, in force unless `include_inactive`. */
+  tenantGrants(query: QueryOf<"tenant_grants"> = {}, options?: CallOptions): Promise<ResultOf<"tenant_grants">> {
+    return this.call("tenant_grants", { query: q(query), ...options });
+  }
+  /** Live injection manifests of the tenant: who handed what to whom, until when. */
+  tenantManifests(query: QueryOf<"tenant_manifests"> = {}, options?: CallOptions): Promise<ResultOf<"tenant_manifests">> {
+    return this.call("tenant_manifests", { query: q(query), ...options });
+  }
+  /** Memories per scope of the tenant, by status. */
+  scopeCounts(options?: CallOptions): Promise<ResultOf<"scope_counts">> {
+    return this.call("scope_counts", { ...options });
+  }
+  /** Who can read one memory and why (no content: the answer is about the memory's reach). */
+  whoCanRead(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"who_can_read">> {
+    return this.call("who_can_read", { ...at(ref), ...options });
   }
 
   // -- operations (no credential sent) -----------------------------------------------------
@@ -232,6 +281,7 @@ export interface CallOptions {
  * route a compile error; test/routes.test.ts checks each value is a method of the client.
  */
 export const OPERATION_METHODS = {
+  add_team_member: "addTeamMember",
   approvals: "pendingApprovals",
   approve: "approve",
   audit: "audit",
@@ -249,15 +299,25 @@ export const OPERATION_METHODS = {
   list_grants: "listGrants",
   list_memories: "listMemories",
   metrics: "metrics",
+  my_role: "myRole",
   promote: "promote",
+  purge_expired: "purgeExpired",
   ready: "ready",
   recall_get: "recallGet",
   recall_post: "recall",
   reject: "reject",
   remember: "remember",
+  remove_team_member: "removeTeamMember",
   revoke_grant: "revokeGrant",
   revoke_manifest: "revokeManifest",
+  role_inject: "roleInject",
+  scope_counts: "scopeCounts",
+  set_team_members: "setTeamMembers",
+  set_visible_to: "setVisibleTo",
   start_session: "startSession",
+  tenant_grants: "tenantGrants",
+  tenant_manifests: "tenantManifests",
+  who_can_read: "whoCanRead",
   whoami: "whoami",
   write_back: "writeBack",
 } as const satisfies { readonly [K in OperationId]: keyof VikingBridgeClient };

@@ -12,9 +12,11 @@
  *           │    └── ExpiredCredentialError  (error = ExpiredCredential)
  *           ├── ForbiddenError               403 forbidden: session mismatch, a caller field naming someone else
  *           ├── NotPermittedError            403 not-permitted: the policy refuses
- *           │    └── ManifestError           (error = ManifestError) misuse of an injection manifest
+ *           │    ├── ManifestError           (error = ManifestError) misuse of an injection manifest
+ *           │    └── RoleRefusedError        (error = RoleRefused) the role file does not allow it, or none is loaded
  *           ├── NotFoundError                404 not-found (and unknown routes, http-404)
  *           ├── ConflictError                409 conflict: an idempotency key reused for other content
+ *           │    └── QuotaExceededError      409 quota-exceeded: a write past a storage quota (`problem.limit` etc.)
  *           ├── InvalidInputError            400 invalid-input / malformed-request
  *           │    ├── RequestTooLargeError    413 / 414 request-too-large
  *           │    └── RequestValidationError  422 unprocessable: the request does not fit its schema
@@ -137,11 +139,19 @@ export class NotPermittedError extends ProblemError {
 export class ManifestError extends NotPermittedError {
   override name = "ManifestError";
 }
+/** The service's loaded role file does not allow it (or no role file is loaded): the role routes, federated injection. */
+export class RoleRefusedError extends NotPermittedError {
+  override name = "RoleRefusedError";
+}
 export class NotFoundError extends ProblemError {
   override name = "NotFoundError";
 }
 export class ConflictError extends ProblemError {
   override name = "ConflictError";
+}
+/** A write past a tenant's or user's storage quota (409, type quota-exceeded; `problem` has level, measure, used, requested, limit). */
+export class QuotaExceededError extends ConflictError {
+  override name = "QuotaExceededError";
 }
 export class InvalidInputError extends ProblemError {
   override name = "InvalidInputError";
@@ -184,6 +194,7 @@ const BY_ERROR_NAME: Record<string, ProblemClass> = {
   InvalidCredential: InvalidCredentialError,
   ExpiredCredential: ExpiredCredentialError,
   ManifestError,
+  RoleRefused: RoleRefusedError,
   RequestTimeout: RequestTimeoutError,
 };
 
@@ -200,6 +211,7 @@ const BY_CATEGORY: Record<string, ProblemClass> = {
   "not-permitted": NotPermittedError,
   "not-found": NotFoundError,
   conflict: ConflictError,
+  "quota-exceeded": QuotaExceededError,
   "invalid-input": InvalidInputError,
   "malformed-request": InvalidInputError,
   unprocessable: RequestValidationError,

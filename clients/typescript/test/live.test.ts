@@ -18,6 +18,7 @@ import {
   ProblemError,
   ROUTES,
   RequestValidationError,
+  RoleRefusedError,
   UnauthenticatedError,
   VikingBridgeClient,
   type OperationId,
@@ -30,6 +31,10 @@ const skip = typeof env === "string" ? env : false;
 const seen = new Set<OperationId>();
 const live = typeof env === "string" ? undefined : env;
 const as = (key: keyof NonNullable<typeof live>["keys"]): VikingBridgeClient => clientFor(live!, live!.keys[key], { fetch: recordingFetch(seen) });
+/** The second service, loaded with examples/roles/phase7.toml (the role routes' success paths). */
+const roles = process.env.VB_ROLES_URL
+  ? { url: process.env.VB_ROLES_URL, coordinator: process.env.VB_ROLES_KEY_COORDINATOR!, intent: process.env.VB_ROLES_KEY_INTENT!, norole: process.env.VB_ROLES_KEY_NOROLE! }
+  : undefined;
 const state: { secret?: Schemas["WriteResult"]; fact?: Schemas["WriteResult"]; manifest?: string; sharedKey?: string } = {};
 
 test("health, ready and metrics answer without a credential", { skip }, async () => {
@@ -196,6 +201,107 @@ test("audit, forget and forget-subject", { skip }, async () => {
   await assert.rejects(as("bob").forgetSubject({ subject_user_id: "carol" }), NotPermittedError);
   const erased = await alice.forgetSubject({ subject_user_id: "carol" });
   assert.ok(erased.count >= 1, `carol's memories erased: ${erased.count}`);
+});
+
+test("visible_to: alice shares one agent-private memory with wukong by name; carol may not change it", { skip }, async () => {
+  const alice = as("alice");
+  const note = await alice.remember({ content: `ledger migration plan ${unique("plan")}: dual-write for a week`, kind: "decision", visibility: "agent" });
+  assert.equal(note.scope, `${live!.tenant}/agent/coding-agent/alice`);
+  const ref = { scope: note.scope, memoryId: note.memory_id };
+  const shared = await alice.setVisibleTo(ref, { visible_to: ["wukong"] });
+  assert.equal(shared.memory_id, note.memory_id);
+  assert.deepEqual(shared.visible_to, ["coding-agent", "wukong"], "the owning agent, and the one agent named");
+  assert.equal(shared.memory_type, "private");
+  // carol is another user (same agent name): the policy refuses, typed
+  await assert.rejects(as("carol").setVisibleTo(ref, { visible_to: ["*"] }), NotPermittedError);
+  const readers = await alice.whoCanRead(ref);
+  assert.equal(readers.memory_id, note.memory_id);
+  assert.equal(readers.scope, note.scope);
+  assert.ok(readers.readers.length > 0, "the owner at least can read it");
+  assert.ok(!JSON.stringify(readers).includes("dual-write"), "who-can-read names reach, never content");
+  await assert.rejects(as("carol").whoCanRead(ref), NotPermittedError);
+});
+
+test("teams: a tenant admin sets, extends and shrinks a team; a member cannot change membership", { skip }, async () => {
+  const alice = as("alice");
+  const team = unique("team");
+  assert.deepEqual((await alice.setTeamMembers(team, { agent_ids: ["coding-agent"] })).members, ["coding-agent"]);
+  const added = await alice.addTeamMember(team, { member_agent_id: "wukong" });
+  assert.equal(added.team_id, team);
+  assert.deepEqual(added.members, ["coding-agent", "wukong"]);
+  assert.deepEqual((await alice.removeTeamMember(team, "wukong")).members, ["coding-agent"]);
+  await assert.rejects(as("carol").addTeamMember(team, { member_agent_id: "carol-agent" }), NotPermittedError);
+  await assert.rejects(as("carol").setTeamMembers(team, { agent_ids: [] }), NotPermittedError);
+  await assert.rejects(as("bob").removeTeamMember(team, "coding-agent"), NotPermittedError);
+});
+
+test("roles: without a role file the role routes refuse, typed (RoleRefusedError)", { skip }, async () => {
+  // the harness's service loads no role file (VIKING_BRIDGE_ROLES_FILE): both routes must say so, never guess a role
+  const alice = as("alice");
+  const mine = await alice.myRole().catch((e: unknown) => e);
+  assert.ok(mine instanceof RoleRefusedError && mine instanceof NotPermittedError && mine.status === 403, String(mine));
+  assert.match(mine.detail, /no role file/);
+  const injected = await alice.roleInject({ agent_id: "wukong", task: "ledger API pagination" }).catch((e: unknown) => e);
+  assert.ok(injected instanceof RoleRefusedError && injected.error === "RoleRefused", String(injected));
+  assert.match(injected.detail, /role file/);
+});
+
+test("roles: with phase 7's role file, the coordinator reads its role and gets intent's federated manifest; a role-less agent is refused", { skip: skip || roles === undefined && "no role-file service: VB_ROLES_URL unset (run tests/clients/test_typescript_client.py)" }, async () => {
+  const client = (key: string): VikingBridgeClient => new VikingBridgeClient({ baseUrl: roles!.url, apiKey: key, fetch: recordingFetch(seen) });
+  const coordinator = client(roles!.coordinator);
+  const mine = await coordinator.myRole();
+  assert.equal(mine.agent_id, "coordinator");
+  assert.ok(mine.may_inject_into.includes("intent") && mine.domains.includes("purchasing"), JSON.stringify(mine));
+  const intent = await client(roles!.intent).myRole();
+  assert.equal(intent.depth, "minimal");
+  assert.deepEqual(intent.allowed_kinds, ["decision", "standard"]);
+  const rule = await coordinator.remember({
+    content: `采购规则 ${unique("rule")}: a purchase order above the supplier approval threshold needs VP approval`,
+    kind: "decision", visibility: "agent", metadata: { domain: "purchasing", tier: "hot" },
+  });
+  const fm = await coordinator.roleInject({ agent_id: "intent", task: "采购 supplier approval threshold" });
+  assert.ok(fm.memories.some((m) => m.memory_id === rule.memory_id), `the purchasing rule is planned for intent: ${JSON.stringify(fm.counts)}`);
+  assert.equal(fm.child_agent_id, "intent");
+  assert.equal(fm.route.primary, "purchasing");
+  assert.equal(fm.depth, "minimal", "the child's role's depth when the call names none");
+  assert.ok(fm.manifest_id);
+  await assert.rejects(client(roles!.intent).roleInject({ agent_id: "intent", task: "采购" }), (e: unknown) => e instanceof NotPermittedError && e.status === 403, "a child cannot inject into itself");
+  await assert.rejects(client(roles!.norole).myRole(), RoleRefusedError);
+  await coordinator.revokeManifest(fm.manifest_id);
+});
+
+test("admin console: tenant grants, manifests and scope counts for the admin; a member gets NotPermittedError", { skip }, async () => {
+  const alice = as("alice");
+  const carol = as("carol");
+  const grant = await alice.issueGrant({ grantee_user_id: "bob", scope: state.fact!.scope, ttl_seconds: 600, reason: "console review" });
+  const grants = await alice.tenantGrants({ limit: 100 });
+  assert.ok(grants.some((g) => g.grant_id === grant.grant_id), "the admin sees the tenant's grant");
+  assert.ok(grants.every((g) => g.tenant_id === live!.tenant), "only her own tenant's grants");
+  const denied = await carol.tenantGrants().catch((e: unknown) => e);
+  assert.ok(denied instanceof NotPermittedError && denied.status === 403 && !(denied instanceof ManifestError), String(denied));
+  const foreign = await as("globex").tenantGrants({ include_inactive: true });
+  assert.ok(!foreign.some((g) => g.grant_id === grant.grant_id), "another tenant's admin (same user id) sees none of them");
+  const injected = await alice.injectContext({ agent_id: "wukong", task: "console: manifests" });
+  const manifests = await alice.tenantManifests({ limit: 100 });
+  assert.ok(manifests.some((m) => m.manifest_id === injected.manifest_id && m.child_agent_id === "wukong"));
+  await assert.rejects(carol.tenantManifests(), NotPermittedError);
+  const counts = await alice.scopeCounts();
+  const fact = counts.find((c) => c.scope === state.fact!.scope);
+  assert.ok(fact && (fact.active ?? 0) >= 1, `the workspace scope is counted: ${JSON.stringify(fact)}`);
+  await assert.rejects(carol.scopeCounts(), NotPermittedError);
+  await alice.revokeManifest(injected.manifest_id);
+  await alice.revokeGrant(grant.grant_id);
+});
+
+test("purge-expired: the admin's run deletes an expired memory; a member may not purge", { skip }, async () => {
+  const alice = as("alice");
+  const short = await alice.remember({ content: `a short-lived note ${unique("ttl")}`, kind: "note", ttl_s: 1 });
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // let it expire on the service's clock
+  await assert.rejects(as("carol").purgeExpired(), NotPermittedError);
+  const report = await alice.purgeExpired({ max_deletions: 1000 });
+  assert.equal(report.tenant_id, live!.tenant);
+  assert.ok(report.purged >= 1 && report.memory_ids?.includes(short.memory_id), JSON.stringify(report));
+  await assert.rejects(alice.getMemory({ scope: short.scope, memoryId: short.memory_id }), NotFoundError);
 });
 
 test("every route of docs/openapi.json is called at least once", { skip }, () => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 
 import { CodingMemoryPlugin, WorkspaceMismatchError, normalizeRemote, workspaceIdForRepo, workspaceIdFromRemote } from "../examples/coding-agent-plugin.js";
-import { ForbiddenError } from "../src/index.js";
+import { ForbiddenError, NotPermittedError } from "../src/index.js";
 import { clientFor, liveEnv } from "./support.js";
 
 const env = liveEnv();
@@ -64,7 +64,11 @@ test("the plugin in another repository refuses alice's key: no recall accepted, 
   const plugin = new CodingMemoryPlugin({ client: clientFor(live, live.keys.alice), repoDir: repoWithRemote("git@github.com:acme/other-repo.git") });
   await assert.rejects(plugin.beforeTask("anything"), WorkspaceMismatchError);
   await assert.rejects(plugin.recordDecision("this must not land in payments' memory"), WorkspaceMismatchError);
-  await assert.rejects(plugin.afterTurn([{ role: "user", content: "this neither" }]), ForbiddenError);
+  // 403 either way: since team sharing (issue 13) a team_id other than the key's workspace names a
+  // team, and the policy refuses a non-member (NotPermitted) before any caller-field check (Forbidden)
+  await assert.rejects(plugin.afterTurn([{ role: "user", content: "this neither" }]), (e: unknown) => (e instanceof ForbiddenError || e instanceof NotPermittedError) && e.status === 403);
+  const recalled = await clientFor(live, live.keys.alice).recall("this neither");
+  assert.ok(!recalled.memories.some((m) => m.content.includes("this neither")), "the refused capture wrote nothing alice can read");
 });
 
 test("the README quickstart runs as written against the live service", { skip }, async () => {

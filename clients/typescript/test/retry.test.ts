@@ -132,3 +132,37 @@ test("parseRetryAfter reads delta-seconds and HTTP dates, and nothing else", () 
   assert.equal(parseRetryAfter("-3"), undefined);
   assert.equal(parseRetryAfter(null), undefined);
 });
+
+test("the new routes follow the same rule: PUT teams and visible_to are retried; POST add-member, purge and role-inject are sent once", async () => {
+  const busy = { status: 503, headers: { "retry-after": "1" }, body: problem(503, "unavailable") };
+  const TEAM = { team_id: "t1", members: ["a"] };
+  const retried: [string, (c: VikingBridgeClient) => Promise<unknown>, unknown][] = [
+    ["set_team_members", (c) => c.setTeamMembers("t1", { agent_ids: ["a"] }), TEAM],
+    ["remove_team_member", (c) => c.removeTeamMember("t1", "a"), TEAM],
+    ["set_visible_to", (c) => c.setVisibleTo({ scope: "t/agent/a/u", memoryId: "m1" }, { visible_to: ["b"] }), { memory_id: "m1", scope: "t/agent/a/u", memory_type: "private", visible_to: ["a", "b"] }],
+    ["scope_counts", (c) => c.scopeCounts(), []],
+  ];
+  for (const [name, run, answer] of retried) {
+    const s = await stub([busy, { status: 200, body: answer }]);
+    try {
+      assert.deepEqual(await run(client(s.url, [])), answer, name);
+      assert.equal(s.seen.length, 2, `${name} is safe to repeat: retried once`);
+    } finally {
+      await s.close();
+    }
+  }
+  const once: [string, (c: VikingBridgeClient) => Promise<unknown>][] = [
+    ["add_team_member", (c) => c.addTeamMember("t1", { member_agent_id: "a" })],
+    ["purge_expired", (c) => c.purgeExpired()],
+    ["role_inject", (c) => c.roleInject({ agent_id: "child", task: "x" })],
+  ];
+  for (const [name, run] of once) {
+    const s = await stub([busy]);
+    try {
+      await assert.rejects(run(client(s.url, [])), UnavailableError, name);
+      assert.equal(s.seen.length, 1, `${name} is a POST without an idempotency key: sent once`);
+    } finally {
+      await s.close();
+    }
+  }
+});

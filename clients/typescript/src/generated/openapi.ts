@@ -349,6 +349,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/purge-expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete the caller's tenant's expired memories (tenant admin; one bounded run) */
+        post: operations["purge_expired"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/recall": {
         parameters: {
             query?: never;
@@ -603,6 +620,11 @@ export interface components {
              */
             content?: string | null;
             /**
+             * Expires At
+             * @description Epoch seconds after which every extracted memory expires. At most one of expires_at / ttl_s.
+             */
+            expires_at?: number | null;
+            /**
              * Idempotency Key
              * @description Retries with the same key never duplicate a memory.
              */
@@ -622,6 +644,11 @@ export interface components {
              * @description Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type 'team' it always names a team.
              */
             team_id?: string | null;
+            /**
+             * Ttl S
+             * @description Seconds from now until every extracted memory expires.
+             */
+            ttl_s?: number | null;
             /**
              * User Id
              * @description Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403.
@@ -900,6 +927,8 @@ export interface components {
              * @default []
              */
             derived_from?: string[];
+            /** Expires At */
+            expires_at?: number | null;
             /** Kind */
             kind: string;
             /** Memory Id */
@@ -970,6 +999,26 @@ export interface components {
              * @enum {string}
              */
             to: "private" | "agent" | "workspace" | "department" | "tenant" | "global" | "team" | "task";
+        };
+        /**
+         * PurgeReport
+         * @description What one purge run did: how many expired memories it deleted, over how many scopes, and
+         *     whether the tenant holds no more expired memories (`complete`).
+         */
+        PurgeReport: {
+            /** Complete */
+            complete: boolean;
+            /**
+             * Memory Ids
+             * @default []
+             */
+            memory_ids?: string[];
+            /** Purged */
+            purged: number;
+            /** Scopes Scanned */
+            scopes_scanned: number;
+            /** Tenant Id */
+            tenant_id: string;
         };
         /** ReaderOut */
         ReaderOut: {
@@ -1043,6 +1092,12 @@ export interface components {
             /** Context */
             context: string;
             /**
+             * Expired Dropped
+             * @description Expired hits the guard dropped because the backend cannot exclude expiry in its own query.
+             * @default 0
+             */
+            expired_dropped?: number;
+            /**
              * Failed Scopes
              * @default []
              */
@@ -1093,6 +1148,8 @@ export interface components {
              * @default []
              */
             duplicates?: components["schemas"]["MemoryRef"][];
+            /** Expires At */
+            expires_at?: number | null;
             /** Grant Id */
             grant_id?: string | null;
             /** Injected By */
@@ -1145,6 +1202,11 @@ export interface components {
             content: string;
             /** Department Id */
             department_id?: string | null;
+            /**
+             * Expires At
+             * @description Epoch seconds after which the memory is never recalled and is purged. At most one of expires_at / ttl_s.
+             */
+            expires_at?: number | null;
             /** Idempotency Key */
             idempotency_key?: string | null;
             /**
@@ -1169,6 +1231,11 @@ export interface components {
              * @description Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type 'team' it always names a team.
              */
             team_id?: string | null;
+            /**
+             * Ttl S
+             * @description Seconds from now (the service's clock) until the memory expires.
+             */
+            ttl_s?: number | null;
             /**
              * Visibility
              * @description Default by kind; the policy decides whether the caller may write there.
@@ -1428,6 +1495,8 @@ export interface components {
              * @default false
              */
             deduplicated?: boolean;
+            /** Expires At */
+            expires_at?: number | null;
             /** Kind */
             kind: string;
             /** Memory Id */
@@ -4327,6 +4396,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ShareResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    purge_expired: {
+        parameters: {
+            query?: {
+                max_deletions?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurgeReport"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */

@@ -24,6 +24,7 @@ export const ROUTES = {
   "metrics": { method: "GET", path: "/metrics", success: [200], authenticated: false, idempotencyKey: false },
   "my_role": { method: "GET", path: "/api/v1/roles/me", success: [200], authenticated: true, idempotencyKey: false },
   "promote": { method: "POST", path: "/api/v1/memories/{memory_id}/promote", success: [200], authenticated: true, idempotencyKey: false },
+  "purge_expired": { method: "POST", path: "/api/v1/purge-expired", success: [200], authenticated: true, idempotencyKey: false },
   "ready": { method: "GET", path: "/ready", success: [200], authenticated: false, idempotencyKey: false },
   "recall_get": { method: "GET", path: "/api/v1/recall", success: [200], authenticated: true, idempotencyKey: false },
   "recall_post": { method: "POST", path: "/api/v1/recall", success: [200], authenticated: true, idempotencyKey: false },
