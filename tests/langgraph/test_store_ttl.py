@@ -7,6 +7,7 @@ re-putting an item changes its expiry (the store re-writes it, since EditMemory 
 Refresh on read is not offered (store.py says why): a `ttl_config` asking for it is refused, and a
 read with `refresh_ttl=True` leaves the expiry where the put set it. The clock is the bridge's own
 (`MemoryBridge.open_local(clock=...)`, as tests/bridge/test_lifecycle.py fakes it), so nothing sleeps.
+The other half of the lifecycle, quotas: a put over a quota is the bridge's typed refusal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from bridge.errors import QuotaExceeded
 from bridge.facade import MemoryBridge
+from bridge.quotas import QuotaConfig, QuotaLimits
 from bridge.integrations.langgraph import BridgeStore, UnsupportedStoreOperation
 from bridge.integrations.langgraph.items import item_key
 from bridge.read_operations import FindByKey
@@ -131,3 +134,20 @@ async def test_list_namespaces_forgets_a_namespace_whose_items_all_expired(clock
     assert await store.alist_namespaces() == [("memories", "alice", "notes"), ("memories", "alice", "scratch")]
     clock.advance(61)
     assert await store.alist_namespaces() == [("memories", "alice", "notes")]
+
+
+async def test_a_put_over_the_quota_is_quota_exceeded_not_a_collision(tmp_path: Path, keys: Keys) -> None:
+    """QuotaExceeded is a Conflict; the store's retry on a concurrent put's collision must not
+    swallow it into a misleading "kept colliding" Conflict."""
+    bridge = MemoryBridge.open_local(tmp_path / "quota", quotas=QuotaConfig(user=QuotaLimits(max_memories=1)))
+    try:
+        store = BridgeStore(bridge, await keys.login("dave"))
+        await store.aput(("memories",), "a", {"v": 1})
+        with pytest.raises(QuotaExceeded) as refused:
+            await store.aput(("memories",), "b", {"v": 2})
+        assert (refused.value.level, refused.value.measure, refused.value.limit) == ("user", "memories", 1)
+        assert await store.aget(("memories",), "b") is None
+        await store.aput(("memories",), "a", {"v": 3})  # an edit in place needs no new space
+        assert (await store.aget(("memories",), "a")).value == {"v": 3}
+    finally:
+        await bridge.aclose()

@@ -67,7 +67,7 @@ from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.integrations.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.errors import Conflict, InvalidInput, NotFound
+from bridge.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
 from bridge.integrations.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.models import RecallResult, WriteResult
@@ -333,6 +333,8 @@ class BridgeStore(BaseStore):
                           department_id=target.department_id, idempotency_key=ckey, ttl_s=ttl_s, **sharing)
             try:
                 written: WriteResult = await self.bridge.execute(identity, op)
+            except QuotaExceeded:
+                raise  # a Conflict too, but no collision: retrying cannot help, and its fields say why
             except Conflict:
                 continue
             if written.scope != str(target.scope):  # never acknowledge a write the policy placed elsewhere
