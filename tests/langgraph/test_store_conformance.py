@@ -11,11 +11,15 @@ fixture hands out an empty store.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
+from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
+from bridge.integrations.langgraph.items import item_key
+from bridge.read_operations import FindByKey
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph import BridgeStore, UnsupportedStoreOperation
 
@@ -144,6 +148,11 @@ async def test_a_ttl_the_bridge_cannot_store_is_refused_not_ignored(store: Bridg
     with pytest.raises(InvalidInput):
         await store.abatch([PutOp(("memories",), "k", {"v": 1}, ttl="5")])  # type: ignore[arg-type]
     assert await store.aget(("memories",), "k") is None
+    await store.aput(("memories",), "k", {"v": 1}, ttl=5)  # a valid one is stored as the memory's expiry (here and over HTTP)
+    who = await store.identity_source.identity()
+    record = await store.bridge.execute(who, FindByKey(ScopeKey.private(who.tenant_id, who.user_id), item_key(("memories",), "k")))
+    assert record.expires_at is not None and 290 < record.expires_at - time.time() <= 300, record
+    assert (await store.aget(("memories",), "k")).value == {"v": 1}
 
 
 async def test_a_value_that_is_not_json_is_refused(store: BridgeStore) -> None:
