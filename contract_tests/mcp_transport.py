@@ -5,8 +5,10 @@ offers as tools — recall, remember, forget, inject (the `inject_context` tool)
 list_memories — go through the real server (`bridge.integrations.mcp.build_server`: strict tool
 schemas, argument -> operation mapping, result and error serialisation) with the MCP SDK's own
 `Client`, in-process (the SDK's in-memory connection, on the test's event loop next to backends
-bound to it). Everything else the suite does (grants, capture, sessions, audit, state) has no
-MCP tool and goes to the wrapped bridge, as an operator's other door would.
+bound to it). Everything else the suite does (grants, capture, set_visible_to, team membership,
+purge_expired, get_memory, sessions, audit, state) has no MCP tool and goes to the wrapped bridge,
+as an operator's other door would. A task-scoped identity (`task_id`) travels as the token's
+`task` claim, so the server runs it in that task.
 
 Identity travels as a credential, the way a host configures one: each `MemoryIdentity` the suite
 got from a credential is re-issued as a JWT signed by a key only this transport holds, verified
@@ -20,6 +22,7 @@ of that name), so `pytest.raises(NotPermitted)` holds through MCP as it does in-
 from __future__ import annotations
 
 import functools
+import math
 import time
 from typing import Any, Iterable, Sequence
 
@@ -42,7 +45,7 @@ __all__ = ["McpBridge"]
 
 _ISSUER, _AUDIENCE = "https://contract-suite.invalid/mcp", "viking-bridge-mcp-contract"
 _CLAIMS = ClaimMapping(tenant_id="tid", user_id="sub", department_ids="groups", workspace_id="ws", agent_id="azp", roles="roles",
-                       session_id="sid", permission_version="pv")
+                       session_id="sid", permission_version="pv", task_id="task")
 
 
 @functools.cache
@@ -56,6 +59,8 @@ def _error(body: dict[str, Any]) -> Exception:
     try:
         if issubclass(cls, bridge_errors.RecallIncomplete):
             return cls(message, tuple(ScopeKey.parse(s) for s in body.get("failed_scopes", ())))
+        if issubclass(cls, bridge_errors.QuotaExceeded):
+            return cls(message, **{k: body[k] for k in ("level", "measure", "used", "requested", "limit")})
         return cls(message)
     except TypeError:
         return bridge_errors.VikingBridgeError(f"{body.get('error')}: {message}")
@@ -63,6 +68,20 @@ def _error(body: dict[str, Any]) -> Exception:
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     return [leaf for e in group.exceptions for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])]
+
+
+def _refuse_non_finite(value: Any, path: str = "arguments") -> None:
+    """JSON cannot carry NaN or Infinity, and the MCP SDK's client silently sends them as `null`
+    (so `ttl_s=nan` would arrive as "no expiry"): a client must refuse them before sending, as
+    this one does, rather than let the server see a different call."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise bridge_errors.InvalidInput(f"{path}: {value!r} is not a JSON number (MCP carries JSON)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_non_finite(v, f"{path}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _refuse_non_finite(v, f"{path}[{i}]")
 
 
 class McpBridge:
@@ -86,6 +105,8 @@ class McpBridge:
             claims["ws"] = who.workspace_id
         if who.permission_version:
             claims["pv"] = who.permission_version
+        if who.task_id is not None:
+            claims["task"] = who.task_id
         return jwt.encode(claims, _signing_key(), algorithm="ES256")
 
     async def _tool(self, identity: MemoryIdentity, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +116,7 @@ class McpBridge:
 
         if not isinstance(identity, MemoryIdentity):
             raise bridge_errors.InvalidInput("the first argument must be an authenticated MemoryIdentity")
+        _refuse_non_finite(arguments)
         token = await self._verifier.verify_token(self._token(identity))
         if token is None:
             raise bridge_errors.Unauthenticated("the MCP transport's token was refused")
@@ -114,19 +136,24 @@ class McpBridge:
 
     # -- the MemoryBridge surface the MCP tools cover -------------------------------------------
     async def recall(self, identity: MemoryIdentity, query: str, *, purpose: Any = "chat", budget_tokens: int | None = None, kinds: Iterable[Any] | None = None,
-                     include_scopes: Iterable[Any] = (), manifest_id: str | None = None, allow_partial: bool = False, min_score: float | None = None) -> RecallResult:
+                     include_scopes: Iterable[Any] = (), manifest_id: str | None = None, allow_partial: bool = False, min_score: float | None = None,
+                     only_scopes: Iterable[Any] | None = None) -> RecallResult:
         args = {"query": query, "purpose": getattr(purpose, "value", purpose), "budget_tokens": budget_tokens,
                 "kinds": None if kinds is None else [getattr(k, "value", k) for k in kinds], "include_scopes": [str(s) for s in include_scopes],
-                "manifest_id": manifest_id, "allow_partial": allow_partial, "min_score": min_score}
+                "manifest_id": manifest_id, "allow_partial": allow_partial, "min_score": min_score,
+                "only_scopes": None if only_scopes is None else [str(s) for s in only_scopes]}
         r = await self._tool(identity, "recall", args)
         return RecallResult(identity=r["identity"], purpose=r["purpose"], query=query, items=tuple(_recalled(m) for m in r["memories"]), context=r["context"],
                             tokens_used=r["tokens_used"], scopes_searched=tuple(r["scopes_searched"]), partial=r["partial"], failed_scopes=tuple(r["failed_scopes"]),
-                            guard_alarms=r["guard_alarms"])
+                            guard_alarms=r["guard_alarms"], expired_dropped=r.get("expired_dropped", 0))
 
     async def remember(self, identity: MemoryIdentity, content: str, kind: Any, *, visibility: Any = None, department_id: str | None = None,
-                       idempotency_key: str | None = None, metadata: Any = None, confidence: float = 1.0) -> WriteResult:
+                       idempotency_key: str | None = None, metadata: Any = None, confidence: float = 1.0, memory_type: str | None = None,
+                       visible_to: Sequence[str] | None = None, team_id: str | None = None, expires_at: float | None = None,
+                       ttl_s: float | None = None) -> WriteResult:
         args = {"content": content, "kind": getattr(kind, "value", kind), "visibility": getattr(visibility, "value", visibility), "department_id": department_id,
-                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence}
+                "idempotency_key": idempotency_key, "metadata": dict(metadata or {}), "confidence": confidence, "memory_type": memory_type,
+                "visible_to": None if visible_to is None else list(visible_to), "team_id": team_id, "expires_at": expires_at, "ttl_s": ttl_s}
         return WriteResult(**await self._tool(identity, "remember", args))
 
     async def forget(self, identity: MemoryIdentity, ref: Any) -> bool:

@@ -3,18 +3,23 @@
 LangGraph ships no store conformance tests in its wheel (site-packages holds none), so this set
 is written from the contract: get/put/delete round trips, overwrite keeps `created_at`, prefix
 search, filters with operators, pagination, semantic search, list_namespaces conditions and
-depth, batches answer in order, the sync API, TTL refused honestly. Two sentinels check the
+depth, batches answer in order, the sync API, a TTL the bridge cannot store refused (expiry
+itself: test_store_ttl.py). Two sentinels check the
 fixture hands out an empty store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
+from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
+from bridge.integrations.langgraph.items import item_key
+from bridge.read_operations import FindByKey
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph import BridgeStore, UnsupportedStoreOperation
 
@@ -133,13 +138,21 @@ async def test_batch_answers_every_op_in_order(store: BridgeStore) -> None:
     assert results[4] is None and results[5] is None
 
 
-async def test_ttl_is_refused_not_ignored(store: BridgeStore) -> None:
-    assert store.supports_ttl is False
-    with pytest.raises(NotImplementedError):
-        await store.aput(("memories",), "k", {"v": 1}, ttl=5)
-    with pytest.raises(UnsupportedStoreOperation):
-        await store.abatch([PutOp(("memories",), "k", {"v": 1}, ttl=5.0)])
+async def test_a_ttl_the_bridge_cannot_store_is_refused_not_ignored(store: BridgeStore) -> None:
+    """TTL is supported now (tests/langgraph/test_store_ttl.py); a ttl the bridge cannot honour
+    (zero, negative, beyond the maximum, not a number) is refused and nothing is stored."""
+    assert store.supports_ttl is True
+    for ttl in (0, -5, 100 * 365 * 24 * 60):
+        with pytest.raises(InvalidInput):
+            await store.aput(("memories",), "k", {"v": 1}, ttl=ttl)
+    with pytest.raises(InvalidInput):
+        await store.abatch([PutOp(("memories",), "k", {"v": 1}, ttl="5")])  # type: ignore[arg-type]
     assert await store.aget(("memories",), "k") is None
+    await store.aput(("memories",), "k", {"v": 1}, ttl=5)  # a valid one is stored as the memory's expiry (here and over HTTP)
+    who = await store.identity_source.identity()
+    record = await store.bridge.execute(who, FindByKey(ScopeKey.private(who.tenant_id, who.user_id), item_key(("memories",), "k")))
+    assert record.expires_at is not None and 290 < record.expires_at - time.time() <= 300, record
+    assert (await store.aget(("memories",), "k")).value == {"v": 1}
 
 
 async def test_a_value_that_is_not_json_is_refused(store: BridgeStore) -> None:

@@ -144,3 +144,37 @@ async def test_stdio_server_in_development_mode_serves_only_the_configured_devel
         forged = await client.call_tool("recall", {"query": "vim", "user_id": "root"})
     assert stored.structured_content["scope"] == "local/user/dana", stored.structured_content
     assert forged.is_error and forged.structured_content["error"] == "InvalidInput"
+
+
+async def test_agent_not_named_in_visible_to_cannot_read_a_memory_shared_over_stdio(deployment: Deployment) -> None:
+    """The remember tool carries seed 000's sharing and expiry fields to the policy: a private note
+    shared with [wukong, bajie] reaches bajie (one-scope recall too, `only_scopes`), never tangseng
+    of the same user, whose `only_scopes` naming it is refused; `ttl_s` comes back as an expiry,
+    and a string TTL is refused rather than coerced."""
+    def key(agent: str) -> str:
+        return deployment.keys.issue(tenant_id="acme", user_id="alice", agent_id=agent, label="mcp-sharing").key
+
+    def params(agent: str) -> Any:
+        entry = load_host_config("stdio.mcp.json", VIKING_BRIDGE_HOME=str(deployment.home), VIKING_BRIDGE_API_KEYS__DB_PATH=str(deployment.db),
+                                 VIKING_BRIDGE_API_KEY=key(agent))
+        return stdio_params(entry)
+
+    note = "Wukong's scouting note: the cave entrance is behind the waterfall on the east ridge"
+    async with Client(params("wukong")) as client:
+        shared = await client.call_tool("remember", {"content": note, "kind": "note", "memory_type": "private", "visible_to": ["wukong", "bajie"], "ttl_s": 3600})
+        bad = await client.call_tool("remember", {"content": note, "kind": "note", "ttl_s": "60"})
+    assert not shared.is_error, shared.content
+    body = shared.structured_content
+    assert body["scope"] == "acme/agent/wukong/alice" and sorted(body["visible_to"]) == ["bajie", "wukong"] and body["expires_at"] is not None, body
+    assert bad.is_error and bad.structured_content["error"] == "InvalidInput", bad.content  # a string is not a TTL: refused, not coerced
+    async with Client(params("bajie")) as client:
+        seen = await client.call_tool("recall", {"query": "cave entrance waterfall", "budget_tokens": 4000})
+        narrowed = await client.call_tool("recall", {"query": "cave entrance waterfall", "budget_tokens": 4000, "only_scopes": [body["scope"]]})
+    assert body["memory_id"] in {m["memory_id"] for m in seen.structured_content["memories"]}, seen.structured_content
+    assert not narrowed.is_error and narrowed.structured_content["scopes_searched"] == [body["scope"]], narrowed.structured_content
+    assert [m["memory_id"] for m in narrowed.structured_content["memories"]] == [body["memory_id"]]
+    async with Client(params("tangseng")) as client:
+        other = await client.call_tool("recall", {"query": "cave entrance waterfall", "budget_tokens": 4000})
+        forced = await client.call_tool("recall", {"query": "cave entrance waterfall", "only_scopes": [body["scope"]]})
+    assert body["memory_id"] not in {m["memory_id"] for m in other.structured_content["memories"]} and "waterfall" not in other.content[0].text
+    assert forced.is_error and forced.structured_content["error"] == "NotPermitted", forced.structured_content  # only_scopes never widens

@@ -21,7 +21,7 @@ from tests.langgraph.test_store_conformance import (  # noqa: E402,F401 - the co
     test_get_of_a_missing_key_or_namespace_is_none, test_list_namespaces_with_conditions_depth_and_pages, test_put_overwrites_in_place_keeping_created_at,
     test_put_then_get_returns_the_value_key_namespace_and_times, test_search_by_prefix_returns_the_subtree_only, test_search_filters_exact_values_and_operators,
     test_search_pages_with_limit_and_offset, test_search_with_a_query_ranks_the_matching_item_first, test_store_fixture_is_empty, test_store_fixture_is_still_empty,
-    test_ttl_is_refused_not_ignored,
+    test_a_ttl_the_bridge_cannot_store_is_refused_not_ignored,
 )
 from tests.service.servicekit import Service  # noqa: E402
 

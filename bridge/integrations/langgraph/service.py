@@ -81,7 +81,10 @@ class ServiceBridge:
         """`identity` is informational here: the service acts as the credential's identity."""
         if isinstance(op, Remember):
             body = {"content": op.content, "kind": op.kind.value, "visibility": None if op.visibility is None else op.visibility.value,
-                    "department_id": op.department_id, "idempotency_key": op.idempotency_key, "metadata": dict(op.metadata), "confidence": op.confidence}
+                    "department_id": op.department_id, "idempotency_key": op.idempotency_key, "metadata": dict(op.metadata), "confidence": op.confidence,
+                    "expires_at": op.expires_at, "ttl_s": op.ttl_s}
+            body.update({k: v for k, v in (("memory_type", op.memory_type), ("visible_to", None if op.visible_to is None else list(op.visible_to)),
+                                           ("team_id", op.team_id)) if v is not None})
             return WriteResult(**await self._call("POST", "/memories", body=body))
         if isinstance(op, EditMemory):
             key, memory_id = op.ref

@@ -37,17 +37,28 @@ query they are exact (the scope is walked in full); with a query they apply to t
 candidates (the backend cannot filter JSON values inside its query), so a filtered semantic
 search may return fewer than `limit` items — never other ones.
 
-TTL: `supports_ttl = False`; the bridge's write operation has no expiry yet, so a put with a
-`ttl` is refused (LangGraph raises NotImplementedError; a raw PutOp with one raises
-`UnsupportedStoreOperation`) instead of storing an item that would outlive its TTL.
+TTL (`supports_ttl = True`): a put's `ttl` (LangGraph counts minutes) becomes the memory's
+`Remember.ttl_s = ttl * 60` on the bridge's clock; from then on the item is gone from get, search
+and list_namespaces on every backend (the bridge filters expiry inside the query) and the bridge's
+purge deletes it. `ttl_config={"default_ttl": m}` applies to puts without a ttl (BaseStore does it).
+`EditMemory` carries no expiry, so a put whose expiry would change — a ttl given for an existing
+item, or no ttl for an item that has one (LangGraph: a put without ttl never expires) — re-writes
+the item: Forget of the old memory, then Remember of the new value (same key, same created_at, a
+new memory id; audited as a forget and a remember). A crash between the two loses the old value of
+an item whose put was never acknowledged. A put with an unchanged "no expiry" stays an in-place edit.
+Refresh on read is not honoured: an expiry is absolute from the put, because refreshing would re-write
+the memory (new id, two audit rows) on every get and search. The store's `ttl_config` therefore
+defaults `refresh_on_read` to False, a `ttl_config` asking for True is refused at construction, and
+an explicit `refresh_ttl=True` on a read returns the item with its expiry unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
 
 from adapters.errors import WrongContext
 from adapters.base import Status
@@ -56,7 +67,7 @@ from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.integrations.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.errors import Conflict, NotFound
+from bridge.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
 from bridge.integrations.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.models import RecallResult, WriteResult
@@ -73,6 +84,15 @@ __all__ = ["BridgeStore"]
 _PAGE = 500
 _LIVE = (Status.ACTIVE.value, Status.PENDING.value)  # what a put edits in place; get shows only active ones
 _SEARCH_BUDGET = 1_000_000  # the store returns items, not a prompt: the token budget never hides one
+
+
+def _ttl_seconds(ttl: float | None) -> float | None:
+    """LangGraph's TTL (minutes) as the bridge's `ttl_s`; the operation validates the range."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidInput(f"ttl must be a number of minutes, got {type(ttl).__name__}")
+    return float(ttl) * 60.0
 
 
 class _Found:
@@ -108,12 +128,18 @@ class BridgeStore(BaseStore):
     is a bridge kind, is used: kind says what a memory is, the namespace alone where it lives).
     """
 
-    supports_ttl = False
+    supports_ttl = True
+    ttl_config: TTLConfig | None = TTLConfig(refresh_on_read=False)
 
     def __init__(
         self, bridge: "MemoryBridge | ServiceBridge", identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
-        purpose: Purpose | str = Purpose.CHAT, others_on_miss: bool = True,
+        purpose: Purpose | str = Purpose.CHAT, others_on_miss: bool = True, ttl_config: TTLConfig | None = None,
     ) -> None:
+        if ttl_config is not None:
+            if ttl_config.get("refresh_on_read", False):
+                raise UnsupportedStoreOperation("this store's TTLs are absolute from the put; refresh_on_read would re-write the memory on every "
+                                                "read (a new id and two audit rows), so it is not offered: pass refresh_on_read=False")
+            self.ttl_config = TTLConfig(**{**ttl_config, "refresh_on_read": False})
         self.bridge = bridge
         self.identity_source: IdentitySource = FixedIdentity(identity) if isinstance(identity, MemoryIdentity) else identity
         self.kind = parse_kind(kind)
@@ -161,9 +187,7 @@ class BridgeStore(BaseStore):
             if op.value is None:
                 await self._delete(identity, op.namespace, op.key)
                 return None
-            if op.ttl is not None:
-                raise UnsupportedStoreOperation("this store has no TTL: the bridge's write operation carries no expiry yet")
-            await self.put_item(identity, op.namespace, op.key, op.value)
+            await self.put_item(identity, op.namespace, op.key, op.value, ttl=op.ttl)
             return None
         if isinstance(op, SearchOp):
             items, _ = await self.search_items(identity, op.namespace_prefix, query=op.query, filter=op.filter, limit=op.limit, offset=op.offset)
@@ -195,10 +219,18 @@ class BridgeStore(BaseStore):
         except NotFound:
             return None, None
         item = decode(record.content)
-        if (item is None or record.status not in _LIVE or record.scope != str(target.scope)
+        if (item is None or record.status not in _LIVE or self._expired(record) or record.scope != str(target.scope)
                 or item.namespace != target.namespace or item.key != key or not labels_scope(item.namespace, target.scope)):
             return None, record
         return _Found(target.scope, record.memory_id, record.author, item), record
+
+    def _expired(self, record: Any) -> bool:
+        """FindByKey on main answers an expired memory too (get_memory does not): an expired
+        record is no item — get shows nothing, a put replaces it. The bridge's clock when the
+        bridge is in-process, else the service's (real) time."""
+        expires_at = getattr(record, "expires_at", None)
+        clock = getattr(getattr(self.bridge, "runtime", None), "clock", None) or time.time
+        return expires_at is not None and expires_at <= clock()
 
     async def _others(self, identity: MemoryIdentity, target: Target, key: str) -> _Found | None:
         """Another writer's item with this key (the newest): only a walk can find it, since keys
@@ -275,20 +307,34 @@ class BridgeStore(BaseStore):
         except ValueError:
             return self.kind
 
-    async def put_item(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str, value: Any) -> WriteResult | Any:
-        """The put, returning the bridge's answer (a WriteResult, or the edited MemoryRecord)."""
+    async def put_item(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str, value: Any, *, ttl: float | None = None,
+                       **sharing: Any) -> WriteResult | Any:
+        """The put, returning the bridge's answer (a WriteResult, or the edited MemoryRecord).
+
+        `ttl`: minutes, as LangGraph counts them (None: never expires). `sharing`: extra
+        `Remember` fields of a new item (`visible_to`, `memory_type`, `team_id`) for callers
+        that speak the bridge's vocabulary; the policy decides them like any other write."""
         target = resolve(tuple(namespace), identity, for_write=True)
         ckey = item_key(target.namespace, key)
+        ttl_s = _ttl_seconds(ttl)
         for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
             existing, record = await self._own(identity, target, key)
             if existing is None and record is not None:  # the key holds a memory that is no item here (stale, superseded): replace it
                 await self.bridge.execute(identity, Forget((ScopeKey.parse(record.scope), record.memory_id)))
+            created_at = None
             if existing is not None:
                 content = encode(target.namespace, key, value, created_at=existing.item.created_at)
-                return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content))
-            op = Remember(encode(target.namespace, key, value), self._kind(value), visibility=target.visibility, department_id=target.department_id, idempotency_key=ckey)
+                if ttl_s is None and getattr(record, "expires_at", None) is None and not sharing:
+                    return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content))
+                # EditMemory carries no expiry (nor sharing): the item is re-written with the new one
+                await self.bridge.execute(identity, Forget((existing.scope, existing.memory_id)))
+                created_at = existing.item.created_at
+            op = Remember(encode(target.namespace, key, value, created_at=created_at), self._kind(value), visibility=target.visibility,
+                          department_id=target.department_id, idempotency_key=ckey, ttl_s=ttl_s, **sharing)
             try:
                 written: WriteResult = await self.bridge.execute(identity, op)
+            except QuotaExceeded:
+                raise  # a Conflict too, but no collision: retrying cannot help, and its fields say why
             except Conflict:
                 continue
             if written.scope != str(target.scope):  # never acknowledge a write the policy placed elsewhere

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 import mcp_types as types
 from pydantic import ValidationError
 
-from bridge.errors import InvalidInput, Unauthenticated, VikingBridgeError
+from bridge.errors import InvalidInput, QuotaExceeded, Unauthenticated, VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.integrations.mcp.credentials import IdentifiedAccessToken
 from bridge.integrations.mcp.tools import IDENTITY_NOTE, TOOLS
@@ -46,6 +46,8 @@ def _error(name: str, detail: str, exc: BaseException | None = None) -> types.Ca
     body: dict[str, Any] = {"error": name, "detail": detail}
     if getattr(exc, "failed_scopes", None):  # RecallIncomplete: which scopes could not be searched
         body["failed_scopes"] = [str(s) for s in exc.failed_scopes]  # type: ignore[union-attr]
+    if isinstance(exc, QuotaExceeded):  # which quota, as the service's problem+json says it
+        body.update(level=exc.level, measure=exc.measure, used=exc.used, requested=exc.requested, limit=exc.limit)
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{name}: {detail}")], structured_content=body, is_error=True)
 
 

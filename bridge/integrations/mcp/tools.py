@@ -4,9 +4,12 @@ Each argument model forbids unknown fields (`additionalProperties: false` in the
 host shows the model, and the same model validates every call), and none has a field naming a
 user, tenant or agent of the *caller*: a call that adds `user_id`, `tenant_id`, `agent_id`,
 `roles`, ... is refused as malformed, never honoured and never silently dropped (a model that
-believes it switched users must learn it did not). The one agent id a tool takes is
-`inject_context.child_agent`: the TARGET child agent of the caller's own user, which the policy
-checks like the service's `agent_id` of POST /api/v1/inject-context.
+believes it switched users must learn it did not). The agent ids a tool takes name
+TARGETS, never the caller: `inject_context.child_agent` (the child agent of the caller's own user,
+checked like the service's `agent_id` of POST /api/v1/inject-context) and `remember.visible_to`
+(agents of the caller's own user a private memory is shared with); `remember.team_id` names a
+team. The policy decides each (bridge/sharing_policy.py). Operations are built by keyword, so a
+field added to an operation can never shift another into the wrong place.
 
 What this module must never do: decide a permission, or build an identity. It builds operations;
 `MemoryBridge.execute` and the policy do the rest.
@@ -32,7 +35,7 @@ IDENTITY_NOTE = (
     "called with; it is never a parameter, and a call that passes one is refused."
 )
 KINDS = Literal["profile", "preference", "event", "fact", "decision", "procedure", "experience", "standard", "note"]
-VISIBILITIES = Literal["private", "agent", "workspace", "department", "tenant", "global"]
+VISIBILITIES = Literal["private", "agent", "workspace", "department", "tenant", "global", "team", "task"]
 
 
 class _Args(BaseModel):
@@ -47,6 +50,15 @@ class RememberArgs(_Args):
     idempotency_key: str | None = Field(None, description="Retry-safe key: the same key stores the memory once.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON metadata; it never changes who wrote the memory or where it lands.")
     confidence: float = Field(1.0, ge=0.0, le=1.0)
+    memory_type: Literal["team", "private"] | None = Field(
+        None, description="Seed 000: 'team' writes the memory of team_id (only its members may); 'private' your own agent's. "
+        "Default: as the policy decides for the kind. ('injected' is made by inject_context, never written.)")
+    visible_to: list[str] | None = Field(
+        None, min_length=1, description="Share a private memory with these TARGET agents of your own user (agent ids, or [\"*\"] for all of "
+        "them); it never names who you are, and the policy decides whether you may share.")
+    team_id: str | None = Field(None, min_length=1, description="With memory_type=team: the team whose memory this is; the policy checks you are a member.")
+    expires_at: float | None = Field(None, strict=True, description="Epoch seconds after which the memory is never recalled and is purged. At most one of expires_at, ttl_s.")
+    ttl_s: float | None = Field(None, gt=0, strict=True, description="Seconds from now (the bridge's clock) until the memory expires. At most one of expires_at, ttl_s.")
 
 
 class RecallArgs(_Args):
@@ -58,6 +70,8 @@ class RecallArgs(_Args):
     manifest_id: str | None = Field(None, description="A child agent: the manifest its parent injected.")
     allow_partial: bool = Field(False, description="Return what was found when a scope fails, flagged partial (default: fail).")
     min_score: float | None = Field(None, ge=0.0, le=1.0)
+    only_scopes: list[str] | None = Field(
+        None, min_length=1, description="Search exactly these scopes (as recall prints them), each one you may already read; it narrows, never widens.")
 
 
 class ForgetArgs(_Args):
@@ -100,12 +114,16 @@ def _refs(refs: list[MemoryRefArg] | None) -> list[tuple[str, str]] | None:
 
 
 async def _remember(b: MemoryBridge, who: MemoryIdentity, a: RememberArgs) -> dict[str, Any]:
-    op = ops.Remember(a.content, a.kind, a.visibility, a.department_id, a.idempotency_key, a.metadata, a.confidence)  # type: ignore[arg-type]
+    op = ops.Remember(content=a.content, kind=a.kind, visibility=a.visibility, department_id=a.department_id,  # type: ignore[arg-type]
+                      idempotency_key=a.idempotency_key, metadata=a.metadata, confidence=a.confidence, memory_type=a.memory_type,
+                      visible_to=None if a.visible_to is None else tuple(a.visible_to), team_id=a.team_id, expires_at=a.expires_at, ttl_s=a.ttl_s)
     return (await b.execute(who, op)).model_dump(mode="json")
 
 
 async def _recall(b: MemoryBridge, who: MemoryIdentity, a: RecallArgs) -> dict[str, Any]:
-    op = ops.Recall(a.query, a.purpose, a.budget_tokens, a.kinds, a.include_scopes, a.manifest_id, a.allow_partial, a.min_score)  # type: ignore[arg-type]
+    op = ops.Recall(query=a.query, purpose=a.purpose, budget_tokens=a.budget_tokens, kinds=a.kinds, include_scopes=a.include_scopes,  # type: ignore[arg-type]
+                    manifest_id=a.manifest_id, allow_partial=a.allow_partial, min_score=a.min_score,
+                    only_scopes=None if a.only_scopes is None else tuple(a.only_scopes))
     body = (await b.execute(who, op)).model_dump(mode="json", exclude={"query", "audit_seq"})
     body["memories"] = body.pop("items")
     return body
@@ -116,18 +134,20 @@ async def _forget(b: MemoryBridge, who: MemoryIdentity, a: ForgetArgs) -> dict[s
 
 
 async def _inject_context(b: MemoryBridge, who: MemoryIdentity, a: InjectContextArgs) -> dict[str, Any]:
-    inject = ops.Inject(a.child_agent, a.task, a.depth, _refs(a.memory_refs), a.from_manifest_id, a.ttl_seconds, a.may_reinject)  # type: ignore[arg-type]
+    inject = ops.Inject(child_agent_id=a.child_agent, task=a.task, depth=a.depth, memory_refs=_refs(a.memory_refs),  # type: ignore[arg-type]
+                        from_manifest_id=a.from_manifest_id, ttl_seconds=a.ttl_seconds, may_reinject=a.may_reinject)
     return (await b.execute(who, reads.InjectContext(inject))).model_dump(mode="json")
 
 
 async def _write_back(b: MemoryBridge, who: MemoryIdentity, a: WriteBackArgs) -> dict[str, Any]:
-    op = ops.WriteBack(a.manifest_id, a.content, a.kind, a.visibility, a.idempotency_key)  # type: ignore[arg-type]
+    op = ops.WriteBack(manifest_id=a.manifest_id, content=a.content, kind=a.kind, visibility=a.visibility,  # type: ignore[arg-type]
+                       idempotency_key=a.idempotency_key)
     return (await b.execute(who, op)).model_dump(mode="json")
 
 
 async def _list_memories(b: MemoryBridge, who: MemoryIdentity, a: ListMemoriesArgs) -> dict[str, Any]:
     scope = a.scope if a.scope is not None else ScopeKey.private(who.tenant_id, who.user_id)
-    page = await b.execute(who, reads.ListMemories(scope, a.cursor, a.limit, a.status))  # type: ignore[arg-type]
+    page = await b.execute(who, reads.ListMemories(scope=scope, cursor=a.cursor, limit=a.limit, status=a.status))  # type: ignore[arg-type]
     return page.model_dump(mode="json")
 
 
@@ -150,7 +170,9 @@ class McpTool:
 
 TOOLS: dict[str, McpTool] = {t.name: t for t in (
     McpTool("remember", "Remember", "Store one memory for later recall. It lands in the scope the policy decides for its kind and "
-            "visibility (shared scopes may wait for approval); the result says where and why. " + IDENTITY_NOTE, RememberArgs, _remember),
+            "visibility (shared scopes may wait for approval); the result says where and why. memory_type/team_id write team memory (members "
+            "only); visible_to shares a private memory with TARGET agents of your own user; expires_at/ttl_s make it expire. The policy "
+            "decides each of these, none names you. " + IDENTITY_NOTE, RememberArgs, _remember),
     McpTool("recall", "Recall", "Search the memories you may read and return `context` (a rendered block, every item labelled with its "
             "source scope, author and why it is visible, ready for a prompt) plus the `memories` themselves. Memories you may not read "
             "are never candidates. " + IDENTITY_NOTE, RecallArgs, _recall, read_only=True),
