@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from adapters.base import NewMemory, Provenance, Status, StoreBinding, StoredMemory
 from adapters.errors import Conflict as BackendConflict
 from adapters.errors import BackendError, InvalidRequest, Unavailable
+from adapters.errors import NotFound as BackendNotFound
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.models import WriteResult
@@ -190,7 +191,7 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *,
         await release(rt, owner_tenant, owner_user, [plan.memory.content])
         raise
     try:
-        stored = await backend.put(scope, plan.memory, idempotency_key=key)
+        stored = await _put(rt, identity, scope, plan.memory, key)
     except BackendConflict:
         await audit.close_intent(intent)
         await release(rt, owner_tenant, owner_user, [plan.memory.content])
@@ -226,3 +227,45 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *,
         status=stored.status.value, reason=plan.reason, deduplicated=stored.created is False,
         memory_type=memory_type_of(scope).value, visible_to=visible_to_of(scope), expires_at=stored.expires_at,
     )
+
+
+async def _put(rt: BridgeRuntime, identity: MemoryIdentity, scope: ScopeKey, memory: NewMemory, key: str) -> StoredMemory:
+    """`backend.put`, where an expired memory holding the key is gone, not a duplicate: an
+    expired memory is never an answer, so it neither blocks its key (a Conflict) nor stands in
+    for the new write (an idempotent hit) — it is retired first, as the purge would, and the
+    write lands."""
+    try:
+        stored = await rt.backend.put(scope, memory, idempotency_key=key)
+    except BackendConflict:
+        holder = await rt.backend.find_by_idempotency_key(scope, key)
+        if holder is None or not holder.expired(rt.clock()):
+            raise
+        await retire_expired(rt, identity, scope, holder)
+        return await rt.backend.put(scope, memory, idempotency_key=key)
+    if stored.created is False and stored.expired(rt.clock()):
+        await retire_expired(rt, identity, scope, stored)
+        return await rt.backend.put(scope, memory, idempotency_key=key)
+    return stored
+
+
+async def retire_expired(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, memory: StoredMemory) -> bool:
+    """Delete one expired memory as the purge does: a write intent (`expired`) first (a crash
+    after the delete is still audited at the next open), the delete, manifests and shares
+    forget the id, one `expired` audit row closing the intent, the quota space back. False if
+    another purger or a forget got there first (they audited it)."""
+    intent = await rt.state.audit.begin_intent(identity, "expired", key, memory.id)
+    try:
+        deleted = await rt.backend.delete(key, memory.id)
+    except BackendNotFound:
+        deleted = False
+    if not deleted:
+        await rt.state.audit.close_intent(intent)
+        return False
+    await rt.state.manifests.purge_memory_ids({memory.id})
+    await rt.state.shares.purge_memory_ids({memory.id})  # a re-created id must not inherit the audience
+    await rt.state.audit.append(
+        identity, "expired", memory_ids=[memory.id], scopes=[key], closes_intent=intent,
+        detail={"expires_at": memory.expires_at, "kind": memory.kind},
+    )
+    await release_memories(rt, [memory])
+    return True

@@ -19,13 +19,12 @@ from typing import AsyncIterator
 from pydantic import BaseModel, ConfigDict
 
 from adapters.base import StoredMemory
-from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
 from bridge.handlers.lifecycle import author_tenant
 from bridge.operations import PurgeExpired
 from bridge.read_policy import may_purge_expired
 from bridge.runtime import BridgeRuntime
-from bridge.writes import release_memories
+from bridge.writes import retire_expired
 from identity.model import MemoryIdentity
 
 __all__ = ["PurgeReport", "purge_expired", "PAGE_SIZE"]
@@ -58,24 +57,6 @@ async def _expired(rt: BridgeRuntime, key: ScopeKey, now: float) -> AsyncIterato
         cursor = page.next_cursor
 
 
-async def _purge_one(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, memory: StoredMemory) -> bool:
-    intent = await rt.state.audit.begin_intent(identity, "expired", key, memory.id)  # a crash after the delete is still audited
-    try:
-        deleted = await rt.backend.delete(key, memory.id)
-    except NotFound:
-        deleted = False
-    if not deleted:  # another purger (worker, replica) or a forget got there first and audited it
-        await rt.state.audit.close_intent(intent)
-        return False
-    await rt.state.manifests.purge_memory_ids({memory.id})
-    await rt.state.audit.append(
-        identity, "expired", memory_ids=[memory.id], scopes=[key], closes_intent=intent,
-        detail={"expires_at": memory.expires_at, "kind": memory.kind},
-    )
-    await release_memories(rt, [memory])
-    return True
-
-
 async def purge_expired(rt: BridgeRuntime, identity: MemoryIdentity, op: PurgeExpired) -> PurgeReport:
     may_purge_expired(identity)
     tenant, now = identity.tenant_id, rt.clock()
@@ -90,6 +71,6 @@ async def purge_expired(rt: BridgeRuntime, identity: MemoryIdentity, op: PurgeEx
                 continue  # the global scope: only what this tenant wrote
             if len(purged) >= op.max_deletions:
                 return PurgeReport(tenant_id=tenant, purged=len(purged), scopes_scanned=n + 1, complete=False, memory_ids=tuple(purged))
-            if await _purge_one(rt, identity, key, memory):
+            if await retire_expired(rt, identity, key, memory):
                 purged.append(memory.id)
     return PurgeReport(tenant_id=tenant, purged=len(purged), scopes_scanned=len(scopes), complete=True, memory_ids=tuple(purged))

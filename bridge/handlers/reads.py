@@ -127,7 +127,8 @@ async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey
     idempotency key stored, per writer), read-checked exactly as `get_memory`; else NotFound."""
     reason = read_reason(rt.policy, identity, op.scope, await _grants(rt, identity), rt.clock())
     memory = await rt.backend.find_by_idempotency_key(op.scope, backend_key(identity, op.scope, op.key, ""))
-    if memory is None or memory.scope != op.scope or not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id):
+    if (memory is None or memory.scope != op.scope or memory.expired(rt.clock())  # expired = gone, as for get_memory
+            or not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id)):
         raise NotFound(f"no memory with key {op.key!r} written by {identity.principal} in {op.scope}")
     await rt.state.audit.append(identity, "recall", memory_ids=[memory.id], scopes=[op.scope], detail={"operation": "find_by_key"})
     return MemoryRecord.of(memory, reason)

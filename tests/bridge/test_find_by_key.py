@@ -79,3 +79,19 @@ async def test_find_by_key_never_lists_the_scope(bridge: MemoryBridge, monkeypat
     monkeypatch.setattr(bridge.backend, "list_page", counting)
     assert (await bridge.execute(ALICE, FindByKey(ScopeKey.private("acme", "alice"), "k17"))).content == "note 17"
     assert calls == []
+
+
+async def test_find_by_key_never_returns_an_expired_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Expired = gone for every reader, its writer included (as for get and list)."""
+    from tests.bridge.test_lifecycle import Clock
+
+    clock = Clock()
+    bridge = MemoryBridge.open_local(tmp_path / "home", clock=clock)
+    try:
+        await bridge.remember(ALICE, "alpha freezes deploys this week", "decision", visibility="workspace", idempotency_key="freeze", ttl_s=60)
+        assert (await bridge.execute(ALICE, FindByKey(ALPHA, "freeze"))).content == "alpha freezes deploys this week"
+        clock.now += 61
+        with pytest.raises(NotFound):
+            await bridge.execute(ALICE, FindByKey(ALPHA, "freeze"))
+    finally:
+        await bridge.aclose()

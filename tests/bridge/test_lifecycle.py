@@ -265,3 +265,21 @@ async def test_an_edit_that_grows_past_the_byte_quota_is_refused_and_changes_not
     assert await bridge.state.usage.usage("acme", "alice") == Usage(1, len("a bit longer"))
     await bridge.edit_memory(ALICE, note.ref, content="tiny")
     assert await bridge.state.usage.usage("acme", "alice") == Usage(1, 4)
+
+
+async def test_an_expired_memory_neither_blocks_its_key_nor_stands_in_for_a_new_write(clocked) -> None:  # type: ignore[no-untyped-def]
+    """Expired = gone: a write under the key of an expired memory lands (the expired one is
+    retired and audited as the purge would), and the same content under that key is a new,
+    live memory — never a 'deduplicated' answer pointing at the expired one."""
+    b, clock = clocked
+    first = await b.remember(ALICE, "the canary window is 10 minutes", "fact", idempotency_key="canary", ttl_s=60)
+    clock.now += 61
+    again = await b.remember(ALICE, "the canary window is 10 minutes", "fact", idempotency_key="canary", ttl_s=60)
+    assert not again.deduplicated and again.expires_at and again.expires_at > clock.now
+    clock.now += 61
+    changed = await b.remember(ALICE, "the canary window is 15 minutes", "fact", idempotency_key="canary")
+    assert changed.expires_at is None
+    retired = await b.audit_events(ALICE, action="expired")
+    assert sorted(m for e in retired for m in e.memory_ids) == sorted([first.memory_id, again.memory_id])
+    seen = await b.recall(ALICE, "canary window")
+    assert [i.content for i in seen.items] == ["the canary window is 15 minutes"]

@@ -55,7 +55,6 @@ an explicit `refresh_ttl=True` on a read returns the item with its expiry unchan
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
@@ -219,18 +218,10 @@ class BridgeStore(BaseStore):
         except NotFound:
             return None, None
         item = decode(record.content)
-        if (item is None or record.status not in _LIVE or self._expired(record) or record.scope != str(target.scope)
+        if (item is None or record.status not in _LIVE or record.scope != str(target.scope)
                 or item.namespace != target.namespace or item.key != key or not labels_scope(item.namespace, target.scope)):
             return None, record
         return _Found(target.scope, record.memory_id, record.author, item), record
-
-    def _expired(self, record: Any) -> bool:
-        """FindByKey on main answers an expired memory too (get_memory does not): an expired
-        record is no item — get shows nothing, a put replaces it. The bridge's clock when the
-        bridge is in-process, else the service's (real) time."""
-        expires_at = getattr(record, "expires_at", None)
-        clock = getattr(getattr(self.bridge, "runtime", None), "clock", None) or time.time
-        return expires_at is not None and expires_at <= clock()
 
     async def _others(self, identity: MemoryIdentity, target: Target, key: str) -> _Found | None:
         """Another writer's item with this key (the newest): only a walk can find it, since keys
