@@ -7,7 +7,7 @@ the guarantee, the identity or scope that saw the memory, and how to reproduce.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import MISSING, fields
 
 import pytest
 
@@ -82,8 +82,10 @@ def forged_empty_scope_set() -> ScopeSet:
 
 def forged_query(scopes: object, text: str) -> SearchQuery:
     query = object.__new__(SearchQuery)
-    for name, value in (("scopes", scopes), ("text", text), ("limit", 50), ("kinds", None), ("statuses", frozenset({Status.ACTIVE})), ("filters", {})):
-        object.__setattr__(query, name, value)
+    given = {"scopes": scopes, "text": text, "limit": 50}
+    for f in fields(SearchQuery):  # every field, so a field added later is there with its default
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        object.__setattr__(query, f.name, given.get(f.name, default))
     return query
 
 
