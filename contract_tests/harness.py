@@ -40,6 +40,7 @@ from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore, GatewayProvi
 T = TypeVar("T")
 
 __all__ = [
+    "Clock",
     "SUITE_TENANTS",
     "ContractEnv",
     "Identities",
@@ -49,6 +50,21 @@ __all__ = [
     "require_capability",
     "settle_timeout_for",
 ]
+
+
+class Clock:
+    """A bridge clock the test moves (`MemoryBridge(..., clock=Clock())`): expiry, grants and
+    manifests judged at a chosen instant. Starts at the real time, since backends stamp
+    `created_at` with theirs."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 # Every tenant id the suite writes into. The sentinel tests check these are empty.
 SUITE_TENANTS = ("acme", "globex", "t0", "t1", "t2")

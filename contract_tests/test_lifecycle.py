@@ -25,25 +25,12 @@ from adapters.errors import NotFound as BackendNotFound
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from bridge.quotas import QuotaConfig, QuotaLimits
-from contract_tests.harness import ContractEnv, eventually, fail_leak, scope_of
+from contract_tests.harness import Clock, ContractEnv, eventually, fail_leak, scope_of
 
 pytestmark = pytest.mark.asyncio
 
 BIG = 20000
 TOPIC = "Procurement Kafka consumer idempotency key rotation"
-
-
-class Clock:
-    """The bridge's clock, moved by the test (starts at the real time: backends stamp created_at)."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def _bridge(env: ContractEnv, name: str, **kwargs):

@@ -83,7 +83,7 @@ async def test_find_by_key_never_lists_the_scope(bridge: MemoryBridge, monkeypat
 
 async def test_find_by_key_never_returns_an_expired_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Expired = gone for every reader, its writer included (as for get and list)."""
-    from tests.bridge.test_lifecycle import Clock
+    from contract_tests.harness import Clock
 
     clock = Clock()
     bridge = MemoryBridge.open_local(tmp_path / "home", clock=clock)

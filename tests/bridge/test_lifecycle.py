@@ -26,18 +26,11 @@ from bridge.service.problems import problem_for
 from bridge.settings import load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.sqlite import SqliteState
+from contract_tests.harness import Clock
 from tests.kit import make_identity
 
 ALICE = make_identity("alice")
 ADMIN = make_identity("root", roles=["admin"])
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

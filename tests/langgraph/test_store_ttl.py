@@ -12,7 +12,6 @@ The other half of the lifecycle, quotas: a put over a quota is the bridge's type
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -27,17 +26,7 @@ from bridge.integrations.langgraph.items import item_key
 from bridge.read_operations import FindByKey
 from adapters.scopes import ScopeKey
 from tests.langgraph.storekit import Keys
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from contract_tests.harness import Clock
 
 
 @pytest_asyncio.fixture

@@ -5,7 +5,6 @@ maintenance key like a request, purges that key's tenant until clean, refuses a 
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,9 @@ from bridge.facade import MemoryBridge
 from bridge.service.auth import EdgeAuthenticator
 from bridge.service.maintenance import purge_once
 from bridge.service.settings import load_service_settings
+from contract_tests.harness import Clock
 from identity.providers import ApiKeyProvider, ApiKeyStore
 from tests.kit import make_identity
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
