@@ -6,7 +6,7 @@
 
 For each workload, `--messages` user messages of `--chars` characters each go through
 `RuleExtractor().extract` of this checkout ("after") and of the extractor at `--baseline-ref`
-("before": its `bridge/extract.py`, read with `git show` and loaded in this same process under
+("before": its `bridge/capture/extract.py`, read with `git show` and loaded in this same process under
 another module name), next to a linear floor over the same text (`len(text.split())`). Reported:
 best-of-rounds seconds (process CPU time, so a shared machine's other load counts less) and the
 ratios before/after and after/floor. The baseline gets one round by default on workloads where
@@ -32,8 +32,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.extract import RuleExtractor  # noqa: E402
-from bridge.models import Message  # noqa: E402
+from bridge.capture.extract import RuleExtractor  # noqa: E402
+from bridge.results import Message  # noqa: E402
 
 WORKLOADS: dict[str, str] = {
     "procedure head, no tail (the issue's attack)": "to test ",
@@ -50,11 +50,11 @@ WORKLOADS: dict[str, str] = {
 def load_baseline(ref: str) -> Any:
     """The extractor module as it was at `ref`, loaded beside the current one."""
     source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{ref}:bridge/extract.py"], capture_output=True, text=True, check=True
+        ["git", "-C", str(ROOT), "show", f"{ref}:bridge/capture/extract.py"], capture_output=True, text=True, check=True
     ).stdout
     module = types.ModuleType("extract_baseline")
     sys.modules[module.__name__] = module  # dataclasses look their module up while decorating
-    exec(compile(source, f"{ref}:bridge/extract.py", "exec"), module.__dict__)
+    exec(compile(source, f"{ref}:bridge/capture/extract.py", "exec"), module.__dict__)
     return module
 
 

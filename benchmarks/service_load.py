@@ -148,7 +148,7 @@ def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
         port = s.getsockname()[1]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"), "VIKING_BRIDGE_PROVIDER": "api_key",
            "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
-    process = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:

@@ -3,8 +3,8 @@ rendering, multi-agent injection and write-back, audit — and the public facade
 
 from bridge.errors import BridgeError, InvalidInput, ManifestError, NotPermitted, RecallIncomplete, VikingBridgeError
 from bridge.facade import MemoryBridge, SyncMemoryBridge
-from bridge.limits import Limits
-from bridge.models import CaptureResult, MemoryRef, Message, RecalledMemory, RecallResult, WriteResult
+from bridge.operations.limits import Limits
+from bridge.results import CaptureResult, MemoryRef, Message, RecalledMemory, RecallResult, WriteResult
 from bridge.operations import (
     Approve, Capture, Forget, ForgetSubject, ForkSession, Inject, IssueGrant, Operation, Promote, QueryAudit, Recall,
     Remember, RevokeGrant, RevokeManifest, StartSession, WriteBack,

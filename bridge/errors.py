@@ -93,7 +93,7 @@ class QuotaExceeded(Conflict):
     content); nothing of it was written. HTTP 409, problem type `quota-exceeded`.
 
     `level` is "tenant" or "user"; `measure` is "memories" or "bytes"; `used` what is held now,
-    `requested` what the write needed, `limit` the quota (`bridge.quotas`)."""
+    `requested` what the write needed, `limit` the quota (`bridge.policy.quotas`)."""
 
     def __init__(self, message: str, *, level: str, measure: str, used: int, requested: int, limit: int) -> None:
         self.level, self.measure, self.used, self.requested, self.limit = level, measure, used, requested, limit

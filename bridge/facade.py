@@ -1,13 +1,13 @@
 """`MemoryBridge`: the public API. Identity in, permission-checked memory operations out.
 
-Every operation is data (`bridge/operations.py`) run by `execute(identity, op)`, which in one
+Every operation is data (`bridge/operations/__init__.py`) run by `execute(identity, op)`, which in one
 place: checks the identity is an authenticated `MemoryIdentity` (built by an identity provider
 from a credential, never from the operation), re-checks the session binding, applies the
 configured limits, runs the operation's handler (`bridge/handlers/`), and audits every refusal
 as a `denied` row before re-raising it. The friendly methods (`recall`, `remember`, ...) are
-one-line sugar over `execute` (`bridge/sugar.py`).
+one-line sugar over `execute` (`bridge/methods.py`).
 
-On first use the bridge runs its open checks (`bridge/recovery.py`): the store must be the one
+On first use the bridge runs its open checks (`bridge/writes/recovery.py`): the store must be the one
 its audit log describes, and writes a crash left unaudited are found and audited.
 """
 
@@ -20,16 +20,16 @@ from typing import Any
 
 from adapters.base import MemoryBackend
 from adapters.sync import LoopRunner, SyncFacade
-from bridge import opening
+from bridge.assembly import opening
 from bridge.errors import InvalidInput, NotPermitted, RecallIncomplete
 from bridge.handlers import HANDLERS
 from bridge.operations import Operation
-from bridge.recovery import open_checks
+from bridge.writes.recovery import open_checks
 from bridge.runtime import BridgeRuntime
-from bridge.settings import BridgeSettings
+from bridge.assembly.settings import BridgeSettings
 from bridge.state.memory import MemoryState
 from bridge.state.protocols import BridgeState
-from bridge.sugar import OperationMethods, ReadMethods
+from bridge.methods import OperationMethods, ReadMethods
 from identity.errors import Forbidden
 from identity.model import MemoryIdentity
 from identity.sessions import InMemorySessionRegistry, SessionRegistry
@@ -56,7 +56,7 @@ class MemoryBridge(OperationMethods, ReadMethods):
     ) -> None:
         """`options`: any `BridgeRuntime` field (policy, ranking, budget, limits, extractor,
         token_counter, server_side_extraction, clock). `reinitialise=True` re-binds a store
-        that no longer matches its audit log (see bridge/recovery.py) — an explicit act only."""
+        that no longer matches its audit log (see bridge/writes/recovery.py) — an explicit act only."""
         server_side = bool(options.pop("server_side_extraction", False)) and backend.capabilities.server_side_extraction
         self.runtime = BridgeRuntime(
             backend=backend,
@@ -70,7 +70,7 @@ class MemoryBridge(OperationMethods, ReadMethods):
 
     @classmethod
     def open_local(cls, home: str | Path, **kwargs: Any) -> "MemoryBridge":
-        """The embedded default: store, state and sessions under `home` (bridge/opening.py)."""
+        """The embedded default: store, state and sessions under `home` (bridge/assembly/opening.py)."""
         return opening.open_local(cls, home, **kwargs)
 
     @classmethod

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from adapters.base import MemoryBackend
-from bridge.extract import Extractor, RuleExtractor
-from bridge.limits import Limits
+from bridge.capture.extract import Extractor, RuleExtractor
+from bridge.operations.limits import Limits
 from bridge.policy import Policy
-from bridge.quotas import QuotaConfig
+from bridge.policy.quotas import QuotaConfig
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
-from bridge.roles.permissions import RoleBook
+from bridge.policy.roles import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.sessions import SessionRegistry
 
@@ -38,7 +38,7 @@ class BridgeRuntime:
     token_counter: TokenCounter | None = None
     server_side_extraction: bool = False
     clock: Callable[[], float] = time.time
-    #: Storage quotas per tenant and per user (bridge/quotas.py); none configured by default.
+    #: Storage quotas per tenant and per user (bridge/policy/quotas.py); none configured by default.
     quotas: QuotaConfig = field(default_factory=QuotaConfig)
     #: The loaded role file (bridge/roles/), or None: no role restrictions, no federated injection.
     roles: RoleBook | None = None

@@ -43,6 +43,10 @@ def parse_purpose(value: object) -> Purpose:
 
 
 #: A memory's retrieval tier (seed 002: hot / warm / cold), kept in its `tier` metadata key;
-#: role files budget by it, and a write naming any other tier is refused (bridge/validation.py).
+#: role files budget by it, and a write naming any other tier is refused (bridge/operations/fields.py).
 TIER_KEY = "tier"
 TIERS = ("hot", "warm", "cold")
+
+
+#: The audience entry meaning "every agent acting for the memory's user".
+EVERY_AGENT = "*"

@@ -33,7 +33,7 @@ from adapters.base import Capabilities, MemoryBackend
 from adapters.scopes import ScopeKey
 from bridge.facade import MemoryBridge
 from bridge.policy import Policy, PolicyConfig
-from bridge.models import RecallResult, RecalledMemory, WriteResult
+from bridge.results import RecallResult, RecalledMemory, WriteResult
 from identity.model import MemoryIdentity
 from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore, GatewayProvider, GatewayRequest, sign_gateway_headers
 
@@ -272,7 +272,7 @@ def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> Memory
     reached through the transport `--via` chose."""
     kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
     # Each test binds a fresh bridge state to a backend the suite reuses and writes to directly:
-    # an explicit re-initialisation of the store binding (bridge/recovery.py), on purpose.
+    # an explicit re-initialisation of the store binding (bridge/writes/recovery.py), on purpose.
     kwargs.setdefault("reinitialise", True)
     bridge = MemoryBridge.with_backend(backend, home, **kwargs)
     if TRANSPORT == "http":

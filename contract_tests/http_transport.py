@@ -2,7 +2,7 @@
 
 `HttpBridge(bridge)` has the `MemoryBridge` method surface the suite uses (recall, remember,
 capture, forget, inject, write_back, grant, ...), and every call goes through the service's
-whole HTTP stack — `bridge.service.create_app` with the edge middleware (authentication, size
+whole HTTP stack — `bridge.doors.http.create_app` with the edge middleware (authentication, size
 limits, problem+json), routing, request models and response models — over httpx's ASGI
 transport (no socket, so it runs on the test's own event loop next to backends bound to it).
 
@@ -28,9 +28,9 @@ from adapters import errors as adapter_errors
 from adapters.scopes import ScopeKey
 from bridge import errors as bridge_errors
 from bridge.facade import MemoryBridge
-from bridge.models import CaptureResult, MemoryRef, RecalledMemory, RecallResult, WriteResult
+from bridge.results import CaptureResult, MemoryRef, RecalledMemory, RecallResult, WriteResult
 from bridge.state.records import AuditEvent, Grant, InjectDepth, InjectionManifest
-from bridge.validation import memory_ref
+from bridge.operations.fields import memory_ref
 from identity import errors as identity_errors
 from identity.model import MemoryIdentity
 from identity.providers.gateway import GatewayProvider, sign_gateway_headers
@@ -45,7 +45,7 @@ _BY_STATUS: dict[int, type[Exception]] = {
 
 
 def _error_class(name: str) -> type[Exception] | None:
-    from bridge.service import problems
+    from bridge.doors.http import problems
 
     found = [getattr(m, name) for m in (bridge_errors, identity_errors, adapter_errors, problems) if isinstance(getattr(m, name, None), type)]
     found = [c for c in found if issubclass(c, bridge_errors.VikingBridgeError)]
@@ -96,9 +96,9 @@ def _recalled(d: Mapping[str, Any]) -> RecalledMemory:
 
 class HttpBridge:
     def __init__(self, bridge: MemoryBridge) -> None:
-        from bridge.service.app import create_app
-        from bridge.service.auth import EdgeAuthenticator
-        from bridge.service.settings import ServiceSettings
+        from bridge.doors.http.app import create_app
+        from bridge.doors.http.auth import EdgeAuthenticator
+        from bridge.doors.http.settings import ServiceSettings
 
         self.inner = bridge
         self._secret = secrets.token_hex(32)
@@ -226,7 +226,7 @@ class HttpBridge:
     async def role_inject(self, parent: MemoryIdentity, child_agent_id: str, task: str, *, depth: Any = None, carry: Sequence[Any] = (),
                           ttl_seconds: float = 3600, may_reinject: bool = False) -> Any:
         """`POST /api/v1/roles/inject`: the federated manifest, rebuilt from what the route returns."""
-        from bridge.roles.operation import FederatedManifest
+        from bridge.results import FederatedManifest
         from bridge.roles.planner import ManifestPlan
         from bridge.roles.router import Route
 

@@ -43,9 +43,9 @@ from typing import Any, Iterable, Mapping
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import BridgeStore
-from bridge.integrations.langgraph.items import decode
-from bridge.models import RecallResult, WriteResult
+from bridge.doors.langgraph import BridgeStore
+from bridge.doors.langgraph.items import decode
+from bridge.results import RecallResult, WriteResult
 from bridge.vocabulary import parse_kind
 from identity.model import MemoryIdentity
 

@@ -2,7 +2,7 @@
 
 `McpBridge(bridge)` has the `MemoryBridge` method surface the suite uses. The calls the MCP server
 offers as tools — recall, remember, forget, inject (the `inject_context` tool), write_back,
-list_memories — go through the real server (`bridge.integrations.mcp.build_server`: strict tool
+list_memories — go through the real server (`bridge.doors.mcp.build_server`: strict tool
 schemas, argument -> operation mapping, result and error serialisation) with the MCP SDK's own
 `Client`, in-process (the SDK's in-memory connection, on the test's event loop next to backends
 bound to it). Everything else the suite does (grants, capture, set_visible_to, team membership,
@@ -33,9 +33,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from adapters.scopes import ScopeKey
 from bridge import errors as bridge_errors
 from bridge.facade import MemoryBridge
-from bridge.models import RecallResult, WriteResult
+from bridge.results import RecallResult, WriteResult
 from bridge.state.records import InjectDepth, InjectionManifest
-from bridge.validation import memory_ref
+from bridge.operations.fields import memory_ref
 from contract_tests.http_transport import _error_class, _recalled, _refs
 from identity.model import MemoryIdentity
 from identity.providers.jwks import StaticKeys, VerificationKey
@@ -86,7 +86,7 @@ def _refuse_non_finite(value: Any, path: str = "arguments") -> None:
 
 class McpBridge:
     def __init__(self, bridge: MemoryBridge) -> None:
-        from bridge.integrations.mcp.credentials import JwtTokenVerifier
+        from bridge.doors.mcp.credentials import JwtTokenVerifier
 
         self.inner = bridge
         key = _signing_key()
@@ -112,7 +112,7 @@ class McpBridge:
     async def _tool(self, identity: MemoryIdentity, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from mcp import Client
 
-        from bridge.integrations.mcp.server import build_server, fixed_identity
+        from bridge.doors.mcp.server import build_server, fixed_identity
 
         if not isinstance(identity, MemoryIdentity):
             raise bridge_errors.InvalidInput("the first argument must be an authenticated MemoryIdentity")

@@ -24,7 +24,7 @@ from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.errors import NotFound as BackendNotFound
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import InvalidInput, NotFound, NotPermitted, QuotaExceeded
-from bridge.quotas import QuotaConfig, QuotaLimits
+from bridge.policy.quotas import QuotaConfig, QuotaLimits
 from contract_tests.harness import Clock, ContractEnv, eventually, fail_leak, scope_of
 
 pytestmark = pytest.mark.asyncio

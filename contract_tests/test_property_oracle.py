@@ -33,7 +33,7 @@ import uuid
 
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.facade import MemoryBridge
-from bridge.teams import apply_team_membership
+from bridge.roles.teams import apply_team_membership
 from contract_tests.harness import Identities, contract_bridge, eventually, settle_timeout_for
 from contract_tests.oracle import (
     INVALID, TENANTS, World, build_world, expected_write, expiry_plan, include_allowed, may_change_share, may_read, may_read_at, share_audience,

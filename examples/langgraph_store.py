@@ -22,7 +22,7 @@ from typing import Any
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import AuthUserIdentity, BridgeStore, NamespaceRefused
+from bridge.doors.langgraph import AuthUserIdentity, BridgeStore, NamespaceRefused
 from identity.providers import ApiKeyProvider, ApiKeyStore
 
 

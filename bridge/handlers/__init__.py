@@ -1,7 +1,8 @@
 """One handler per operation: `HANDLERS[type(op)](runtime, identity, op)`.
 
-A new operation = a frozen dataclass in `bridge/operations.py`, a handler function here, and a
-line in HANDLERS; `MemoryBridge.execute` gives it session checks, limits and refusal audit.
+Each module here is named like the operations module it serves (`bridge/operations/<name>.py`).
+A new operation is a frozen dataclass there, a handler function here, and one line in HANDLERS;
+`MemoryBridge.execute` gives it session checks, limits and the audit of refusals.
 """
 
 from __future__ import annotations
@@ -9,14 +10,10 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
-from bridge import admin_operations as admin_ops
-from bridge import portable_operations as portable_ops
-from bridge import read_operations as read_ops
-from bridge import sharing_operations as share_ops
-from bridge.handlers import erasure, expiry, federation, grants, injection, lifecycle, memories, portability, reads, sessions_audit, sharing
-from bridge.handlers import console  # the admin console (issue 15)
+from bridge.handlers import (
+    admin, audit, erasure, expiry, export, grants, injection, lifecycle, memories, reads, roles, sessions, sharing,
+)
 from bridge.recall.pipeline import run_recall
-from bridge.roles.operation import RoleInject
 
 __all__ = ["HANDLERS"]
 
@@ -29,35 +26,34 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.Approve: lifecycle.approve,
     ops.Promote: lifecycle.promote,
     ops.ForgetSubject: erasure.forget_subject,
+    ops.PurgeExpired: expiry.purge_expired,
     ops.IssueGrant: grants.issue_grant,
     ops.RevokeGrant: grants.revoke_grant,
     ops.Inject: injection.inject,
     ops.RevokeManifest: injection.revoke_manifest,
-    ops.QueryAudit: sessions_audit.query_audit,
-    ops.StartSession: sessions_audit.start_session,
-    ops.ForkSession: sessions_audit.fork_session,
-    ops.PurgeExpired: expiry.purge_expired,  # expiry and quotas (issue 13)
-    # the read API (issue 11)
-    read_ops.GetMemory: reads.get_memory,
-    read_ops.FindByKey: reads.find_by_key,
-    read_ops.ListMemories: reads.list_memories,
-    read_ops.PendingApprovals: reads.pending_approvals,
-    read_ops.EditMemory: reads.edit_memory,
-    read_ops.Reject: reads.reject,
-    read_ops.ListGrants: reads.list_grants,
-    read_ops.InjectContext: reads.inject_context,
-    # export (issue 15)
-    portable_ops.ExportMemories: portability.export_memories,
-    # sharing and teams (issue 13)
-    share_ops.SetVisibleTo: sharing.set_visible_to,
-    share_ops.SetTeamMembers: sharing.set_team_members,
-    share_ops.AddTeamMember: sharing.add_team_member,
-    share_ops.RemoveTeamMember: sharing.remove_team_member,
-    # role files and federated injection (issue 13)
-    RoleInject: federation.role_inject,
-    # the admin console (issue 15)
-    admin_ops.TenantGrants: console.tenant_grants,
-    admin_ops.TenantManifests: console.tenant_manifests,
-    admin_ops.ScopeCounts: console.scope_counts,
-    admin_ops.WhoCanRead: console.who_can_read,
+    ops.QueryAudit: audit.query_audit,
+    ops.StartSession: sessions.start_session,
+    ops.ForkSession: sessions.fork_session,
+    # reading, editing and approving stored memories
+    ops.GetMemory: reads.get_memory,
+    ops.FindByKey: reads.find_by_key,
+    ops.ListMemories: reads.list_memories,
+    ops.PendingApprovals: reads.pending_approvals,
+    ops.EditMemory: reads.edit_memory,
+    ops.Reject: reads.reject,
+    ops.ListGrants: reads.list_grants,
+    ops.InjectContext: reads.inject_context,
+    ops.ExportMemories: export.export_memories,
+    # sharing (visible_to) and team membership
+    ops.SetVisibleTo: sharing.set_visible_to,
+    ops.SetTeamMembers: sharing.set_team_members,
+    ops.AddTeamMember: sharing.add_team_member,
+    ops.RemoveTeamMember: sharing.remove_team_member,
+    # federated injection from role files
+    ops.RoleInject: roles.role_inject,
+    # the admin console's reads
+    ops.TenantGrants: admin.tenant_grants,
+    ops.TenantManifests: admin.tenant_manifests,
+    ops.ScopeCounts: admin.scope_counts,
+    ops.WhoCanRead: admin.who_can_read,
 }

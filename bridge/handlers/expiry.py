@@ -4,11 +4,11 @@ Expired memories are already invisible (every adapter excludes them inside its s
 list refuse them); the purge is what frees their storage and quota. For each expired memory: a
 write intent (`expired`, naming the memory id) -> `backend.delete` -> manifests forget the id ->
 one audit row `expired` closing the intent -> the quota space is released. A crash after the
-delete leaves the intent, and the next open audits it as `recovered` (bridge/recovery.py), like a
+delete leaves the intent, and the next open audits it as `recovered` (bridge/writes/recovery.py), like a
 forget. A run stops after `max_deletions` and says so (`complete=False`): a long purge is a loop
 of runs, each one progress the caller can show (the CLI does).
 
-Never decides who may purge (bridge/read_policy.py: tenant admins); never deletes a memory that
+Never decides who may purge (bridge/policy/reads.py: tenant admins); never deletes a memory that
 has not expired at the run's own clock reading.
 """
 
@@ -22,7 +22,7 @@ from adapters.base import StoredMemory
 from adapters.scopes import ScopeKey
 from bridge.handlers.lifecycle import author_tenant
 from bridge.operations import PurgeExpired
-from bridge.read_policy import may_purge_expired
+from bridge.policy.reads import may_purge_expired
 from bridge.runtime import BridgeRuntime
 from bridge.writes import retire_expired
 from identity.model import MemoryIdentity

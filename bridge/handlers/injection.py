@@ -68,7 +68,7 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
 async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject, *, detail: dict[str, object] | None = None) -> InjectionManifest:
     source = None if op.from_manifest_id is None else await load_manifest_for(rt, parent, op.from_manifest_id)
     rt.policy.check_inject(parent, op.child_agent_id, source)
-    if rt.roles is not None:  # a loaded role file narrows who may inject into whom (bridge/roles/permissions.py)
+    if rt.roles is not None:  # a loaded role file narrows who may inject into whom (bridge/policy/roles.py)
         rt.roles.check_inject(parent, op.child_agent_id, reinjection=source is not None, grants_reinject=op.may_reinject and source is None)
     if op.memory_refs is not None:
         entries = await _entries_by_reference(rt, parent, op, source)

@@ -10,7 +10,7 @@ from adapters.base import MemoryPatch, NewMemory, Provenance, Status, StoredMemo
 from adapters.errors import NotFound
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput, NotPermitted
-from bridge.models import WriteResult
+from bridge.results import WriteResult
 from bridge.operations import Approve, Forget, Promote
 from bridge.runtime import BridgeRuntime
 from bridge.writes import AUTHOR_TENANT, PROMOTED_BY, PROMOTED_FROM, WritePlan, release_memories, store

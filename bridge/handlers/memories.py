@@ -7,13 +7,13 @@ import hashlib
 
 from adapters.base import ConversationBackend, ConversationMessage
 from adapters.scopes import ScopeKey
-from bridge.models import CaptureResult, WriteResult
+from bridge.results import CaptureResult, WriteResult
 from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
 from bridge.runtime import BridgeRuntime
 from bridge.errors import InvalidInput
 from bridge.handlers.sharing import record_share, resolve_write
-from bridge.sharing_policy import decide_team_write
+from bridge.policy.sharing import decide_team_write
 from bridge.writes import MANIFEST_ID, Lineage, expiry_of, plan_write, provenance, quota_owner, release, reserve, store
 from identity.model import MemoryIdentity
 

@@ -1,7 +1,7 @@
 """Handlers of the read API (issue 11): get, list, the approval queue, edit, reject, grants, and
 seed 000's inject-context.
 
-Every permission is the policy's (`bridge/policy.py`, `bridge/read_policy.py`); this module
+Every permission is the policy's (`bridge/policy/__init__.py`, `bridge/policy/reads.py`); this module
 fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
 the memory ids, never content); an edit is an `edit` row naming the fields changed, never their
 values. A memory the caller may not see in a scope it may read is reported as absent
@@ -19,15 +19,15 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotFound, NotPermitted
 from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
-from bridge.models import RecalledMemory
-from bridge.read_operations import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
-from bridge.read_policy import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
+from bridge.results import RecalledMemory
+from bridge.operations.reads import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
+from bridge.policy.reads import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
-from bridge.sharing_policy import SHAREABLE
+from bridge.policy.sharing import SHAREABLE
 from bridge.state.records import Grant
-from bridge.validation import RESERVED_METADATA_PREFIX
-from bridge.quotas import content_bytes
+from bridge.operations.fields import RESERVED_METADATA_PREFIX
+from bridge.policy.quotas import content_bytes
 from bridge.writes import backend_key, release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 

@@ -1,7 +1,7 @@
 """Handlers of issue 13 items 1-2: where a write with `memory_type` / `visible_to` / `team_id`
 lands and whom it is shared with; changing `visible_to`; team membership.
 
-Every decision is `bridge/sharing_policy.py`'s; this module loads what those decisions need from
+Every decision is `bridge/policy/sharing.py`'s; this module loads what those decisions need from
 the state, stores the outcome and audits it (`share`, `team` rows; refusals are audited as
 `denied` by `MemoryBridge.execute`). The recall side is `bridge/recall/visibility.py`.
 """
@@ -15,14 +15,14 @@ from pydantic import BaseModel, ConfigDict
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
-from bridge.models import WriteResult
+from bridge.results import WriteResult
 from bridge.operations import Remember
 from bridge.policy import WriteDecision
-from bridge.sharing_operations import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
-from bridge.sharing_policy import (
+from bridge.operations.sharing import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
+from bridge.policy.sharing import (
     check_share_change, check_team_admin, decide_team_write, memory_type_of, private_target, visible_to_of, write_audience,
 )
-from bridge.state.sharing import EVERY_AGENT
+from bridge.vocabulary import EVERY_AGENT
 from identity.model import MemoryIdentity
 
 if TYPE_CHECKING:

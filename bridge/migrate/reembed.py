@@ -30,7 +30,7 @@ EXIT_ERROR = 2
 def embedder_named(name: str) -> Any:
     """The embedder `name` means, built like `VIKING_BRIDGE_EMBEDDER` (its `_URL`, `_MODEL`, ...)."""
     from adapters.embedding import default_embedder
-    from bridge.settings import load_bridge_settings
+    from bridge.assembly.settings import load_bridge_settings
 
     choices = ("auto", "hashing", "semantic", "hybrid", "openai")
     if name not in choices:
@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bridge.settings import load_bridge_settings
+    from bridge.assembly.settings import load_bridge_settings
 
     home = args.home or load_bridge_settings().home
     embedder = embedder_named(args.embedder)

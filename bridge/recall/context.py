@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from adapters.base import Hit, SearchQuery, SearchResult
 from adapters.scopes import ScopeSet
-from bridge.models import RecalledMemory, RecallResult
+from bridge.results import RecalledMemory, RecallResult
 from bridge.operations import Recall
 from bridge.recall.budget import BudgetConfig, BudgetedItem
 from bridge.recall.guard import GuardAlarm

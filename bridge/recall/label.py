@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from adapters.base import Status
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
-from bridge.models import MemoryRef, RecalledMemory
+from bridge.results import MemoryRef, RecalledMemory
 from bridge.recall.budget import BudgetedItem
 from bridge.recall.rank import RankedHit
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from bridge.models import RecallResult
+from bridge.results import RecallResult
 from bridge.operations import Recall
 from bridge.recall import budget, guard, label, rank, render, scopes, search, visibility
 from bridge.recall.budget import BudgetConfig, min_item_tokens

@@ -11,7 +11,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING
 
-from bridge.models import RecalledMemory
+from bridge.results import RecalledMemory
 from bridge.recall.budget import fold_spaces
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ ScopeSet (stage "scopes"), and each labelled item gets its `memory_type` and `vi
 
 Both are state lookups by index (shares by reader; audiences by memory), never a scan; what a
 share makes readable is an entry with exact `memory_ids`, enforced inside every backend's query.
-It never widens anything the policy did not decide (`bridge/sharing_policy.py`).
+It never widens anything the policy did not decide (`bridge/policy/sharing.py`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adapters.scopes import ScopeSet
-from bridge.models import RecalledMemory
-from bridge.sharing_policy import SHAREABLE, memory_type_of, visible_to_of, with_shares_and_teams
+from bridge.results import RecalledMemory
+from bridge.policy.sharing import SHAREABLE, memory_type_of, visible_to_of, with_shares_and_teams
 from bridge.vocabulary import Purpose
 from identity.model import MemoryIdentity
 

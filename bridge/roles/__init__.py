@@ -4,9 +4,11 @@
     loader.py      TOML -> `Roles`, every mistake a `RoleFileError` naming the file and the field
     router.py      task text -> primary + auxiliary domains (`IntentRouter`; `KeywordRouter`)
     planner.py     candidates -> the manifest's memory refs under per-domain tier budgets
-    permissions.py who may inject into whom, re-inject, write back where (pure functions)
-    operation.py   `RoleInject`: the coordinator's turn (handler: bridge/handlers/federation.py)
-    scenario.py    seed 002's phase-7 task, memories and agent stubs (bridge/demo_multiagent.py)
+    teams.py       team membership as data, and the role file's teams applied at open
+
+Who may inject into whom is `bridge/policy/roles.py`; the operation is
+`bridge/operations/roles.py` (`RoleInject`), its handler `bridge/handlers/roles.py`; seed 002's
+phase-7 demo data is `bridge/doors/cli/scenario.py`.
 
 Below the handlers and the facade: nothing here imports them (tests/layering checks it).
 

@@ -4,6 +4,7 @@ process, none across processes — never for a deployment with several workers."
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 import time
 import uuid
 from dataclasses import replace
@@ -12,8 +13,8 @@ from typing import Any, Iterable, Sequence
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
+from bridge.vocabulary import EVERY_AGENT
 from bridge.state.protocols import WriteIntent
-from bridge.state.sharing import MemoryShares, MemoryTeams
 from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
 from bridge.state.usage import MemoryUsage
 from identity.model import MemoryIdentity
@@ -197,3 +198,75 @@ class MemoryState:
 
     async def aclose(self) -> None:
         pass
+
+
+class MemoryShares:
+    """Process-local shares, indexed like the SQL tables (by memory and by reader)."""
+
+    def __init__(self) -> None:
+        self._by_memory: dict[tuple[ScopeKey, str], frozenset[str]] = {}
+        self._by_reader: dict[tuple[str | None, str | None, str], set[tuple[ScopeKey, str]]] = defaultdict(set)
+
+    async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
+        old = self._by_memory.pop((scope, memory_id), frozenset())
+        for agent in old:
+            self._by_reader[(scope.tenant_id, scope.user_id, agent)].discard((scope, memory_id))
+        if audience:
+            self._by_memory[(scope, memory_id)] = frozenset(audience)
+            for agent in audience:
+                self._by_reader[(scope.tenant_id, scope.user_id, agent)].add((scope, memory_id))
+
+    async def audience_of(self, scope: ScopeKey, memory_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+        return {m: a for m in memory_ids if (a := self._by_memory.get((scope, m)))}
+
+    async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
+        out: dict[ScopeKey, set[str]] = defaultdict(set)
+        for agent in {agent_id, EVERY_AGENT}:
+            for scope, memory_id in self._by_reader.get((tenant_id, user_id, agent), ()):
+                out[scope].add(memory_id)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        doomed = [key for key in self._by_memory if key[1] in memory_ids]
+        for scope, memory_id in doomed:
+            await self.set_audience(scope, memory_id, frozenset(), 0.0)
+        return len(doomed)
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int:
+        doomed = [key for key in self._by_memory if (key[0].tenant_id, key[0].user_id) == (tenant_id, user_id)]
+        for scope, memory_id in doomed:
+            await self.set_audience(scope, memory_id, frozenset(), 0.0)
+        return len(doomed)
+
+
+class MemoryTeams:
+    def __init__(self) -> None:
+        self._members: dict[tuple[str, str], frozenset[str]] = {}
+
+    async def set_members(self, tenant_id: str, team_id: str, agent_ids: frozenset[str]) -> None:
+        if agent_ids:
+            self._members[(tenant_id, team_id)] = frozenset(agent_ids)
+        else:
+            self._members.pop((tenant_id, team_id), None)
+
+    async def add_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool:
+        old = self._members.get((tenant_id, team_id), frozenset())
+        self._members[(tenant_id, team_id)] = old | {agent_id}
+        return agent_id not in old
+
+    async def remove_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool:
+        old = self._members.get((tenant_id, team_id), frozenset())
+        await self.set_members(tenant_id, team_id, old - {agent_id})
+        return agent_id in old
+
+    async def members(self, tenant_id: str, team_id: str) -> frozenset[str]:
+        return self._members.get((tenant_id, team_id), frozenset())
+
+    async def teams_of(self, tenant_id: str, agent_id: str) -> frozenset[str]:
+        return frozenset(team for (t, team), agents in self._members.items() if t == tenant_id and agent_id in agents)
+
+    async def knows_agent(self, tenant_id: str, agent_id: str) -> bool:
+        return bool(await self.teams_of(tenant_id, agent_id))
+
+    async def has_teams(self, tenant_id: str) -> bool:
+        return any(t == tenant_id for t, _ in self._members)

@@ -16,6 +16,17 @@ AuditLog
 GrantRepository / ManifestRepository
 - loads return exactly what was stored; a revocation is visible to every reader at once;
   `revoke_tree` ends a manifest and every manifest derived from it in one transaction.
+
+ShareRepository / TeamRepository
+- a **share** says: memory `memory_id`, stored in an agent's own scope (`acme/agent/<author>/<user>`
+  or a task scope), may also be read by these other agents of the same user (`"*"` = every agent
+  of that user). The memory never moves; the policy turns the shares a reader holds into
+  `ScopeEntry(author_scope, memory_ids=...)`, which every adapter enforces inside its query, so
+  narrowing or widening an audience is one update, effective at the next query on every backend.
+- a **team** is a set of agent ids of one tenant; `acme/team/<team_id>` is read and written only
+  by its members.
+- integrity rules only (one row per (scope, memory, agent), one per (tenant, team, agent)); the
+  reader's lookups are indexed (`shared_with` by tenant, user, agent; `teams_of` by tenant, agent).
 """
 
 from __future__ import annotations
@@ -26,10 +37,9 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
-from bridge.state.sharing import ShareRepository, TeamRepository
 from identity.model import MemoryIdentity
 
-__all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "BridgeState", "WriteIntent"]
+__all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "ShareRepository", "TeamRepository", "BridgeState", "WriteIntent"]
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,49 @@ class BridgeState(Protocol):
     audit: AuditLog
     grants: GrantRepository
     manifests: ManifestRepository
-    shares: ShareRepository  # visible_to beyond the owning agent (bridge/state/sharing.py)
+    shares: ShareRepository  # visible_to beyond the owning agent (ShareRepository above)
     teams: TeamRepository  # team -> member agents
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ShareRepository(Protocol):
+    async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
+        """Replace the audience of one memory (an empty set removes its share) in one transaction."""
+        ...
+
+    async def audience_of(self, scope: ScopeKey, memory_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+        """The stored audience of each of these memories of `scope` (absent: not shared)."""
+        ...
+
+    async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
+        """Memory ids by scope that `agent_id` (or every agent, `"*"`) of this user may read."""
+        ...
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        """Forgotten memories lose their shares (a re-created id must not inherit an audience)."""
+        ...
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int: ...
+
+
+@runtime_checkable
+class TeamRepository(Protocol):
+    async def set_members(self, tenant_id: str, team_id: str, agent_ids: frozenset[str]) -> None:
+        """Replace a team's members in one transaction (an empty set dissolves the team)."""
+        ...
+
+    async def add_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool: ...
+
+    async def remove_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool: ...
+
+    async def members(self, tenant_id: str, team_id: str) -> frozenset[str]: ...
+
+    async def teams_of(self, tenant_id: str, agent_id: str) -> frozenset[str]: ...
+
+    async def knows_agent(self, tenant_id: str, agent_id: str) -> bool:
+        """Whether any team of the tenant lists this agent."""
+        ...
+
+    async def has_teams(self, tenant_id: str) -> bool: ...

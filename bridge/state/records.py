@@ -18,14 +18,14 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 #: `recovered` = a write a crash left unaudited, found and audited at the next open;
 #: `quarantine` = a damaged record the backend took out of service; `migrate` = an operator's
 #: copy of a tenant's memories between backends (bridge/migrate); `export` = a caller took their
-#: exportable memories out (bridge/portability.py).
+#: exportable memories out (bridge/migrate/jsonl.py).
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
     "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
     "share", "team",  # a memory's visible_to changed; a team's membership changed (issue 13)
     "expired",  # the purge deleted an expired memory (issue 13 item 4)
 })
-#: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite.py).
+#: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite/__init__.py).
 READ_ACTIONS = frozenset({"recall"})
 
 
@@ -122,3 +122,12 @@ class AuditView:
 
     tenant_id: str
     user_id: str | None  # None: every row of the tenant
+
+
+@dataclass(frozen=True)
+class Share:
+    """The extra audience of one memory, beyond the agent that owns the scope."""
+
+    scope: ScopeKey
+    memory_id: str
+    audience: frozenset[str]

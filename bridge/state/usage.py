@@ -11,7 +11,7 @@ memory written before, or removed behind the bridge's back, is not in them. A wr
 backend call failed retryably stays counted (it may have landed; fail closed) until the memory
 is forgotten or expires. The tenant's own row uses user id "" (ids are never empty).
 
-Never decides who may write; `bridge.writes` asks, with the limits `bridge.quotas` resolved.
+Never decides who may write; `bridge.writes` asks, with the limits `bridge.policy.quotas` resolved.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import asyncio
 from typing import Any, Protocol, runtime_checkable
 
 from bridge.errors import QuotaExceeded
-from bridge.quotas import QuotaLimits, Usage
+from bridge.policy.quotas import QuotaLimits, Usage
 from identity.migrations import apply_migrations
 
 __all__ = ["UsageLedger", "MemoryUsage", "SqliteUsage", "PgUsage", "USAGE_MIGRATIONS", "PG_USAGE_MIGRATIONS", "TENANT_ROW"]

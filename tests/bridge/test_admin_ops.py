@@ -10,11 +10,11 @@ import pytest
 
 from adapters.base import Status
 from adapters.scopes import ScopeKey
-from bridge.admin_operations import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
+from bridge.operations.admin import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
 from bridge.errors import NotFound, NotPermitted
-from bridge.sharing_operations import SetTeamMembers, SetVisibleTo
+from bridge.operations.sharing import SetTeamMembers, SetVisibleTo
 from bridge.policy import Policy, PolicyConfig
-from bridge.read_policy import default_audience, readers_of
+from bridge.policy.reads import default_audience, readers_of
 from bridge.state.records import Grant, InjectDepth, InjectionManifest
 from tests.kit import make_identity
 

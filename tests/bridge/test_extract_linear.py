@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge import extract
+from bridge.capture import extract
 from bridge.errors import ConfigurationError
-from bridge.extract import WINDOW_CHARS, Candidate, RuleExtractor, search_windows
-from bridge.models import Message
+from bridge.capture.extract import WINDOW_CHARS, Candidate, RuleExtractor, search_windows
+from bridge.results import Message
 from bridge.vocabulary import Kind
 
 try:  # the regex parser that tells a pattern's match width

@@ -11,7 +11,7 @@ import pytest
 from bridge.errors import ManifestError, RoleRefused
 from bridge.facade import MemoryBridge
 from bridge.roles.loader import load_roles, parse_roles
-from bridge.demo_multiagent import PHASE7_ROLES
+from bridge.doors.cli.demo_multiagent import PHASE7_ROLES
 from tests.kit import make_identity
 
 TASK = "采购订单 Kafka 消费幂等：供应商合同到期阈值校验"

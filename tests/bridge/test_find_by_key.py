@@ -11,7 +11,7 @@ import pytest
 from adapters.scopes import ScopeKey
 from bridge import MemoryBridge
 from bridge.errors import InvalidInput, NotFound, NotPermitted
-from bridge.read_operations import FindByKey
+from bridge.operations.reads import FindByKey
 from tests.kit import make_identity
 
 ALICE = make_identity("alice")

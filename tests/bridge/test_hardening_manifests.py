@@ -15,7 +15,7 @@ import pytest
 
 from adapters.scopes import ScopeKey
 from bridge import ManifestError, MemoryBridge, NotPermitted
-from bridge.limits import Limits
+from bridge.operations.limits import Limits
 from bridge.policy import Policy
 from bridge.recall.scopes import load_manifest_for
 from bridge.state.records import InjectDepth, InjectionManifest

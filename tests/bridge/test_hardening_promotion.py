@@ -1,6 +1,6 @@
 """Issue 9 finding 1: a promotion never changes a memory the caller may not forget.
 
-Rule (bridge/policy.py `decide_promotion`, `may_change_status`): an operation may change the
+Rule (bridge/policy/__init__.py `decide_promotion`, `may_change_status`): an operation may change the
 status of a memory only where the caller may also forget it; a promotion never supersedes a
 source outside the caller's tenant; a non-admin promotion of another tenant's memory is refused
 (not filed as a proposal); promotion only widens.

@@ -19,11 +19,11 @@ from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded, VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.operations import Capture, PurgeExpired, Remember
-from bridge.quotas import QuotaConfig, QuotaLimits, Usage
+from bridge.policy.quotas import QuotaConfig, QuotaLimits, Usage
 from bridge.recall.guard import drop_expired
-from bridge.recovery import reconcile_intents
-from bridge.service.problems import problem_for
-from bridge.settings import load_bridge_settings
+from bridge.writes.recovery import reconcile_intents
+from bridge.doors.http.problems import problem_for
+from bridge.assembly.settings import load_bridge_settings
 from bridge.state.memory import MemoryState
 from bridge.state.sqlite import SqliteState
 from contract_tests.harness import Clock

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from bridge.demo_multiagent import PHASE7_ROLES, run_multiagent_demo
+from bridge.doors.cli.demo_multiagent import PHASE7_ROLES, run_multiagent_demo
 
 
 async def test_phase7_run_holds_its_claims_and_reports_seed_002s_counts(tmp_path):
@@ -32,6 +32,6 @@ async def test_the_run_fails_when_a_role_file_breaks_a_claim(tmp_path):
 
 
 def test_the_cli_command_runs_and_exits_zero():
-    proc = subprocess.run([sys.executable, "-m", "bridge.cli", "demo", "multi-agent", "--dry-run"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "bridge.doors.cli.main", "demo", "multi-agent", "--dry-run"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert re.search(r"(\d+)/\1 checks passed", proc.stdout)

@@ -13,13 +13,13 @@ import io
 import pytest
 
 from adapters.base import SearchQuery
-from bridge.demo import run_demo
+from bridge.doors.cli.demo import run_demo
 from bridge.facade import MemoryBridge
 from bridge.recall.rank import FACTOR_NAMES, lead_first, rank_hits
 from bridge.vocabulary import Purpose
 from tests.kit import make_identity
 
-CODING_QUERY = "PostgreSQL database pytest flaky 测试"  # bridge/demo.py's own queries
+CODING_QUERY = "PostgreSQL database pytest flaky 测试"  # bridge/doors/cli/demo.py's own queries
 CHAT_QUERY = "回答风格 database 健康检查 review"
 
 

@@ -33,7 +33,7 @@ from adapters.errors import Unavailable
 from adapters.base import Hit, Provenance, SearchQuery, SearchResult, Status, StoredMemory
 from adapters.scopes import ReadSource, ScopeEntry, ScopeKey, ScopeSet
 from bridge.errors import NotPermitted, RecallIncomplete
-from bridge.models import MemoryRef, RecalledMemory
+from bridge.results import MemoryRef, RecalledMemory
 from bridge.operations import Recall
 from bridge.recall import budget, guard, label, rank, render, scopes, search
 from bridge.recall.budget import BudgetConfig, BudgetedItem, assemble, fold_spaces

@@ -7,8 +7,8 @@ import pytest
 from bridge.errors import ConfigurationError, RoleFileError
 from bridge.facade import MemoryBridge
 from bridge.roles.loader import load_roles, parse_roles
-from bridge.settings import load_bridge_settings
-from bridge.demo_multiagent import PHASE7_ROLES
+from bridge.assembly.settings import load_bridge_settings
+from bridge.doors.cli.demo_multiagent import PHASE7_ROLES
 
 
 def test_phase7_role_file_states_seed_002s_scopes():

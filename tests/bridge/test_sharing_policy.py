@@ -1,4 +1,4 @@
-"""The sharing rules (bridge/sharing_policy.py, the task scope in bridge/policy.py) as pure
+"""The sharing rules (bridge/policy/sharing.py, the task scope in bridge/policy/__init__.py) as pure
 functions: who may change visible_to, what a share adds to a ScopeSet (exactly the shared ids,
 only for the same tenant and user, never narrowing a place the reader owns), team writes by
 members only, task placement, and the typed refusals of bad sharing fields."""
@@ -11,8 +11,8 @@ from adapters.scopes import ReadSource, ScopeKey, ScopeSet, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.operations import Capture, Remember
 from bridge.policy import Policy
-from bridge.sharing_operations import AddTeamMember, SetTeamMembers, SetVisibleTo
-from bridge.sharing_policy import (
+from bridge.operations.sharing import AddTeamMember, SetTeamMembers, SetVisibleTo
+from bridge.policy.sharing import (
     MemoryType, check_share_change, check_team_admin, decide_team_write, memory_type_of, visible_to_of,
     with_shares_and_teams, write_audience,
 )

@@ -1,4 +1,4 @@
-"""The share and team repositories (bridge/state/sharing*.py): the in-process and SQLite stores
+"""The share and team repositories (bridge/state/{memory,sqlite/sharing}.py): the in-process and SQLite stores
 keep exactly what was stored, a narrowing is visible to the next read, a reader's lookup stays
 inside its tenant and user, and it is an indexed query (no scan of every share).
 tests/postgres/test_sharing_state_pg.py re-runs the same assertions on PostgreSQL."""
@@ -10,7 +10,7 @@ import pytest
 from adapters.scopes import ScopeKey
 from bridge.state.memory import MemoryState
 from bridge.state.sqlite import SqliteState
-from bridge.teams import TeamMembership, apply_team_membership
+from bridge.roles.teams import TeamMembership, apply_team_membership
 from bridge.errors import InvalidInput
 
 WUKONG = ScopeKey.agent("acme", "wukong", "alice")

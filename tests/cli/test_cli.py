@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bridge.cli import main
+from bridge.doors.cli.main import main
 
 
 @pytest.fixture(autouse=True)
@@ -73,5 +73,5 @@ def test_bad_setting_names_the_variable(capsys, monkeypatch):
 
 def test_help_is_available_everywhere():
     for argv in (["--help"], ["demo", "--help"], ["recall", "--help"], ["remember", "--help"], ["forget", "--help"], ["audit", "--help"]):
-        done = subprocess.run([sys.executable, "-m", "bridge.cli", *argv], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([sys.executable, "-m", "bridge.doors.cli.main", *argv], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "usage: viking-bridge" in done.stdout, argv

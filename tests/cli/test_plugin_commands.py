@@ -10,9 +10,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from bridge import cli
-
-
+from bridge.doors.cli import main as cli
 def _only_these(monkeypatch: pytest.MonkeyPatch, *eps: EntryPoint) -> None:
     monkeypatch.setattr(cli, "entry_points", lambda group, name: [ep for ep in eps if ep.group == group and ep.name == name])
 
@@ -50,6 +48,6 @@ def test_contract_command_whose_function_is_missing_fails_with_one_clear_line(mo
 
 
 def test_the_installed_contract_command_runs_the_suite_cli() -> None:
-    proc = subprocess.run([sys.executable, "-m", "bridge.cli", "contract", "--help"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "bridge.doors.cli.main", "contract", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "usage: viking-bridge contract" in proc.stdout and "--adapter" in proc.stdout, proc.stdout

@@ -12,7 +12,7 @@ import pytest
 from adapters.base import NewMemory, Provenance
 from adapters.local import LocalBackend
 from adapters.scopes import ScopeKey
-from bridge.cli import main
+from bridge.doors.cli.main import main
 
 
 @pytest.fixture(autouse=True)

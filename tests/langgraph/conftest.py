@@ -12,7 +12,7 @@ import pytest_asyncio
 pytest.importorskip("langgraph", reason="the LangGraph store needs the langgraph extra: pip install 'viking-bridge[langgraph]'")
 
 from bridge.facade import MemoryBridge  # noqa: E402
-from bridge.integrations.langgraph import BridgeStore  # noqa: E402
+from bridge.doors.langgraph import BridgeStore  # noqa: E402
 from tests.langgraph.storekit import Keys  # noqa: E402
 
 

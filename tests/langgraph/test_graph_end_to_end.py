@@ -17,7 +17,7 @@ from langgraph.store.base import BaseStore
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidCredential
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import AuthUserIdentity, BridgeStore, NamespaceRefused, StoreIdentityMissing
+from bridge.doors.langgraph import AuthUserIdentity, BridgeStore, NamespaceRefused, StoreIdentityMissing
 from tests.langgraph.storekit import Keys
 
 

@@ -18,10 +18,10 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
-from bridge.integrations.langgraph.items import item_key
-from bridge.read_operations import FindByKey
+from bridge.doors.langgraph.items import item_key
+from bridge.operations.reads import FindByKey
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import BridgeStore, UnsupportedStoreOperation
+from bridge.doors.langgraph import BridgeStore, UnsupportedStoreOperation
 
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from bridge.errors import NotPermitted
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import BridgeStore, NamespaceRefused, UnknownNamespace
-from bridge.integrations.langgraph.items import encode
+from bridge.doors.langgraph import BridgeStore, NamespaceRefused, UnknownNamespace
+from bridge.doors.langgraph.items import encode
 from tests.langgraph.storekit import Keys
 
 

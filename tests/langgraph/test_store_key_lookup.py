@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import BridgeStore
-from bridge.integrations.langgraph import store as store_module
+from bridge.doors.langgraph import BridgeStore
+from bridge.doors.langgraph import store as store_module
 from tests.langgraph.storekit import Keys
 
 

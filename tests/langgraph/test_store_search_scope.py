@@ -9,7 +9,7 @@ import pytest
 
 from bridge.errors import NotPermitted
 from bridge.facade import MemoryBridge
-from bridge.integrations.langgraph import BridgeStore
+from bridge.doors.langgraph import BridgeStore
 
 
 async def test_a_one_namespace_search_asks_the_backend_for_that_scope_only(bridge: MemoryBridge, store: BridgeStore, monkeypatch: pytest.MonkeyPatch) -> None:

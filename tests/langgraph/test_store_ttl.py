@@ -20,10 +20,10 @@ import pytest_asyncio
 
 from bridge.errors import QuotaExceeded
 from bridge.facade import MemoryBridge
-from bridge.quotas import QuotaConfig, QuotaLimits
-from bridge.integrations.langgraph import BridgeStore, UnsupportedStoreOperation
-from bridge.integrations.langgraph.items import item_key
-from bridge.read_operations import FindByKey
+from bridge.policy.quotas import QuotaConfig, QuotaLimits
+from bridge.doors.langgraph import BridgeStore, UnsupportedStoreOperation
+from bridge.doors.langgraph.items import item_key
+from bridge.operations.reads import FindByKey
 from adapters.scopes import ScopeKey
 from tests.langgraph.storekit import Keys
 from contract_tests.harness import Clock

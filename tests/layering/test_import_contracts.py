@@ -41,8 +41,8 @@ PLANTS: dict[str, dict[str, str]] = {
     "contract_suite_imports_tests": {"contract_tests/leak.py": "import tests.kit\n"},
     "benchmark_imports_contract_suite": {"benchmarks/leak.py": "from contract_tests import harness\n"},
     "benchmark_imports_tests": {"benchmarks/leak.py": "import tests.kit\n"},
-    "settings_import_the_facade": {"bridge/settings.py": "import bridge.leak\n", "bridge/leak.py": "import bridge.facade\n"},
-    "import_cycle_inside_bridge": {"bridge/leak.py": "import bridge.policy\n", "bridge/policy.py": "import bridge.leak\n"},
+    "settings_import_the_facade": {"bridge/assembly/settings.py": "import bridge.leak\n", "bridge/leak.py": "import bridge.facade\n"},
+    "import_cycle_inside_bridge": {"bridge/leak.py": "import bridge.policy\n", "bridge/policy/__init__.py": "import bridge.leak\n"},
 }
 
 

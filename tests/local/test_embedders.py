@@ -23,7 +23,7 @@ from adapters.local import LocalBackend
 from adapters.local.errors import EmbeddingFailed
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import ConfigurationError
-from bridge.settings import load_bridge_settings
+from bridge.assembly.settings import load_bridge_settings
 
 ALICE = ScopeKey.private("acme", "alice")
 PROV = Provenance("alice", "assistant", "s1")

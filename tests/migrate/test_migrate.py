@@ -100,7 +100,7 @@ async def test_local_to_postgres_keeps_every_view(tmp_path: Path, pg_db: TestDat
         report = await migrate(source, target, TENANTS)
         assert report.ok, report.to_dict()["problems"]
         assert (await migrate(source, target, TENANTS)).copied.copied == 0
-    from bridge.settings import BridgeSettings
+    from bridge.assembly.settings import BridgeSettings
 
     settings = BridgeSettings(home=tmp_path / "svc", state_url=pg_db.app_url, state_migrate_url=pg_db.owner_url, backend="postgres")
     moved = MemoryBridge.from_settings(settings)

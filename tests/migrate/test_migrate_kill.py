@@ -40,7 +40,7 @@ async def _seed(home: Path) -> int:
 def _command(home: Path, db: TestDatabase, report: Path) -> tuple[list[str], dict[str, str]]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")},
            "PYTHONPATH": str(ROOT), "VIKING_BRIDGE_STATE_MIGRATE_URL": db.owner_url}
-    argv = [sys.executable, "-m", "bridge.cli", "migrate", "--from", f"local:{home}", "--to", f"postgres:{db.app_url}",
+    argv = [sys.executable, "-m", "bridge.doors.cli.main", "migrate", "--from", f"local:{home}", "--to", f"postgres:{db.app_url}",
             "--tenant", "acme", "--tenant", "globex", "--report", str(report), "--concurrency", "2"]
     return argv, env
 

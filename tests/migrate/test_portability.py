@@ -11,7 +11,7 @@ import pytest
 
 from bridge.errors import InvalidInput
 from bridge.facade import MemoryBridge
-from bridge.portability import export_jsonl, import_jsonl, read_export
+from bridge.migrate.jsonl import export_jsonl, import_jsonl, read_export
 from identity.model import MemoryIdentity
 from tests.migrate.kit import seed
 
@@ -90,7 +90,7 @@ async def test_import_writes_as_the_importer_where_policy_allows_and_a_rerun_wri
 
 
 def test_the_cli_round_trips_an_export_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bridge.cli import main
+    from bridge.doors.cli.main import main
 
     monkeypatch.setenv("VIKING_BRIDGE_HOME", str(tmp_path / "one"))
     assert main(["remember", "I prefer tea in the afternoon", "--kind", "preference"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.local import LocalBackend
-from bridge.cli import main
+from bridge.doors.cli.main import main
 from bridge.facade import MemoryBridge
 from identity.model import MemoryIdentity
 

@@ -7,7 +7,7 @@ import pytest
 
 from bridge.errors import ConfigurationError
 from bridge.facade import open_bridge
-from bridge.settings import load_bridge_settings
+from bridge.assembly.settings import load_bridge_settings
 from contract_tests.postgres_server import TestDatabase
 from tests.kit import make_identity
 

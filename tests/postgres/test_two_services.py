@@ -54,7 +54,7 @@ def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int) -> Replica:
            # reconciliation leaves it alone; short here so the SIGKILL test need not wait 30 s
            "VIKING_BRIDGE_STATE_INTENT_GRACE_S": str(INTENT_GRACE_S)}
     err = open(tmp / f"replica{n}.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     replica = Replica(f"http://127.0.0.1:{port}", process)
     wait_until_ready(replica.url, process, tmp / f"replica{n}.err", 60)

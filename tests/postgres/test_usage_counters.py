@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from bridge.errors import QuotaExceeded
-from bridge.quotas import QuotaLimits, Usage
+from bridge.policy.quotas import QuotaLimits, Usage
 from bridge.state.postgres import PostgresState
 from contract_tests.postgres_server import TestDatabase
 

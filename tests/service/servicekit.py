@@ -109,7 +109,7 @@ def spawn_service(tmp: Path, *, workers: int = 1, env: dict[str, str] | None = N
     log_path, err_path = tmp / "access.log", tmp / "server.err"
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
+            [sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
             env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
         )
     service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path)

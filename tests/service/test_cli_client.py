@@ -10,7 +10,7 @@ from tests.service.servicekit import Service
 
 
 def _cli(service: Service, key: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bridge.cli", "--url", service.url, "--api-key", key, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "bridge.doors.cli.main", "--url", service.url, "--api-key", key, *args], input=stdin, capture_output=True, text=True, timeout=60)
 
 
 def test_cli_client_remembers_from_stdin_and_file_and_recalls_as_the_key_owner(service: Service, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest_asyncio
 
 pytest.importorskip("langgraph", reason="the LangGraph store needs the langgraph extra: pip install 'viking-bridge[langgraph]'")
 
-from bridge.integrations.langgraph import BridgeStore, NamespaceRefused  # noqa: E402
+from bridge.doors.langgraph import BridgeStore, NamespaceRefused  # noqa: E402
 from tests.langgraph.test_store_conformance import (  # noqa: E402,F401 - the conformance set, re-run over HTTP
     test_a_value_that_is_not_json_is_refused, test_batch_answers_every_op_in_order, test_delete_removes_and_deleting_a_missing_item_is_a_no_op,
     test_get_of_a_missing_key_or_namespace_is_none, test_list_namespaces_with_conditions_depth_and_pages, test_put_overwrites_in_place_keeping_created_at,

@@ -1,15 +1,15 @@
-"""docs/openapi.json is the code's spec: regenerate with `python -m bridge.service.openapi --write`."""
+"""docs/openapi.json is the code's spec: regenerate with `python -m bridge.doors.http.openapi --write`."""
 
 from __future__ import annotations
 
 import json
 
-from bridge.service.openapi import DEFAULT_PATH, render, spec
+from bridge.doors.http.openapi import DEFAULT_PATH, render, spec
 
 
 def test_committed_openapi_matches_the_code() -> None:
     committed = DEFAULT_PATH.read_text(encoding="utf-8")
-    assert committed == render(), "docs/openapi.json is out of date: run python -m bridge.service.openapi --write and commit it"
+    assert committed == render(), "docs/openapi.json is out of date: run python -m bridge.doors.http.openapi --write and commit it"
 
 
 def test_spec_is_openapi_3_1_and_no_request_model_names_the_caller_identity() -> None:

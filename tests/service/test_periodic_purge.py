@@ -1,4 +1,4 @@
-"""The service's periodic purge (bridge/service/maintenance.py): it authenticates each configured
+"""The service's periodic purge (bridge/doors/http/maintenance.py): it authenticates each configured
 maintenance key like a request, purges that key's tenant until clean, refuses a non-admin key
 (logged, nothing deleted), and never deletes a memory that has not expired."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from adapters.scopes import ScopeKey
 from bridge.facade import MemoryBridge
-from bridge.service.auth import EdgeAuthenticator
-from bridge.service.maintenance import purge_once
-from bridge.service.settings import load_service_settings
+from bridge.doors.http.auth import EdgeAuthenticator
+from bridge.doors.http.maintenance import purge_once
+from bridge.doors.http.settings import load_service_settings
 from contract_tests.harness import Clock
 from identity.providers import ApiKeyProvider, ApiKeyStore
 from tests.kit import make_identity

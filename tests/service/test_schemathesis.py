@@ -25,7 +25,7 @@ from schemathesis.config import SchemathesisConfig
 
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from bridge.service.openapi import spec
+from bridge.doors.http.openapi import spec
 from tests.service.servicekit import Service
 
 FUZZ_EXAMPLES = int(os.environ.get("VIKING_BRIDGE_FUZZ_EXAMPLES", "8"))

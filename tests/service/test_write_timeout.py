@@ -14,9 +14,9 @@ import httpx
 
 from adapters.local import LocalBackend
 from bridge.facade import MemoryBridge
-from bridge.service.app import create_app
-from bridge.service.auth import EdgeAuthenticator
-from bridge.service.settings import ServiceSettings
+from bridge.doors.http.app import create_app
+from bridge.doors.http.auth import EdgeAuthenticator
+from bridge.doors.http.settings import ServiceSettings
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 
 

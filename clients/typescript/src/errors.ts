@@ -1,5 +1,5 @@
 /**
- * The client's error tree: the service's problem+json answers (bridge/service/problems.py) as
+ * The client's error tree: the service's problem+json answers (bridge/doors/http/problems.py) as
  * typed exceptions, so a caller can `catch (e) { if (e instanceof NotFoundError) ... }`.
  *
  *     VikingBridgeError                      root of every error this client throws

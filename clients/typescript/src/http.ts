@@ -24,7 +24,7 @@ import { redactHeaders, redactUrl, scrub } from "./redact.js";
 import { delayBeforeRetry, parseRetryAfter, safeToRepeat, type ResolvedRetry } from "./retry.js";
 
 /**
- * POST routes that only read (bridge/service/routes/common.py READS: a recall changes nothing but
+ * POST routes that only read (bridge/doors/http/routes/common.py READS: a recall changes nothing but
  * its own audit row), so they are as safe to repeat as a GET.
  */
 export const READ_ONLY_POSTS: ReadonlySet<OperationId> = new Set<OperationId>(["recall_post"]);

@@ -1,4 +1,4 @@
-/** problem+json -> typed exceptions, as bridge/service/problems.py and app.py send them. */
+/** problem+json -> typed exceptions, as bridge/doors/http/problems.py and app.py send them. */
 
 import assert from "node:assert/strict";
 import { test } from "node:test";

@@ -1,0 +1,240 @@
+"""The `viking-bridge` command: demo, remember, recall, forget, audit, purge-expired, keys, migrate, re-embed, contract, mcp.
+
+`remember`/`recall`/`forget`/`audit` act on the local store in `VIKING_BRIDGE_HOME` as the
+development identity (see docs/identity.md; refused in production mode). Every error is printed
+as one line on stderr with exit status 2 — never a traceback.
+
+Commands provided by other packages (`contract`, from the contract suite) are found through the
+`viking_bridge.commands` entry-point group, never imported by name: the library must not depend
+on its test suite (the layering contracts in pyproject.toml forbid it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from importlib.metadata import entry_points
+from typing import Callable, Sequence
+
+from pydantic import ValidationError
+
+from bridge.errors import InvalidInput, VikingBridgeError
+
+EXIT_ERROR = 2
+COMMANDS_GROUP = "viking_bridge.commands"
+# Why a plug-in command may be missing, per command: the package that provides it.
+_PLUGIN_COMMANDS = {"contract": "the contract suite (contract_tests, shipped with viking-bridge)"}
+
+
+def plugin_command(name: str) -> Callable[[list[str]], int] | None:
+    """The `main(argv) -> int` registered as `name` in the `viking_bridge.commands` group, if any."""
+    for ep in entry_points(group=COMMANDS_GROUP, name=name):
+        return ep.load()
+    return None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="viking-bridge", description="Permission-first memory bridge for multi-tenant, multi-agent AI systems.")
+    parser.add_argument(
+        "--reinitialise", action="store_true",
+        help="bind the bridge state to the store it finds even if they disagree (a replaced, emptied or rolled-back store); "
+             "only after you have checked why they disagree",
+    )
+    parser.add_argument("--url", help="talk to a running memory service instead of the local store (client mode)")
+    parser.add_argument("--api-key", help="client mode: the API key to present (the service decides who you are)")
+    parser.add_argument("--token", help="client mode: a JWT bearer token to present")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="run a two-tenant isolation scenario on a temporary local store", description="Run a realistic multi-tenant, multi-agent scenario on a temporary local store and check its isolation guarantees.")
+    p.add_argument("scenario", nargs="?", choices=["multi-agent"], help="multi-agent: seed 002's phase-7 DAG over federated injection (bridge/doors/cli/demo_multiagent.py)")
+    p.add_argument("--dry-run", action="store_true", help="multi-agent: deterministic agent stubs, no model (the only mode; accepted as in the seed's command)")
+    p.add_argument("--roles", help="multi-agent: the role file (default examples/roles/phase7.toml)")
+
+    p = sub.add_parser("remember", help="store a memory as the development identity")
+    p.add_argument("content", help="the text, - for stdin, or @FILE (client mode)")
+    p.add_argument("--kind", required=True, help="profile, preference, event, fact, decision, procedure, experience, standard, note")
+    p.add_argument("--visibility", help="private, agent, workspace, department, tenant, global (default: by kind)")
+    p.add_argument("--department", help="department id for department visibility")
+    p.add_argument("--idempotency-key")
+    p.add_argument("--ttl", type=float, help="seconds until the memory expires (never recalled after, then purged)")
+
+    p = sub.add_parser("recall", help="recall memories as the development identity")
+    p.add_argument("query")
+    p.add_argument("--purpose", default="chat", help="chat or coding")
+    p.add_argument("--budget", type=int, help="token budget")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    p = sub.add_parser("forget", help="forget one memory (SCOPE MEMORY_ID) or every memory of a subject")
+    p.add_argument("scope", nargs="?")
+    p.add_argument("memory_id", nargs="?")
+    p.add_argument("--subject", help="forget everything about this user id (yourself, or any user as admin)")
+
+    p = sub.add_parser("audit", help="show the audit log (your own rows; a tenant admin sees the tenant)")
+    p.add_argument("--action")
+    p.add_argument("--limit", type=int, default=20)
+
+    p = sub.add_parser("export", help="write every memory you may export to a JSON Lines file (docs/migration.md)")
+    p.add_argument("file", help="where to write it (- for stdout)")
+    p = sub.add_parser("import", help="write the memories of an export file as yourself, where the write policy allows")
+    p.add_argument("file", help="an export file (- for stdin)")
+
+    p = sub.add_parser("approve", help="client mode: approve a pending memory")
+    p.add_argument("scope")
+    p.add_argument("memory_id")
+    p = sub.add_parser("grant", help="client mode: let a user read a scope for a while (tenant admin)")
+    p.add_argument("grantee")
+    p.add_argument("scope")
+    p.add_argument("--ttl", type=float, default=3600.0)
+    p.add_argument("--reason", required=True)
+    p.add_argument("--agent", help="restrict the grant to one agent of the grantee")
+    p = sub.add_parser("inject", help="client mode: inject context into a child agent (seed 000)")
+    p.add_argument("child")
+    p.add_argument("task")
+    p.add_argument("--depth", default="standard", help="minimal, standard or full")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("purge-expired", help="delete the tenant's expired memories, audited (tenant admin; prints progress)")
+    p.add_argument("--batch", type=int, default=1000, help="memories deleted per run (each run reports its progress)")
+    p = sub.add_parser("serve", help="run the memory service (HTTP API) on uvicorn; see docs/service.md")
+    p.add_argument("--host", help="bind address (default VIKING_BRIDGE_SERVICE_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default VIKING_BRIDGE_SERVICE_PORT or 8080)")
+    p.add_argument("--workers", type=int, help="worker processes (default VIKING_BRIDGE_SERVICE_WORKERS or 1)")
+
+    sub.add_parser("mcp", help="serve the bridge as an MCP server (stdio or streamable HTTP); see README 'Use it from MCP'", add_help=False)
+    sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
+    sub.add_parser("migrate", help="copy memories between backends, resumably, and verify (bridge/migrate)", add_help=False)
+    sub.add_parser("re-embed", help="re-embed the local store with another embedder, in place or into a new store", add_help=False)
+    sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
+    return parser
+
+
+async def _dev_session(reinitialise: bool = False):
+    from bridge.facade import open_bridge
+    from identity.providers.base import DevEnvironment
+    from identity.providers.dev import DevEnvironmentProvider
+
+    identity = await DevEnvironmentProvider().authenticate(DevEnvironment())
+    return open_bridge(reinitialise=reinitialise), identity
+
+
+async def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo" and args.scenario == "multi-agent":
+        from pathlib import Path
+
+        from bridge.doors.cli.demo_multiagent import run_multiagent_demo
+
+        return 0 if await run_multiagent_demo(sys.stdout, Path(args.roles) if args.roles else None) else 1
+    if args.command == "demo":
+        from bridge.doors.cli.demo import run_demo
+
+        return 0 if await run_demo(sys.stdout) else 1
+    bridge, identity = await _dev_session(args.reinitialise)
+    try:
+        if args.command == "remember":
+            result = await bridge.remember(identity, args.content, args.kind, visibility=args.visibility, department_id=args.department, idempotency_key=args.idempotency_key, ttl_s=args.ttl)
+            print(f"{result.status} {result.scope} {result.memory_id} ({result.reason}{', deduplicated' if result.deduplicated else ''})")
+        elif args.command == "recall":
+            recalled = await bridge.recall(identity, args.query, purpose=args.purpose, budget_tokens=args.budget)
+            print(recalled.model_dump_json(indent=2) if args.json else recalled.context)
+        elif args.command == "forget":
+            if args.subject:
+                if args.scope or args.memory_id:
+                    raise InvalidInput("give either SCOPE MEMORY_ID or --subject, not both")
+                print(f"forgot {await bridge.forget_subject(identity, args.subject)} memories of {args.subject}")
+            else:
+                if not (args.scope and args.memory_id):
+                    raise InvalidInput("forget needs SCOPE and MEMORY_ID (as printed by recall), or --subject USER")
+                found = await bridge.forget(identity, (args.scope, args.memory_id))
+                print("forgotten" if found else "no such memory in that scope")
+        elif args.command == "purge-expired":
+            total = 0
+            while True:  # bounded runs: a large purge shows its progress and can be stopped between runs
+                report = await bridge.purge_expired(identity, max_deletions=args.batch)
+                total += report.purged
+                print(f"purged {total} expired memories of {report.tenant_id} so far ({report.scopes_scanned} scopes scanned){'' if report.complete else ', continuing'}", flush=True)
+                if report.complete:
+                    break
+        elif args.command in ("export", "import"):
+            return await _portability(bridge, identity, args)
+        elif args.command == "audit":
+            for e in await bridge.audit_events(identity, action=args.action, limit=args.limit):
+                print(json.dumps({"seq": e.seq, "ts": round(e.ts, 3), "actor": e.actor, "action": e.action, "memory_ids": e.memory_ids, "scopes": e.scopes, "grants": e.grant_ids}, ensure_ascii=False))
+    finally:
+        await bridge.aclose()
+    return 0
+
+
+async def _portability(bridge, identity, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    import contextlib
+
+    from bridge.migrate.jsonl import export_jsonl, import_jsonl
+
+    if args.command == "export":
+        with (open(args.file, "w", encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdout)) as out:  # noqa: SIM115
+            summary = await export_jsonl(bridge, identity, out)
+        print(f"exported {summary.count} memories from {len(summary.scopes)} scopes", file=sys.stderr)
+        return 0
+    with (open(args.file, encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdin)) as source:  # noqa: SIM115
+        report = await import_jsonl(bridge, identity, source.readlines())
+    print(f"imported {report.written}, already present {report.already_present}, refused {len(report.refused)}", file=sys.stderr)
+    for number, why in report.refused[:20]:
+        print(f"  line {number}: {why}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["keys"]:
+        from identity.admin import main as keys_main
+
+        return keys_main(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from bridge.doors.mcp.run import main as mcp_main
+
+        return mcp_main(argv[1:])
+    if argv[:1] == ["migrate"]:
+        from bridge.migrate.cli import main as migrate_main
+
+        return migrate_main(argv[1:])
+    if argv[:1] == ["re-embed"]:
+        from bridge.migrate.reembed import main as reembed_main
+
+        return reembed_main(argv[1:])
+    if argv[:1] and argv[0] in _PLUGIN_COMMANDS:
+        try:
+            command = plugin_command(argv[0])
+        except (ImportError, AttributeError) as exc:  # its module is missing or broken, or names no such function
+            print(f"viking-bridge: error: the {argv[0]!r} command is registered but cannot be loaded: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if command is None:
+            print(f"viking-bridge: error: the {argv[0]!r} command needs {_PLUGIN_COMMANDS[argv[0]]}, which is not installed"
+                  f" (no {COMMANDS_GROUP!r} entry point named {argv[0]!r}; reinstall with pip install viking-bridge)", file=sys.stderr)
+            return EXIT_ERROR
+        return command(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            from bridge.doors.http.server import serve
+
+            return serve(args.host, args.port, args.workers)
+        if args.url:
+            from bridge.doors.cli.remote import run_client
+
+            return run_client(args)
+        if args.command in ("approve", "grant", "inject"):
+            raise InvalidInput(f"{args.command} needs a running service: viking-bridge --url URL --api-key KEY {args.command} ...")
+        return asyncio.run(_run(args))
+    except VikingBridgeError as exc:  # the one error tree, mapped once
+        print(f"viking-bridge: error: {exc}", file=sys.stderr)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"viking-bridge: error: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("viking-bridge: interrupted", file=sys.stderr)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

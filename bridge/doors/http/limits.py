@@ -1,0 +1,77 @@
+"""Request limits of the service: body and query size (ASGI middleware) and per-identity rate.
+
+The size limit is enforced while the body is read, not after: a `Content-Length` over the limit
+is refused before one byte is read, and a chunked body is cut off as soon as it passes the
+limit. The rate limit is a token bucket per identity fingerprint (all sessions of one identity
+share it), kept in the worker's memory: it only ever refuses, it never authorises, so it need
+not be shared (with N workers an identity gets at most N times the rate).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Awaitable, Callable
+
+from bridge.doors.http.problems import RateLimited, RequestTooLarge
+
+__all__ = ["BodyLimit", "TokenBuckets"]
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class BodyLimit:
+    """Wraps `receive` so that reading more than `max_body` bytes raises `RequestTooLarge`."""
+
+    def __init__(self, max_body: int, max_query: int) -> None:
+        self.max_body = max_body
+        self.max_query = max_query
+
+    def check_head(self, scope: Scope) -> None:
+        if len(scope.get("query_string", b"")) > self.max_query:
+            raise RequestTooLarge(f"query string is over {self.max_query} bytes", status=414)
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    raise RequestTooLarge("Content-Length is not a number", status=413) from None
+                if length > self.max_body:
+                    raise RequestTooLarge(f"request body is {length} bytes; the limit is {self.max_body}")
+
+    def wrap(self, receive: Receive) -> Receive:
+        seen = 0
+
+        async def limited() -> dict[str, Any]:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise RequestTooLarge(f"request body is over {self.max_body} bytes")
+            return message
+
+        return limited
+
+
+class TokenBuckets:
+    """`take(key)`: spend one token or raise `RateLimited` with the seconds until one is back."""
+
+    def __init__(self, rate: float, burst: int, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.max_keys, self.clock = rate, burst, max_keys, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, key: str) -> None:
+        if self.burst <= 0:
+            return
+        now = self.clock()
+        tokens, last = self._buckets.pop(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            raise RateLimited(f"rate limit: {self.burst} requests, refilled at {self.rate:g}/s per identity", retry_after=(1.0 - tokens) / self.rate)
+        self._buckets[key] = (tokens - 1.0, now)
+        while len(self._buckets) > self.max_keys:  # a forgotten bucket is a full one: only ever lenient for idle keys
+            self._buckets.popitem(last=False)

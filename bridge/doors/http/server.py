@@ -1,0 +1,91 @@
+"""`serve()`: run the service on uvicorn — what `viking-bridge serve` calls.
+
+Workers are separate processes, each building the app from the same settings (`create_app` as a
+factory), so nothing that authorises lives in one worker's memory: sessions, grants, manifests,
+audit and gateway nonces are in the shared SQLite state under `VIKING_BRIDGE_HOME`. With more
+than one worker, metrics go through `PROMETHEUS_MULTIPROC_DIR` (a fresh directory per run).
+On SIGTERM uvicorn stops accepting, lets in-flight requests finish (up to the grace period),
+then the lifespan closes the bridge: every write that was acknowledged is committed already.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import shutil
+import tempfile
+
+from bridge.doors.http.settings import load_service_settings
+
+__all__ = ["serve", "LOG_CONFIG"]
+
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(message)s"}, "default": {"format": "%(levelname)s %(name)s: %(message)s"}},
+    "handlers": {
+        "access": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
+        "default": {"class": "logging.StreamHandler", "formatter": "default", "stream": "ext://sys.stderr"},
+    },
+    "loggers": {
+        "viking_bridge.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        "viking_bridge": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        "uvicorn.error": {"level": "INFO"},
+        # uvicorn's own access log prints the raw path with its query string (query text): off
+        "uvicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+    },
+}
+
+
+def check_configuration() -> None:
+    """Fail at start-up, in the parent, with the setting's name (not once per worker)."""
+    from bridge.doors.http.auth import build_edge_providers
+    from bridge.assembly.settings import load_bridge_settings
+    from identity.settings import load_settings
+
+    settings = load_service_settings()
+    bridge_settings = load_bridge_settings()
+    shared = None
+    if bridge_settings.state_url is not None:  # opening it also migrates, once, before any worker starts
+        from bridge.state.postgres import open_postgres_state
+
+        migrate_url = bridge_settings.state_migrate_url
+        shared = open_postgres_state(
+            bridge_settings.state_url.get_secret_value(), schema=bridge_settings.state_schema,
+            migrate_url=None if migrate_url is None else migrate_url.get_secret_value(),
+        )
+    try:
+        build_edge_providers(load_settings(), settings.providers, bridge_settings.home, settings.nonce_db_path, shared_state=shared)
+    finally:
+        if shared is not None:
+            shared.close()
+
+
+def serve(host: str | None = None, port: int | None = None, workers: int | None = None) -> int:
+    import uvicorn
+
+    settings = load_service_settings()
+    host = host or settings.host
+    port = settings.port if port is None else port
+    workers = workers or settings.workers
+    check_configuration()
+    metrics_dir = None
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="vb-metrics-")
+    logging.getLogger("viking_bridge.service").info("serving on %s:%s with %d worker(s)", host, port, workers)
+    try:
+        uvicorn.run(
+            "bridge.doors.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
+            timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None, access_log=False, server_header=False,
+            limit_concurrency=None, proxy_headers=False,
+        )
+    finally:
+        if metrics_dir is not None:  # the workers' metric files die with the service that made them
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(serve())

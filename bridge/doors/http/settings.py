@@ -1,0 +1,68 @@
+"""Settings of the HTTP service (`VIKING_BRIDGE_SERVICE_*`), beside the bridge's and identity's.
+
+    VIKING_BRIDGE_SERVICE_HOST                 127.0.0.1   bind address (loopback by default)
+    VIKING_BRIDGE_SERVICE_PORT                 8080
+    VIKING_BRIDGE_SERVICE_WORKERS              1           uvicorn worker processes
+    VIKING_BRIDGE_SERVICE_PROVIDERS            ""          credential kinds accepted, comma-separated
+                                                           from jwt, api_key, gateway (default: the
+                                                           one VIKING_BRIDGE_PROVIDER names)
+    VIKING_BRIDGE_SERVICE_NONCE_DB_PATH        <home>/gateway-nonces.sqlite3 (shared by workers)
+    VIKING_BRIDGE_SERVICE_MAX_BODY_BYTES       1048576     larger bodies: 413
+    VIKING_BRIDGE_SERVICE_MAX_QUERY_BYTES      8192        longer query strings: 414
+    VIKING_BRIDGE_SERVICE_REQUEST_TIMEOUT_SECONDS 30       an operation running longer: 503
+    VIKING_BRIDGE_SERVICE_RATE_PER_SECOND      50          token bucket refill per identity
+    VIKING_BRIDGE_SERVICE_RATE_BURST           100         bucket size per identity (0: no limit)
+    VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS 30        in-flight requests get this long on SIGTERM
+    VIKING_BRIDGE_SERVICE_PURGE_INTERVAL_SECONDS 0         purge expired memories this often (0: never)
+    VIKING_BRIDGE_SERVICE_PURGE_API_KEYS       ""          comma-separated tenant-admin API keys, one per
+                                                           tenant to purge (bridge/doors/http/maintenance.py)
+
+The development identity is never accepted by the service: a request without a credential is
+a 401, whatever the mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bridge.errors import ConfigurationError
+
+__all__ = ["ServiceSettings", "load_service_settings", "CredentialKind"]
+
+CredentialKind = Literal["jwt", "api_key", "gateway"]
+
+
+def _split(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return value
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_SERVICE_", extra="ignore", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    providers: Annotated[tuple[CredentialKind, ...], NoDecode, BeforeValidator(_split)] = ()
+    nonce_db_path: Path | None = None
+    max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
+    max_query_bytes: int = Field(8192, ge=256, le=1_048_576)
+    request_timeout_seconds: float = Field(30.0, gt=0, le=3600)
+    rate_per_second: float = Field(50.0, gt=0, le=1_000_000)
+    rate_burst: int = Field(100, ge=0, le=10_000_000)
+    shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)
+    purge_interval_seconds: float = Field(0.0, ge=0, le=7 * 86400)
+    purge_api_keys: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
+
+
+def load_service_settings(**overrides: Any) -> ServiceSettings:
+    try:
+        return ServiceSettings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(f"VIKING_BRIDGE_SERVICE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
+        raise ConfigurationError(f"invalid service configuration: {problems}") from None

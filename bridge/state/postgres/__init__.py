@@ -1,0 +1,419 @@
+"""The bridge's own state on PostgreSQL, shared by N replicas: audit log (with write intents and
+the store marker), grants, manifests — and, over the same pool, the identity state (sessions,
+API keys, nonces; `identity.state_postgres`).
+
+Same guarantees as `bridge/state/sqlite/__init__.py`, across machines: a write's audit row, the intent it
+closes and the store marker it advances commit in ONE transaction; `seq` is one identity column
+for the whole deployment (unique and increasing in insertion order; rows of concurrent
+transactions may become visible slightly out of seq order, so a tail reader re-reads a small
+window rather than trusting `since_seq` alone); a revocation is one UPDATE every replica sees at
+its next read. Nothing is cached in the process: every grant, manifest and binding is read from
+the database when a decision needs it (docs/deploying.md, "what a replica keeps in memory").
+
+Append-only audit: the runtime role is granted SELECT and INSERT on `audit`, nothing else, and
+triggers refuse UPDATE, DELETE and TRUNCATE for every role (the owner included). Erasure never
+rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.py).
+
+Durability: state-changing rows commit with the server's `synchronous_commit`; `recall` rows
+with `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash can lose the
+last read rows, never a write's). Schemas are versioned migrations applied at start-up under an
+advisory lock (`identity.state_postgres`). It never decides who may do what.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Iterable, Sequence
+from urllib.parse import unquote, urlsplit
+
+import psycopg
+
+from adapters.base import StoreMarker
+from adapters.scopes import ScopeKey
+from bridge.errors import ConfigurationError, InvalidInput
+from bridge.state.protocols import WriteIntent
+from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
+from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import PG_USAGE_MIGRATIONS, PgUsage
+from identity.model import MemoryIdentity
+from identity.state_postgres import (
+    DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
+)
+
+__all__ = ["PostgresState", "open_postgres_state", "STATE_MIGRATIONS", "ALL_MIGRATIONS"]
+
+Conn = psycopg.AsyncConnection
+
+STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("audit", ("""
+        CREATE TABLE audit (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, ts double precision NOT NULL, tenant_id text NOT NULL,
+            actor text NOT NULL, user_id text NOT NULL, actor_fingerprint text NOT NULL, session_id text NOT NULL,
+            action text NOT NULL, memory_ids text[] NOT NULL, scopes text[] NOT NULL, grant_ids text[] NOT NULL, detail text NOT NULL);
+        CREATE INDEX audit_by_tenant ON audit (tenant_id, seq);
+        CREATE INDEX audit_by_user ON audit (tenant_id, user_id, seq);
+        CREATE INDEX audit_by_memory ON audit USING gin (memory_ids);
+        CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS
+            $$ BEGIN RAISE EXCEPTION 'audit log is append-only' USING ERRCODE = 'insufficient_privilege'; END $$;
+        CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+        CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
+        CREATE TABLE write_intents (
+            intent_id text PRIMARY KEY, tenant_id text NOT NULL, actor text NOT NULL, user_id text NOT NULL,
+            actor_fingerprint text NOT NULL, session_id text NOT NULL, action text NOT NULL, scope text NOT NULL,
+            backend_key text NOT NULL, created_at double precision NOT NULL);
+        CREATE TABLE store_binding (only_row integer PRIMARY KEY CHECK (only_row = 1), store_id text NOT NULL, writes bigint NOT NULL);
+        GRANT SELECT, INSERT ON audit TO {runtime};
+        GRANT SELECT, INSERT, DELETE ON write_intents TO {runtime};
+        GRANT SELECT, INSERT, UPDATE ON store_binding TO {runtime};
+    """,)),
+    ("grants", ("""
+        CREATE TABLE grants (
+            grant_id text PRIMARY KEY, tenant_id text NOT NULL, grantee_user_id text NOT NULL, grantee_agent_id text,
+            scope text NOT NULL, issued_by text NOT NULL, reason text NOT NULL, issued_at double precision NOT NULL,
+            expires_at double precision NOT NULL, revoked_at double precision);
+        CREATE INDEX grants_by_grantee ON grants (tenant_id, grantee_user_id);
+        GRANT SELECT, INSERT, DELETE ON grants TO {runtime};
+        GRANT UPDATE (revoked_at) ON grants TO {runtime};
+    """,)),
+    ("manifests", ("""
+        CREATE TABLE manifests (
+            manifest_id text PRIMARY KEY, tenant_id text NOT NULL, user_id text NOT NULL, parent_agent_id text NOT NULL,
+            child_agent_id text NOT NULL, task text NOT NULL, depth text NOT NULL, may_reinject boolean NOT NULL,
+            created_at double precision NOT NULL, expires_at double precision NOT NULL, parent_manifest_id text,
+            revoked_at double precision);
+        CREATE INDEX manifests_by_parent ON manifests (parent_manifest_id);
+        CREATE INDEX manifests_by_user ON manifests (tenant_id, user_id, expires_at);
+        CREATE INDEX manifests_by_expiry ON manifests (expires_at);
+        CREATE TABLE manifest_entries (
+            manifest_id text NOT NULL REFERENCES manifests (manifest_id) ON DELETE CASCADE, position integer NOT NULL,
+            scope text NOT NULL, memory_id text NOT NULL, PRIMARY KEY (manifest_id, position));
+        CREATE INDEX manifest_entries_by_memory ON manifest_entries (memory_id);
+        GRANT SELECT, INSERT, DELETE ON manifests, manifest_entries TO {runtime};
+        GRANT UPDATE (revoked_at) ON manifests TO {runtime};
+    """,)),
+    SHARING_PG_MIGRATION,
+)
+#: Every component the state opens with (the bridge's and the identity's), in order.
+ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
+
+
+async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
+    async def run(conn: Conn) -> list[tuple[Any, ...]]:
+        return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+
+    return await pool.run(run, what)
+
+
+async def _count(pool: PgPool, text: str, params: Sequence[Any], what: str) -> int:
+    async def run(conn: Conn) -> int:
+        return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
+
+    return await pool.run(run, what)
+
+
+def _event(row: Sequence[Any]) -> AuditEvent:
+    seq, ts, tenant, actor, session, action, mids, scopes, grants, detail = row
+    return AuditEvent(int(seq), ts, tenant, actor, session, action, tuple(mids), tuple(scopes), tuple(grants), json.loads(detail))
+
+
+async def _recovered_seq(conn: Conn, tenant_id: str, intent_id: str) -> int | None:
+    """The seq of the `recovered` row some replica wrote for `intent_id`, if one did."""
+    found = await (await conn.execute(
+        "SELECT seq FROM audit WHERE tenant_id = %s AND action = 'recovered' AND detail::jsonb ->> 'intent' = %s ORDER BY seq LIMIT 1",
+        (tenant_id, intent_id),
+    )).fetchone()
+    return None if found is None else int(found[0])
+
+
+async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
+    # GREATEST: several replicas write one store; the recorded mark only ever moves forward
+    await conn.execute(
+        "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
+        " SET writes = GREATEST(store_binding.writes, excluded.writes) WHERE store_binding.store_id = excluded.store_id",
+        (marker.store_id, marker.writes),
+    )
+
+
+_INSERT_AUDIT = (
+    "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq"
+)
+
+
+class PgAuditLog:
+    """`intent_grace_s`: `open_intents` leaves out intents younger than this, so a replica that
+    opens while another is mid-write does not reconcile (and double-audit) a live write."""
+
+    def __init__(self, pool: PgPool, *, fsync_reads: bool = False, intent_grace_s: float = 0.0) -> None:
+        self.pool, self.fsync_reads, self.intent_grace_s = pool, fsync_reads, intent_grace_s
+
+    async def append(
+        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
+        closes_intent: str | None = None, store_marker: StoreMarker | None = None,
+    ) -> int:
+        if action not in AUDIT_ACTIONS:
+            raise InvalidInput(f"unknown audit action {action!r}")
+        lazy = not self.fsync_reads and action in READ_ACTIONS and closes_intent is None
+        row = (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            list(memory_ids), sorted({str(s) for s in scopes}), sorted({g for g in grant_ids if g}),
+            json.dumps(detail or {}, ensure_ascii=False, default=str),
+        )
+
+        async def run(conn: Conn) -> int:
+            if lazy:
+                await conn.execute("SET LOCAL synchronous_commit = off")
+            if closes_intent is not None:
+                # the intent row is the claim here too: a replica whose open checks reconciled this
+                # intent (a write slower than the grace) already audited it as `recovered`
+                claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))
+                if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, identity.tenant_id, closes_intent)) is not None:
+                    return seq
+            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
+            if store_marker is not None:
+                await _advance_marker(conn, store_marker)
+            return int(seq)
+
+        return await self.pool.run(run, "audit log")
+
+    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+        text = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = %s AND seq > %s"
+        params: list[object] = [view.tenant_id, since_seq]
+        for clause, value in ((" AND user_id = %s", view.user_id), (" AND action = %s", action), (" AND memory_ids @> ARRAY[%s]::text[]", memory_id)):
+            if value is not None:
+                text += clause
+                params.append(value)
+        text += " ORDER BY seq DESC LIMIT %s"
+        params.append(limit)
+        return [_event(r) for r in await _fetch(self.pool, text, params, "audit log")]
+
+    async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
+        intent_id = uuid.uuid4().hex
+        row = (intent_id, identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action, str(scope), backend_key, time.time())
+        await _count(self.pool, "INSERT INTO write_intents VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row, "audit log")
+        return intent_id
+
+    async def open_intents(self) -> Sequence[WriteIntent]:
+        rows = await _fetch(self.pool, "SELECT * FROM write_intents WHERE created_at <= %s ORDER BY created_at", (time.time() - self.intent_grace_s,), "audit log")
+        return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
+
+    async def close_intent(self, intent_id: str) -> None:
+        await _count(self.pool, "DELETE FROM write_intents WHERE intent_id = %s", (intent_id,), "audit log")
+
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
+        row = (
+            time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
+            list(memory_ids), [str(intent.scope)], [],
+            json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
+        )
+
+        async def run(conn: Conn) -> int:
+            # the intent row is the claim: of two replicas reconciling one intent at once, one
+            # deletes it and audits; the other finds the row the winner wrote
+            claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent.intent_id,))
+            if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, intent.tenant_id, intent.intent_id)) is not None:
+                return seq
+            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
+            if store_marker is not None:
+                await _advance_marker(conn, store_marker)
+            return int(seq)
+
+        return await self.pool.run(run, "audit log")
+
+    async def bound_store(self) -> StoreMarker | None:
+        rows = await _fetch(self.pool, "SELECT store_id, writes FROM store_binding", (), "audit log")
+        return StoreMarker(rows[0][0], int(rows[0][1])) if rows else None
+
+    async def bind_store(self, marker: StoreMarker) -> None:
+        await _count(self.pool, "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
+                     " SET store_id = excluded.store_id, writes = excluded.writes", (marker.store_id, marker.writes), "audit log")
+
+    async def has_rows(self) -> bool:
+        return bool(await _fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
+
+
+_GRANT_COLUMNS = "grant_id, tenant_id, grantee_user_id, grantee_agent_id, scope, issued_by, reason, issued_at, expires_at, revoked_at"
+
+
+class PgGrants:
+    def __init__(self, pool: PgPool) -> None:
+        self.pool = pool
+
+    @staticmethod
+    def _grant(row: Sequence[Any]) -> Grant:
+        gid, tenant, user, agent, scope, by, reason, issued, expires, revoked = row
+        return Grant(gid, tenant, user, agent, ScopeKey.parse(scope), by, reason, issued, expires, revoked)
+
+    async def _rows(self, text: str, params: tuple) -> list[Grant]:
+        return [self._grant(r) for r in await _fetch(self.pool, text, params, "grant store")]
+
+    async def add(self, grant: Grant) -> None:
+        g = grant
+        await _count(self.pool, f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
+                     (g.grant_id, g.tenant_id, g.grantee_user_id, g.grantee_agent_id, str(g.scope), g.issued_by, g.reason, g.issued_at, g.expires_at), "grant store")
+
+    async def get(self, grant_id: str) -> Grant | None:
+        rows = await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE grant_id = %s", (grant_id,))
+        return rows[0] if rows else None
+
+    async def for_grantee(self, tenant_id: str, user_id: str) -> list[Grant]:
+        return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id))
+
+    async def revoke(self, grant_id: str, at: float) -> bool:
+        return await _count(self.pool, "UPDATE grants SET revoked_at = %s WHERE grant_id = %s AND revoked_at IS NULL", (at, grant_id), "grant store") > 0
+
+    async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
+        return await _count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
+
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s ORDER BY issued_at DESC LIMIT %s", (tenant_id, limit))
+
+
+_MANIFEST_COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
+
+
+class PgManifests:
+    def __init__(self, pool: PgPool) -> None:
+        self.pool = pool
+
+    async def _count(self, text: str, params: tuple) -> int:
+        return await _count(self.pool, text, params, "manifest store")
+
+    async def add(self, manifest: InjectionManifest) -> None:
+        m = manifest
+
+        async def run(conn: Conn) -> None:
+            await conn.execute(
+                f"INSERT INTO manifests ({_MANIFEST_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (m.manifest_id, m.tenant_id, m.user_id, m.parent_agent_id, m.child_agent_id, m.task, m.depth.value, m.may_reinject,
+                 m.created_at, m.expires_at, m.parent_manifest_id, m.revoked_at),
+            )
+            if m.entries:
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "INSERT INTO manifest_entries (manifest_id, position, scope, memory_id) VALUES (%s, %s, %s, %s)",
+                        [(m.manifest_id, n, str(key), mid) for n, (key, mid) in enumerate(m.entries)],
+                    )
+
+        await self.pool.run(run, "manifest store")
+
+    async def get(self, manifest_id: str) -> InjectionManifest | None:
+        async def run(conn: Conn) -> InjectionManifest | None:
+            row = await (await conn.execute(f"SELECT {_MANIFEST_COLUMNS} FROM manifests WHERE manifest_id = %s", (manifest_id,))).fetchone()
+            if row is None:
+                return None
+            entries = await (await conn.execute("SELECT scope, memory_id FROM manifest_entries WHERE manifest_id = %s ORDER BY position", (manifest_id,))).fetchall()
+            mid, tenant, user, parent_agent, child_agent, task, depth, reinject, created, expires, parent_manifest, revoked = row
+            return InjectionManifest(
+                mid, tenant, user, parent_agent, child_agent, task, InjectDepth(depth), tuple((ScopeKey.parse(k), e) for k, e in entries),
+                bool(reinject), created, expires, parent_manifest, revoked,
+            )
+
+        return await self.pool.run(run, "manifest store")
+
+    async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
+        out: list[InjectionManifest] = []
+        parent_id = manifest.parent_manifest_id
+        while parent_id is not None and len(out) < 64:  # 64 bounds a corrupt loop
+            parent = await self.get(parent_id)
+            if parent is None:
+                break
+            out.append(parent)
+            parent_id = parent.parent_manifest_id
+        return out
+
+    async def revoke_tree(self, manifest_id: str, at: float) -> int:
+        return await self._count(
+            "WITH RECURSIVE tree(id) AS (SELECT %s::text UNION SELECT m.manifest_id FROM manifests m JOIN tree ON m.parent_manifest_id = tree.id)"
+            " UPDATE manifests SET revoked_at = %s WHERE manifest_id IN (SELECT id FROM tree) AND revoked_at IS NULL",
+            (manifest_id, at),
+        )
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        if not memory_ids:
+            return 0
+
+        async def run(conn: Conn) -> int:
+            rows = await (await conn.execute("DELETE FROM manifest_entries WHERE memory_id = ANY(%s) RETURNING manifest_id", (sorted(memory_ids),))).fetchall()
+            return len({r[0] for r in rows})
+
+        return await self.pool.run(run, "manifest store")
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int:
+        return await self._count("DELETE FROM manifests WHERE tenant_id = %s AND user_id = %s", (tenant_id, user_id))
+
+    async def purge_expired(self, now: float, limit: int = 1000) -> int:
+        return await self._count(
+            "DELETE FROM manifests WHERE manifest_id IN (SELECT manifest_id FROM manifests WHERE expires_at <= %s OR revoked_at IS NOT NULL"
+            " LIMIT %s FOR UPDATE SKIP LOCKED)", (now, limit),
+        )
+
+    async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
+        rows = await _fetch(self.pool, "SELECT count(*) FROM manifests WHERE tenant_id = %s AND user_id = %s AND expires_at > %s AND revoked_at IS NULL",
+                            (tenant_id, user_id, now), "manifest store")
+        return int(rows[0][0])
+
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = %s)" if memory_id is not None else ""
+        rows = await _fetch(self.pool, f"SELECT manifest_id FROM manifests WHERE tenant_id = %s AND revoked_at IS NULL AND expires_at > %s{holding} ORDER BY created_at DESC LIMIT %s",
+                            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit), "manifest store")
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
+
+
+def _user_of(url: str) -> str:
+    user = unquote(urlsplit(url).username or "")
+    if not user:
+        raise ConfigurationError("the PostgreSQL URL names no user; the runtime role must be explicit (postgresql://ROLE@host/db)")
+    return user
+
+
+class PostgresState:
+    """Audit, grants, manifests — and identity repositories — over ONE pool on `url` (the
+    runtime role). Migrations run first over `migrate_url` (the schema owner; default: `url`
+    itself, for a development database the runtime role owns), granting the runtime privileges
+    to `runtime_role` (default: the user of `url`)."""
+
+    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, migrate_url: str | None = None, runtime_role: str | None = None,
+                 fsync_reads: bool = False, pool_size: int = 8, intent_grace_s: float = 0.0) -> None:
+        migrate(migrate_url or url, ALL_MIGRATIONS, schema=schema, runtime_role=runtime_role or _user_of(url))
+        self.schema = schema
+        self.pool = PgPool(url, schema=schema, max_size=pool_size)
+        self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
+        self.grants = PgGrants(self.pool)
+        self.manifests, self.usage = PgManifests(self.pool), PgUsage(self.pool)  # usage: storage-quota counters
+        self.shares = PgShares(self.pool)
+        self.teams = PgTeams(self.pool)
+
+    # identity state over the same pool (the bridge closes the pool once, with the state)
+    def session_repository(self) -> PgSessionRepository:
+        return PgSessionRepository(self.pool)
+
+    def api_key_repository(self) -> PgApiKeyRepository:
+        return PgApiKeyRepository(self.pool)
+
+    def nonce_cache(self, **kwargs: Any) -> PgNonceCache:
+        return PgNonceCache(self.pool, **kwargs)
+
+    def bound_store_id(self) -> str | None:
+        async def run(conn: Conn) -> str | None:
+            row = await (await conn.execute("SELECT store_id FROM store_binding")).fetchone()
+            return row[0] if row else None
+
+        return self.pool.run_sync(run, "audit log")
+
+    def close(self) -> None:
+        self.pool.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresState({self.pool.where!r}, schema={self.schema!r})"
+
+
+def open_postgres_state(url: str, **kwargs: Any) -> PostgresState:
+    """What `open_bridge` calls when `VIKING_BRIDGE_STATE_URL` is a postgresql:// URL."""
+    return PostgresState(url, **kwargs)

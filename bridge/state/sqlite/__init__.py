@@ -1,0 +1,397 @@
+"""The embedded default state: audit log, write intents, grants and manifests in one SQLite file.
+
+One file (WAL, fsync on commit) so a write's audit row, the intent it closes and the store
+marker it advances commit in one transaction. Schemas are versioned migrations applied at open;
+the audit table is append-only (triggers refuse UPDATE and DELETE).
+
+Durability: rows of state-changing actions are fsynced before the action is acknowledged.
+Rows of reads (`recall`) are committed to the WAL without waiting for the disk unless
+`fsync_reads=True` (VIKING_BRIDGE_AUDIT_FSYNC_READS): they survive a process crash, and a
+power loss can lose at most the read rows since the last fsynced commit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from adapters.base import StoreMarker
+from adapters.scopes import ScopeKey
+from bridge.errors import InvalidInput
+from bridge.state.sqlite.database import Database
+from bridge.state.protocols import WriteIntent
+from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
+from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.usage import SqliteUsage
+from identity.model import MemoryIdentity
+from identity.migrations import apply_migrations
+
+__all__ = ["SqliteState", "SqliteAuditLog", "SqliteGrants", "SqliteManifests", "AUDIT_MIGRATIONS", "GRANT_MIGRATIONS", "MANIFEST_MIGRATIONS"]
+
+AUDIT_MIGRATIONS: tuple[str, ...] = (
+    # 1: the first release's audit table
+    """
+    CREATE TABLE IF NOT EXISTS audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, tenant_id TEXT NOT NULL,
+        actor TEXT NOT NULL, user_id TEXT NOT NULL, actor_fingerprint TEXT NOT NULL,
+        session_id TEXT NOT NULL, action TEXT NOT NULL, memory_ids TEXT NOT NULL,
+        scopes TEXT NOT NULL, grant_ids TEXT NOT NULL, detail TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS audit_by_tenant ON audit (tenant_id, seq);
+    CREATE INDEX IF NOT EXISTS audit_by_user ON audit (tenant_id, user_id, seq);
+    CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+    """,
+    # 2: write intents (crash reconciliation) and the store this log describes
+    """
+    CREATE TABLE write_intents (
+        intent_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, actor TEXT NOT NULL, user_id TEXT NOT NULL,
+        actor_fingerprint TEXT NOT NULL, session_id TEXT NOT NULL, action TEXT NOT NULL,
+        scope TEXT NOT NULL, backend_key TEXT NOT NULL, created_at REAL NOT NULL
+    );
+    CREATE TABLE store_binding (
+        only_row INTEGER PRIMARY KEY CHECK (only_row = 1), store_id TEXT NOT NULL, writes INTEGER NOT NULL
+    );
+    """,
+)
+GRANT_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS grants (
+        grant_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, grantee_user_id TEXT NOT NULL,
+        grantee_agent_id TEXT, scope TEXT NOT NULL, issued_by TEXT NOT NULL, reason TEXT NOT NULL,
+        issued_at REAL NOT NULL, expires_at REAL NOT NULL, revoked_at REAL
+    );
+    """,
+    "CREATE INDEX grants_by_grantee ON grants (tenant_id, grantee_user_id);",
+)
+
+
+def _manifest_entries_from_json(conn: sqlite3.Connection) -> None:
+    for manifest_id, entries in conn.execute("SELECT manifest_id, entries FROM manifests").fetchall():
+        conn.executemany(
+            "INSERT OR IGNORE INTO manifest_entries (manifest_id, position, scope, memory_id) VALUES (?, ?, ?, ?)",
+            [(manifest_id, n, scope, memory_id) for n, (scope, memory_id) in enumerate(json.loads(entries))],
+        )
+    conn.execute("UPDATE manifests SET entries = '[]'")
+
+
+MANIFEST_MIGRATIONS: tuple[Any, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS manifests (
+        manifest_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, user_id TEXT NOT NULL,
+        parent_agent_id TEXT NOT NULL, child_agent_id TEXT NOT NULL, task TEXT NOT NULL,
+        depth TEXT NOT NULL, entries TEXT NOT NULL, may_reinject INTEGER NOT NULL,
+        created_at REAL NOT NULL, expires_at REAL NOT NULL
+    );
+    """,
+    # 2: lineage (revocation cascades), revocation time, entries as an indexed table
+    """
+    ALTER TABLE manifests ADD COLUMN parent_manifest_id TEXT;
+    ALTER TABLE manifests ADD COLUMN revoked_at REAL;
+    CREATE INDEX manifests_by_parent ON manifests (parent_manifest_id);
+    CREATE INDEX manifests_by_user ON manifests (tenant_id, user_id, expires_at);
+    CREATE INDEX manifests_by_expiry ON manifests (expires_at);
+    CREATE TABLE manifest_entries (
+        manifest_id TEXT NOT NULL REFERENCES manifests (manifest_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL, scope TEXT NOT NULL, memory_id TEXT NOT NULL,
+        PRIMARY KEY (manifest_id, position)
+    );
+    CREATE INDEX manifest_entries_by_memory ON manifest_entries (memory_id);
+    """,
+    _manifest_entries_from_json,
+)
+
+
+#: one encoder for every detail column (json.dumps with options builds a new one per call)
+_encode_detail = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _json_list(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
+
+
+class SqliteAuditLog:
+    def __init__(self, db: Database, *, fsync_reads: bool = False) -> None:
+        self.db = db
+        self.fsync_reads = fsync_reads
+
+    async def append(
+        self,
+        identity: MemoryIdentity,
+        action: str,
+        *,
+        memory_ids: Iterable[str] = (),
+        scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (),
+        detail: dict[str, Any] | None = None,
+        closes_intent: str | None = None,
+        store_marker: StoreMarker | None = None,
+    ) -> int:
+        if action not in AUDIT_ACTIONS:
+            raise InvalidInput(f"unknown audit action {action!r}")
+        fsync = self.fsync_reads or action not in READ_ACTIONS or closes_intent is not None
+        row = (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            _json_list(memory_ids), json.dumps(sorted({str(s) for s in scopes})), json.dumps(sorted({g for g in grant_ids if g})),
+            _encode_detail(detail or {}),
+        )
+        with self.db.transaction(fsync=fsync) as conn:
+            if closes_intent is not None:
+                # the intent row is the claim: if open checks already reconciled this intent (a
+                # write slower than the grace), its `recovered` row is the one audit row
+                claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,))
+                if claimed.rowcount == 0 and (recovered := self._recovered_seq(conn, closes_intent)) is not None:
+                    return recovered
+            seq = self._insert(conn, row)
+            if store_marker is not None:
+                self._advance_marker(conn, store_marker)
+            return seq
+
+    @staticmethod
+    def _recovered_seq(conn: sqlite3.Connection, intent_id: str) -> int | None:
+        found = conn.execute(
+            "SELECT seq FROM audit WHERE action = 'recovered' AND json_extract(detail, '$.intent') = ? ORDER BY seq LIMIT 1", (intent_id,)
+        ).fetchone()
+        return None if found is None else int(found[0])
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, row: tuple) -> int:
+        cursor = conn.execute(
+            "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        return int(cursor.lastrowid)
+
+    @staticmethod
+    def _advance_marker(conn: sqlite3.Connection, marker: StoreMarker) -> None:
+        # MAX: several processes may write one store; the recorded mark only ever moves forward
+        conn.execute(
+            "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, ?, ?)"
+            " ON CONFLICT (only_row) DO UPDATE SET writes = MAX(writes, excluded.writes) WHERE store_id = excluded.store_id",
+            (marker.store_id, marker.writes),
+        )
+
+    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+        sql = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = ? AND seq > ?"
+        params: list[object] = [view.tenant_id, since_seq]
+        if view.user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(view.user_id)
+        if action is not None:
+            sql += " AND action = ?"
+            params.append(action)
+        if memory_id is not None:
+            sql += " AND instr(memory_ids, ?) > 0"  # JSON-quoted: matches whole ids only
+            params.append(json.dumps(memory_id))
+        sql += " ORDER BY seq DESC LIMIT ?"
+        params.append(limit)
+        return [
+            AuditEvent(seq, ts, tenant, actor, session, act, tuple(json.loads(m)), tuple(json.loads(s)), tuple(json.loads(g)), json.loads(d))
+            for seq, ts, tenant, actor, session, act, m, s, g, d in self.db.query(sql, params)
+        ]
+
+    async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
+        intent_id = uuid.uuid4().hex
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO write_intents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (intent_id, identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action, str(scope), backend_key, time.time()),
+            )
+        return intent_id
+
+    async def open_intents(self) -> Sequence[WriteIntent]:
+        rows = self.db.query("SELECT * FROM write_intents ORDER BY created_at")
+        return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
+
+    async def close_intent(self, intent_id: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent_id,))
+
+    async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
+        row = (
+            time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
+            _json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
+            json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
+        )
+        with self.db.transaction() as conn:
+            seq = self._insert(conn, row)
+            conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent.intent_id,))
+            if store_marker is not None:
+                self._advance_marker(conn, store_marker)
+            return seq
+
+    async def bound_store(self) -> StoreMarker | None:
+        rows = self.db.query("SELECT store_id, writes FROM store_binding")
+        return StoreMarker(rows[0][0], int(rows[0][1])) if rows else None
+
+    async def bind_store(self, marker: StoreMarker) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO store_binding (only_row, store_id, writes) VALUES (1, ?, ?)", (marker.store_id, marker.writes))
+
+    async def has_rows(self) -> bool:
+        return bool(self.db.query("SELECT 1 FROM audit LIMIT 1"))
+
+
+class SqliteGrants:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, grant: Grant) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO grants VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (grant.grant_id, grant.tenant_id, grant.grantee_user_id, grant.grantee_agent_id, str(grant.scope), grant.issued_by, grant.reason, grant.issued_at, grant.expires_at),
+            )
+
+    @staticmethod
+    def _row(row: tuple) -> Grant:
+        gid, tenant, user, agent, scope, by, reason, issued, expires, revoked = row
+        return Grant(gid, tenant, user, agent, ScopeKey.parse(scope), by, reason, issued, expires, revoked)
+
+    async def get(self, grant_id: str) -> Grant | None:
+        rows = self.db.query("SELECT * FROM grants WHERE grant_id = ?", (grant_id,))
+        return self._row(rows[0]) if rows else None
+
+    async def for_grantee(self, tenant_id: str, user_id: str) -> list[Grant]:
+        return [self._row(r) for r in self.db.query("SELECT * FROM grants WHERE tenant_id = ? AND grantee_user_id = ?", (tenant_id, user_id))]
+
+    async def revoke(self, grant_id: str, at: float) -> bool:
+        with self.db.transaction() as conn:
+            return conn.execute("UPDATE grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", (at, grant_id)).rowcount > 0
+
+    async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM grants WHERE tenant_id = ? AND grantee_user_id = ?", (tenant_id, user_id)).rowcount
+
+    async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
+        return [self._row(r) for r in self.db.query("SELECT * FROM grants WHERE tenant_id = ? ORDER BY issued_at DESC LIMIT ?", (tenant_id, limit))]
+
+
+class SqliteManifests:
+    _COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, manifest: InjectionManifest) -> None:
+        m = manifest
+        with self.db.transaction() as conn:
+            conn.execute(
+                f"INSERT INTO manifests ({self._COLUMNS}, entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')",
+                (m.manifest_id, m.tenant_id, m.user_id, m.parent_agent_id, m.child_agent_id, m.task, m.depth.value, int(m.may_reinject), m.created_at, m.expires_at, m.parent_manifest_id, m.revoked_at),
+            )
+            conn.executemany(
+                "INSERT INTO manifest_entries (manifest_id, position, scope, memory_id) VALUES (?, ?, ?, ?)",
+                [(m.manifest_id, n, str(key), mid) for n, (key, mid) in enumerate(m.entries)],
+            )
+
+    async def get(self, manifest_id: str) -> InjectionManifest | None:
+        with self.db.lock:
+            row = self.db.conn.execute(f"SELECT {self._COLUMNS} FROM manifests WHERE manifest_id = ?", (manifest_id,)).fetchone()
+            if row is None:
+                return None
+            entries = self.db.conn.execute("SELECT scope, memory_id FROM manifest_entries WHERE manifest_id = ? ORDER BY position", (manifest_id,)).fetchall()
+        mid, tenant, user, parent_agent, child_agent, task, depth, reinject, created, expires, parent_manifest, revoked = row
+        return InjectionManifest(
+            mid, tenant, user, parent_agent, child_agent, task, InjectDepth(depth), tuple((ScopeKey.parse(k), m) for k, m in entries),
+            bool(reinject), created, expires, parent_manifest, revoked,
+        )
+
+    async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
+        out: list[InjectionManifest] = []
+        parent_id = manifest.parent_manifest_id
+        while parent_id is not None and len(out) < 64:  # re-injection depth is 1 today; 64 bounds a corrupt loop
+            parent = await self.get(parent_id)
+            if parent is None:
+                break
+            out.append(parent)
+            parent_id = parent.parent_manifest_id
+        return out
+
+    async def revoke_tree(self, manifest_id: str, at: float) -> int:
+        with self.db.transaction() as conn:
+            return conn.execute(
+                # the statement starts with UPDATE so sqlite3 reports its rowcount (a leading WITH gives -1)
+                "UPDATE manifests SET revoked_at = ? WHERE revoked_at IS NULL AND manifest_id IN ("
+                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT m.manifest_id FROM manifests m JOIN tree ON m.parent_manifest_id = tree.id)"
+                " SELECT id FROM tree)",
+                (at, manifest_id),
+            ).rowcount
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        if not memory_ids:
+            return 0
+        ids = sorted(memory_ids)
+        with self.db.transaction() as conn:
+            changed = 0
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                changed += len(conn.execute(f"SELECT DISTINCT manifest_id FROM manifest_entries WHERE memory_id IN ({marks})", chunk).fetchall())
+                conn.execute(f"DELETE FROM manifest_entries WHERE memory_id IN ({marks})", chunk)
+            return changed
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM manifest_entries WHERE manifest_id IN (SELECT manifest_id FROM manifests WHERE tenant_id = ? AND user_id = ?)", (tenant_id, user_id))
+            return conn.execute("DELETE FROM manifests WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id)).rowcount
+
+    async def purge_expired(self, now: float, limit: int = 1000) -> int:
+        with self.db.transaction() as conn:
+            doomed = [r[0] for r in conn.execute("SELECT manifest_id FROM manifests WHERE expires_at <= ? OR revoked_at IS NOT NULL LIMIT ?", (now, limit))]
+            if not doomed:
+                return 0
+            marks = ",".join("?" * len(doomed))
+            conn.execute(f"DELETE FROM manifest_entries WHERE manifest_id IN ({marks})", doomed)
+            return conn.execute(f"DELETE FROM manifests WHERE manifest_id IN ({marks})", doomed).rowcount
+
+    async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
+        rows = self.db.query("SELECT COUNT(*) FROM manifests WHERE tenant_id = ? AND user_id = ? AND expires_at > ? AND revoked_at IS NULL", (tenant_id, user_id, now))
+        return int(rows[0][0])
+
+    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
+        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = ?)" if memory_id is not None else ""
+        rows = self.db.query(
+            f"SELECT manifest_id FROM manifests WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at > ?{holding} ORDER BY created_at DESC LIMIT ?",
+            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit),
+        )
+        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
+
+
+class SqliteState:
+    """Audit, grants and manifests in one SQLite file (`bridge.sqlite3` under the bridge home)."""
+
+    def __init__(self, path: str | Path, *, fsync_reads: bool = False) -> None:
+        self.db = Database(path)
+        with self.db.lock:
+            apply_migrations(self.db.conn, "audit", AUDIT_MIGRATIONS)
+            apply_migrations(self.db.conn, "grants", GRANT_MIGRATIONS)
+            apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
+            apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
+        self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
+        self.grants = SqliteGrants(self.db)
+        self.manifests = SqliteManifests(self.db)
+        self.usage = SqliteUsage(self.db)  # storage-quota counters (bridge/state/usage.py)
+        self.shares = SqliteShares(self.db)
+        self.teams = SqliteTeams(self.db)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    def bound_store_id(self) -> str | None:
+        """The store id this state is bound to, read synchronously (opening a local store
+        needs it before any event loop runs)."""
+        rows = self.db.query("SELECT store_id FROM store_binding")
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        self.db.close()
+
+    async def aclose(self) -> None:
+        self.close()

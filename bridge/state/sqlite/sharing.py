@@ -1,0 +1,100 @@
+"""Shares and team membership in the bridge's SQLite file (the protocol: `bridge/state/protocols.py`).
+
+Versioned migrations like the other state tables; a reader's lookups use an index
+(`shares_by_reader`, `team_members_by_agent`). Never decides who may do what.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from adapters.scopes import ScopeKey
+from bridge.state.sqlite.database import Database
+from bridge.state.common import audience_rows, group_audience, group_shares
+from bridge.vocabulary import EVERY_AGENT
+
+__all__ = ["SHARING_MIGRATIONS", "SqliteShares", "SqliteTeams"]
+
+SHARING_MIGRATIONS: tuple[str, ...] = (
+    # 1: shares (memory -> extra audience) and team membership (team -> agents)
+    """
+    CREATE TABLE shares (
+        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, memory_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL, shared_at REAL NOT NULL, PRIMARY KEY (scope, memory_id, agent_id)
+    );
+    CREATE INDEX shares_by_reader ON shares (tenant_id, user_id, agent_id);
+    CREATE INDEX shares_by_memory ON shares (memory_id);
+    CREATE TABLE team_members (
+        tenant_id TEXT NOT NULL, team_id TEXT NOT NULL, agent_id TEXT NOT NULL, PRIMARY KEY (tenant_id, team_id, agent_id)
+    );
+    CREATE INDEX team_members_by_agent ON team_members (tenant_id, agent_id);
+    """,
+)
+
+
+class SqliteShares:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM shares WHERE scope = ? AND memory_id = ?", (str(scope), memory_id))
+            conn.executemany("INSERT INTO shares VALUES (?, ?, ?, ?, ?, ?)", audience_rows(scope, memory_id, audience, at))
+
+    async def audience_of(self, scope: ScopeKey, memory_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+        ids = sorted(set(memory_ids))
+        rows: list[tuple] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += self.db.query(f"SELECT memory_id, agent_id FROM shares WHERE scope = ? AND memory_id IN ({marks})", [str(scope), *chunk])
+        return group_audience(rows)
+
+    async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
+        rows = self.db.query(
+            "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id = ? AND agent_id IN (?, ?)",
+            (tenant_id, user_id, agent_id, EVERY_AGENT),
+        )
+        return group_shares(rows)
+
+    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
+        ids, changed = sorted(memory_ids), 0
+        with self.db.transaction() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                changed += conn.execute(f"DELETE FROM shares WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk).rowcount
+        return changed
+
+    async def purge_user(self, tenant_id: str, user_id: str) -> int:
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM shares WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id)).rowcount
+
+
+class SqliteTeams:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def set_members(self, tenant_id: str, team_id: str, agent_ids: frozenset[str]) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM team_members WHERE tenant_id = ? AND team_id = ?", (tenant_id, team_id))
+            conn.executemany("INSERT INTO team_members VALUES (?, ?, ?)", [(tenant_id, team_id, a) for a in sorted(agent_ids)])
+
+    async def add_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool:
+        with self.db.transaction() as conn:
+            return conn.execute("INSERT OR IGNORE INTO team_members VALUES (?, ?, ?)", (tenant_id, team_id, agent_id)).rowcount > 0
+
+    async def remove_member(self, tenant_id: str, team_id: str, agent_id: str) -> bool:
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM team_members WHERE tenant_id = ? AND team_id = ? AND agent_id = ?", (tenant_id, team_id, agent_id)).rowcount > 0
+
+    async def members(self, tenant_id: str, team_id: str) -> frozenset[str]:
+        return frozenset(r[0] for r in self.db.query("SELECT agent_id FROM team_members WHERE tenant_id = ? AND team_id = ?", (tenant_id, team_id)))
+
+    async def teams_of(self, tenant_id: str, agent_id: str) -> frozenset[str]:
+        return frozenset(r[0] for r in self.db.query("SELECT team_id FROM team_members WHERE tenant_id = ? AND agent_id = ?", (tenant_id, agent_id)))
+
+    async def knows_agent(self, tenant_id: str, agent_id: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM team_members WHERE tenant_id = ? AND agent_id = ? LIMIT 1", (tenant_id, agent_id)))
+
+    async def has_teams(self, tenant_id: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM team_members WHERE tenant_id = ? LIMIT 1", (tenant_id,)))
