@@ -18,7 +18,7 @@ from bridge.policy import Policy
 from bridge.policy.quotas import QuotaConfig
 from bridge.recall.budget import BudgetConfig, TokenCounter
 from bridge.recall.rank import RankingConfig
-from bridge.policy.roles import RoleBook
+from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.sessions import SessionRegistry
 

@@ -20,6 +20,7 @@ from bridge.errors import ManifestError, NotPermitted, RecallIncomplete
 from bridge.operations import Inject, RevokeManifest
 from bridge.recall.guard import guard_hits
 from bridge.recall.scopes import load_manifest_for
+from bridge.policy import roles as role_rules
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import InjectionManifest
 from bridge.vocabulary import Purpose
@@ -69,7 +70,7 @@ async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject, *, detai
     source = None if op.from_manifest_id is None else await load_manifest_for(rt, parent, op.from_manifest_id)
     rt.policy.check_inject(parent, op.child_agent_id, source)
     if rt.roles is not None:  # a loaded role file narrows who may inject into whom (bridge/policy/roles.py)
-        rt.roles.check_inject(parent, op.child_agent_id, reinjection=source is not None, grants_reinject=op.may_reinject and source is None)
+        role_rules.check_inject(rt.roles, parent, op.child_agent_id, reinjection=source is not None, grants_reinject=op.may_reinject and source is None)
     if op.memory_refs is not None:
         entries = await _entries_by_reference(rt, parent, op, source)
     elif source is not None:

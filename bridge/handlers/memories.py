@@ -10,6 +10,7 @@ from adapters.scopes import ScopeKey
 from bridge.results import CaptureResult, WriteResult
 from bridge.operations import Capture, Remember, WriteBack
 from bridge.recall.scopes import load_manifest_for
+from bridge.policy import roles as role_rules
 from bridge.runtime import BridgeRuntime
 from bridge.errors import InvalidInput
 from bridge.handlers.sharing import record_share, resolve_write
@@ -34,7 +35,7 @@ async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) ->
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
     plan = plan_write(rt, child, result, lineage)
     if rt.roles is not None:  # the child's role names the layers and kinds it may write back
-        rt.roles.check_write_back(child, plan.scope.visibility.value, op.kind.value)
+        role_rules.check_write_back(rt.roles, child, plan.scope.visibility.value, op.kind.value)
     return await store(rt, child, plan)
 
 

@@ -26,6 +26,7 @@ from bridge.recall.guard import guard_hits
 from bridge.operations.roles import RoleInject
 from bridge.results import FederatedManifest
 from bridge.roles.planner import Candidate, plan_manifest
+from bridge.policy import roles as role_rules
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import InjectDepth
 from bridge.vocabulary import Purpose
@@ -76,7 +77,7 @@ async def role_inject(rt: BridgeRuntime, parent: MemoryIdentity, op: RoleInject)
         raise RoleRefused("federated injection needs a role file (VIKING_BRIDGE_ROLES_FILE)")
     if op.child_agent_id == parent.agent_id:
         raise ManifestError(f"agent {parent.agent_id} cannot inject memories into itself")
-    book.check_inject(parent, op.child_agent_id, reinjection=False, grants_reinject=op.may_reinject)
+    role_rules.check_inject(book, parent, op.child_agent_id, reinjection=False, grants_reinject=op.may_reinject)
     role = book.role_of(op.child_agent_id)
     if not role.domains:
         raise RoleRefused(f"agent {op.child_agent_id!r} lists no domains (agents.{op.child_agent_id}.domains)")

@@ -8,7 +8,6 @@ the state, stores the outcome and audits it (`share`, `team` rows; refusals are 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict

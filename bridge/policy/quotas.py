@@ -1,9 +1,10 @@
 """Storage quotas (seed 000 §7): how many memories, and how many bytes of content, a tenant and
-each of its users may hold. Configuration and the one check; never stores anything itself.
+each of its users may hold. Configuration; the counters and their atomic check are the state's
+(`UsageLedger`, with `check_quota` in `bridge/state/common.py`), so two writers cannot both pass.
 
 A quota is a pair of limits (memories, bytes), each optional. The deployment default applies to
 every tenant (the tenant as a whole) and to every user inside it (memories that user authored);
-a tenant may override either level. The counts live in the bridge state (`bridge/state/usage.py`:
+a tenant may override either level. The counts live in the bridge state (`bridge/state/protocols.py UsageLedger`:
 one counter row per tenant and per user, changed by a conditional UPDATE, so two writers or two
 replicas can never both take the last slot); `bridge.writes` reserves before any intent or put,
 and forget, reject, erasure and the expiry purge give the space back.
@@ -17,27 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from bridge.state.records import QuotaLimits, Usage
+
 __all__ = ["QuotaLimits", "QuotaConfig", "Usage", "content_bytes"]
-
-
-@dataclass(frozen=True)
-class QuotaLimits:
-    """At most `max_memories` memories and `max_bytes` content bytes (None: unlimited)."""
-
-    max_memories: int | None = None
-    max_bytes: int | None = None
-
-    @property
-    def limited(self) -> bool:
-        return self.max_memories is not None or self.max_bytes is not None
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a tenant or a user holds (or a write needs): memories and content bytes."""
-
-    memories: int = 0
-    bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,3 +44,5 @@ class QuotaConfig:
 
 def content_bytes(content: str) -> int:
     return len(content.encode("utf-8"))
+
+

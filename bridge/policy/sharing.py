@@ -22,7 +22,6 @@ pass them in.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from adapters.base import Status

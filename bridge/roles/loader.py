@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from bridge.errors import RoleFileError
 from bridge.roles.model import RoleFile
-from bridge.policy.roles import RoleBook
+from bridge.roles.book import RoleBook
 
 __all__ = ["load_roles", "parse_roles"]
 

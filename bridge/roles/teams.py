@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping, Union
 
 from bridge.errors import InvalidInput
-from bridge.policy.roles import RoleBook
+from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.errors import InvalidInput as IdentityInvalidInput
 from identity.ids import validate_id

@@ -1,12 +1,39 @@
-"""Logic every state store shares, written once: the SQL rows of shares and team membership and
-their grouping back into records. Pure functions of rows; no store is touched here."""
+"""Logic every state store shares, written once: the audit-action check, the walk up a manifest's
+re-injection chain, the SQL rows of shares and team membership and their grouping back into
+records. No store is touched here beyond the `get` a walk is given."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Mapping
+from typing import Awaitable, Callable, Iterable, Mapping
 
 from adapters.scopes import ScopeKey
+from bridge.errors import InvalidInput, QuotaExceeded
+from bridge.state.records import AUDIT_ACTIONS, InjectionManifest, QuotaLimits, Usage
+
+#: How far up a re-injection chain a walk goes: re-injection is one level deep today, and the bound
+#: turns a corrupt loop of parent ids into a short chain instead of a hang.
+MAX_CHAIN = 64
+
+
+def check_audit_action(action: str) -> None:
+    """Every store refuses an action the audit vocabulary does not know, before writing anything."""
+    if action not in AUDIT_ACTIONS:
+        raise InvalidInput(f"unknown audit action {action!r}")
+
+
+async def walk_chain(get: Callable[[str], Awaitable[InjectionManifest | None]], manifest: InjectionManifest) -> list[InjectionManifest]:
+    """The manifests `manifest` was re-injected from, nearest first, up to its root (a missing
+    parent ends the walk: what is gone authorises nothing)."""
+    out: list[InjectionManifest] = []
+    parent_id = manifest.parent_manifest_id
+    while parent_id is not None and len(out) < MAX_CHAIN:
+        parent = await get(parent_id)
+        if parent is None:
+            break
+        out.append(parent)
+        parent_id = parent.parent_manifest_id
+    return out
 
 
 def audience_rows(scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> list[tuple]:
@@ -33,3 +60,15 @@ def group_audience(rows: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]
 
 def membership_rows(tenant_id: str, membership: Mapping[str, frozenset[str]]) -> list[tuple[str, str, str]]:
     return [(tenant_id, team, agent) for team, agents in sorted(membership.items()) for agent in sorted(agents)]
+
+
+def check_quota(level: str, held: Usage, need: Usage, limits: QuotaLimits, tenant_id: str, user_id: str) -> None:
+    """Raise `QuotaExceeded` if `held + need` breaks `limits` (the message names the quota)."""
+    who = f"tenant {tenant_id}" if level == "tenant" else f"user {user_id} of tenant {tenant_id}"
+    for measure, have, want, cap in (("memories", held.memories, need.memories, limits.max_memories), ("bytes", held.bytes, need.bytes, limits.max_bytes)):
+        if cap is not None and have + want > cap:
+            raise QuotaExceeded(
+                f"storage quota exceeded: {who} holds {have} {measure} of {cap}; this write needs {want} more; nothing was written "
+                "(forget memories, let them expire, or ask the operator to raise the quota)",
+                level=level, measure=measure, used=have, requested=want, limit=cap,
+            )

@@ -3,6 +3,7 @@ process, none across processes — never for a deployment with several workers."
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import defaultdict
 import time
@@ -12,11 +13,12 @@ from typing import Any, Iterable, Sequence
 
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
-from bridge.errors import InvalidInput
 from bridge.vocabulary import EVERY_AGENT
-from bridge.state.protocols import WriteIntent
-from bridge.state.records import AUDIT_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
-from bridge.state.usage import MemoryUsage
+from bridge.state.common import check_quota
+from bridge.state.records import QuotaLimits, Usage
+from bridge.state.protocols import TENANT_ROW, WriteIntent
+from bridge.state.common import check_audit_action, walk_chain
+from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
 __all__ = ["MemoryState"]
@@ -34,8 +36,7 @@ class MemoryAuditLog:
         grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
         closes_intent: str | None = None, store_marker: StoreMarker | None = None,
     ) -> int:
-        if action not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {action!r}")
+        check_audit_action(action)
         if closes_intent is not None and self._intents.pop(closes_intent, None) is None:
             recovered = self._recovered_seq(closes_intent)  # open checks reconciled it first: one row
             if recovered is not None:
@@ -135,12 +136,7 @@ class MemoryManifests:
         return self._manifests.get(manifest_id)
 
     async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
-        out: list[InjectionManifest] = []
-        parent = manifest.parent_manifest_id
-        while parent is not None and parent in self._manifests and len(out) < 64:
-            out.append(self._manifests[parent])
-            parent = out[-1].parent_manifest_id
-        return out
+        return await walk_chain(self.get, manifest)
 
     async def revoke_tree(self, manifest_id: str, at: float) -> int:
         tree, frontier = set(), {manifest_id}
@@ -189,7 +185,7 @@ class MemoryState:
         self.audit = MemoryAuditLog()
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
-        self.usage = MemoryUsage()  # storage-quota counters (bridge/state/usage.py)
+        self.usage = MemoryUsage()  # storage-quota counters (UsageLedger, bridge/state/protocols.py)
         self.shares = MemoryShares()
         self.teams = MemoryTeams()
 
@@ -270,3 +266,29 @@ class MemoryTeams:
 
     async def has_teams(self, tenant_id: str) -> bool:
         return any(t == tenant_id for t, _ in self._members)
+
+
+class MemoryUsage:
+    """In-process counters (tests, the in-memory state); one asyncio lock makes reserve atomic."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], Usage] = {}
+        self._lock = asyncio.Lock()
+
+    async def reserve(self, tenant_id: str, user_id: str, need: Usage, tenant: QuotaLimits, user: QuotaLimits) -> None:
+        async with self._lock:
+            rows = ((TENANT_ROW, "tenant", tenant), (user_id, "user", user))
+            for uid, level, limits in rows:
+                check_quota(level, self._rows.get((tenant_id, uid), Usage()), need, limits, tenant_id, user_id)
+            for uid, _, _ in rows:
+                held = self._rows.get((tenant_id, uid), Usage())
+                self._rows[(tenant_id, uid)] = Usage(held.memories + need.memories, held.bytes + need.bytes)
+
+    async def release(self, tenant_id: str, user_id: str, freed: Usage) -> None:
+        async with self._lock:
+            for uid in (TENANT_ROW, user_id):
+                held = self._rows.get((tenant_id, uid), Usage())
+                self._rows[(tenant_id, uid)] = Usage(max(0, held.memories - freed.memories), max(0, held.bytes - freed.bytes))
+
+    async def usage(self, tenant_id: str, user_id: str = TENANT_ROW) -> Usage:
+        return self._rows.get((tenant_id, user_id), Usage())

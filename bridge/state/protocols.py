@@ -17,6 +17,22 @@ GrantRepository / ManifestRepository
 - loads return exactly what was stored; a revocation is visible to every reader at once;
   `revoke_tree` ends a manifest and every manifest derived from it in one transaction.
 
+UsageLedger (storage quotas: one counter row per tenant and per user)
+- one counter row per tenant and per user.
+
+  `reserve` checks and adds in ONE transaction (SQLite: BEGIN IMMEDIATE, one writer at a time
+  across processes; PostgreSQL: the two counter rows locked FOR UPDATE, tenant row first so two
+  writers never deadlock), so concurrent writers — on one machine or on several replicas of one
+  PostgreSQL — can never both take the last slot: a write either fits (and is counted) or raises
+  `QuotaExceeded` having changed nothing. `release` gives space back (never below zero).
+
+  The counters are the bridge's own record of what it stored while quotas were configured: a
+  memory written before, or removed behind the bridge's back, is not in them. A write whose
+  backend call failed retryably stays counted (it may have landed; fail closed) until the memory
+  is forgotten or expires. The tenant's own row uses user id "" (ids are never empty).
+
+  Never decides who may write; `bridge.writes` asks, with the limits `bridge.policy.quotas` resolved.
+
 ShareRepository / TeamRepository
 - a **share** says: memory `memory_id`, stored in an agent's own scope (`acme/agent/<author>/<user>`
   or a task scope), may also be read by these other agents of the same user (`"*"` = every agent
@@ -36,10 +52,11 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
+from bridge.state.records import QuotaLimits, Usage
 from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "ShareRepository", "TeamRepository", "BridgeState", "WriteIntent"]
+__all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "ShareRepository", "TeamRepository", "UsageLedger", "TENANT_ROW", "BridgeState", "WriteIntent"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +181,7 @@ class BridgeState(Protocol):
     manifests: ManifestRepository
     shares: ShareRepository  # visible_to beyond the owning agent (ShareRepository above)
     teams: TeamRepository  # team -> member agents
+    usage: UsageLedger  # storage-quota counters
 
     async def aclose(self) -> None: ...
 
@@ -208,3 +226,18 @@ class TeamRepository(Protocol):
         ...
 
     async def has_teams(self, tenant_id: str) -> bool: ...
+
+
+TENANT_ROW = ""
+
+
+@runtime_checkable
+class UsageLedger(Protocol):
+    async def reserve(self, tenant_id: str, user_id: str, need: Usage, tenant: QuotaLimits, user: QuotaLimits) -> None:
+        """Add `need` to the tenant's and the user's counters if both stay within their limits;
+        otherwise raise `QuotaExceeded` and change nothing."""
+        ...
+
+    async def release(self, tenant_id: str, user_id: str, freed: Usage) -> None: ...
+
+    async def usage(self, tenant_id: str, user_id: str = TENANT_ROW) -> Usage: ...

@@ -131,3 +131,23 @@ class Share:
     scope: ScopeKey
     memory_id: str
     audience: frozenset[str]
+
+
+@dataclass(frozen=True)
+class QuotaLimits:
+    """At most `max_memories` memories and `max_bytes` content bytes (None: unlimited)."""
+
+    max_memories: int | None = None
+    max_bytes: int | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.max_memories is not None or self.max_bytes is not None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a tenant or a user holds (or a write needs): memories and content bytes."""
+
+    memories: int = 0
+    bytes: int = 0

@@ -5,7 +5,7 @@ through the policy; `store` carries a plan to the backend so that nothing acknow
 and nothing stored goes unaudited:
 
 0. expiry (`expires_at` / `ttl_s`) is resolved against the bridge's clock, and the storage quota
-   is reserved (`reserve`, bridge/state/usage.py) — before any intent or put, so a write past a
+   is reserved (`reserve`, bridge/state/protocols.py UsageLedger) — before any intent or put, so a write past a
    quota raises `QuotaExceeded` with nothing written; a batch (capture) reserves as one;
 1. a write intent is recorded durably (bridge state) before the backend sees the write;
 2. `backend.put` with an idempotency key namespaced by the writer (retries never duplicate);
@@ -128,7 +128,7 @@ async def reserve(rt: BridgeRuntime, identity: MemoryIdentity, plans: list[Write
     tenant_id, user_id = quota_owner(identity, plans[0])
     need = Usage(len(plans), sum(content_bytes(p.memory.content) for p in plans))
     tenant, user = rt.quotas.limits_for(tenant_id)
-    await rt.state.usage.reserve(tenant_id, user_id, need, tenant, user)  # type: ignore[attr-defined]
+    await rt.state.usage.reserve(tenant_id, user_id, need, tenant, user)
 
 
 async def release_memories(rt: BridgeRuntime, memories: list[StoredMemory]) -> None:
@@ -157,16 +157,16 @@ async def reserve_bytes(rt: BridgeRuntime, memory: StoredMemory, delta: int) -> 
         return
     if delta > 0:
         tenant_limits, user_limits = rt.quotas.limits_for(tenant)
-        await rt.state.usage.reserve(tenant, user, Usage(0, delta), tenant_limits, user_limits)  # type: ignore[attr-defined]
+        await rt.state.usage.reserve(tenant, user, Usage(0, delta), tenant_limits, user_limits)
     else:
-        await rt.state.usage.release(tenant, user, Usage(0, -delta))  # type: ignore[attr-defined]
+        await rt.state.usage.release(tenant, user, Usage(0, -delta))
 
 
 async def release(rt: BridgeRuntime, tenant_id: str | None, user_id: str, contents: list[str]) -> None:
     """Give back the space of removed (or never stored) memories."""
     if not rt.quotas.enabled or not contents or tenant_id is None:
         return
-    await rt.state.usage.release(tenant_id, user_id, Usage(len(contents), sum(content_bytes(c) for c in contents)))  # type: ignore[attr-defined]
+    await rt.state.usage.release(tenant_id, user_id, Usage(len(contents), sum(content_bytes(c) for c in contents)))
 
 
 def backend_key(identity: MemoryIdentity, scope: ScopeKey, caller_key: str | None, material: str) -> str:

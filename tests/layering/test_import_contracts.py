@@ -53,7 +53,8 @@ def _miniature(tmp_path: Path) -> Path:
         (project / package / "__init__.py").write_text("")
     (project / "benchmarks").mkdir()  # a directory of scripts, like the real one (no __init__)
     (project / "benchmarks" / "bench.py").write_text("import bridge\n")
-    for module in ("policy", "settings", "facade", "cli"):
+    for module in ("policy/__init__", "assembly/__init__", "assembly/settings", "facade", "doors/__init__", "doors/cli"):
+        (project / "bridge" / f"{module}.py").parent.mkdir(parents=True, exist_ok=True)
         (project / "bridge" / f"{module}.py").write_text("")
     for module in ("base", "harness", "cli", "kit"):
         for package in ("adapters", "contract_tests", "tests"):

@@ -1,4 +1,4 @@
-"""Storage-quota counters on the shared PostgreSQL state (bridge/state/usage.py): two replicas
+"""Storage-quota counters on the shared PostgreSQL state (UsageLedger, bridge/state/protocols.py): two replicas
 reserving at once never take more than the quota; a refusal changes nothing; release floors at 0."""
 
 from __future__ import annotations

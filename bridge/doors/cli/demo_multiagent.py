@@ -23,14 +23,14 @@ from bridge.facade import MemoryBridge
 from bridge.doors.cli import scenario as sc
 from bridge.results import FederatedManifest
 from bridge.roles.loader import load_roles
-from bridge.policy.roles import RoleBook
+from bridge.roles.book import RoleBook
 from identity.model import MemoryIdentity
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import ApiKey
 
 __all__ = ["run_multiagent_demo", "PHASE7_ROLES"]
 
-PHASE7_ROLES = Path(__file__).resolve().parents[1] / "examples" / "roles" / "phase7.toml"
+PHASE7_ROLES = Path(__file__).resolve().parents[3] / "examples" / "roles" / "phase7.toml"
 COORDINATOR_SCOPE = "acme/agent/coordinator/li"  # where the federated memory lives (scenario.py)
 
 

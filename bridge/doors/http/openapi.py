@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["spec", "render", "DEFAULT_PATH"]
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+DEFAULT_PATH = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 
 
 def spec() -> dict[str, Any]:

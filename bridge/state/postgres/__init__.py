@@ -32,11 +32,12 @@ import psycopg
 
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
-from bridge.errors import ConfigurationError, InvalidInput
+from bridge.errors import ConfigurationError
 from bridge.state.protocols import WriteIntent
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
-from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
-from bridge.state.usage import PG_USAGE_MIGRATIONS, PgUsage
+from bridge.state.common import check_audit_action, walk_chain
+from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.postgres.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
 from identity.state_postgres import (
     DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
@@ -154,8 +155,7 @@ class PgAuditLog:
         grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
         closes_intent: str | None = None, store_marker: StoreMarker | None = None,
     ) -> int:
-        if action not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {action!r}")
+        check_audit_action(action)
         lazy = not self.fsync_reads and action in READ_ACTIONS and closes_intent is None
         row = (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
@@ -315,15 +315,7 @@ class PgManifests:
         return await self.pool.run(run, "manifest store")
 
     async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
-        out: list[InjectionManifest] = []
-        parent_id = manifest.parent_manifest_id
-        while parent_id is not None and len(out) < 64:  # 64 bounds a corrupt loop
-            parent = await self.get(parent_id)
-            if parent is None:
-                break
-            out.append(parent)
-            parent_id = parent.parent_manifest_id
-        return out
+        return await walk_chain(self.get, manifest)
 
     async def revoke_tree(self, manifest_id: str, at: float) -> int:
         return await self._count(

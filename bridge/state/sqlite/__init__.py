@@ -21,12 +21,13 @@ from typing import Any, Iterable, Sequence
 
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
-from bridge.errors import InvalidInput
+
 from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
-from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
-from bridge.state.usage import SqliteUsage
+from bridge.state.common import check_audit_action, walk_chain
+from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.sqlite.usage import SqliteUsage
 from identity.model import MemoryIdentity
 from identity.migrations import apply_migrations
 
@@ -131,8 +132,7 @@ class SqliteAuditLog:
         closes_intent: str | None = None,
         store_marker: StoreMarker | None = None,
     ) -> int:
-        if action not in AUDIT_ACTIONS:
-            raise InvalidInput(f"unknown audit action {action!r}")
+        check_audit_action(action)
         fsync = self.fsync_reads or action not in READ_ACTIONS or closes_intent is not None
         row = (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
@@ -303,15 +303,7 @@ class SqliteManifests:
         )
 
     async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
-        out: list[InjectionManifest] = []
-        parent_id = manifest.parent_manifest_id
-        while parent_id is not None and len(out) < 64:  # re-injection depth is 1 today; 64 bounds a corrupt loop
-            parent = await self.get(parent_id)
-            if parent is None:
-                break
-            out.append(parent)
-            parent_id = parent.parent_manifest_id
-        return out
+        return await walk_chain(self.get, manifest)
 
     async def revoke_tree(self, manifest_id: str, at: float) -> int:
         with self.db.transaction() as conn:
@@ -376,7 +368,7 @@ class SqliteState:
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
-        self.usage = SqliteUsage(self.db)  # storage-quota counters (bridge/state/usage.py)
+        self.usage = SqliteUsage(self.db)  # storage-quota counters (UsageLedger, bridge/state/protocols.py)
         self.shares = SqliteShares(self.db)
         self.teams = SqliteTeams(self.db)
 
