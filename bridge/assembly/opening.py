@@ -3,113 +3,109 @@
     open_local(home)        the embedded default: store, bridge state, sessions under one home;
                             the store must be the one the state is bound to (bridge/writes/recovery.py)
     with_backend(b, home)   any backend with the bridge's own state in `home`
-    from_settings()         what `VIKING_BRIDGE_*` describes: the local store, or shared state and
-                            memories on PostgreSQL for several replicas (`VIKING_BRIDGE_STATE_URL`)
+    from_settings()         what `VIKING_BRIDGE_*` describes: the backend the registry
+                            (bridge/assembly/backends.py) names, with the bridge state under HOME,
+                            or shared by several replicas on PostgreSQL (`VIKING_BRIDGE_STATE_URL`)
+    open_state(settings)    just the bridge state the settings describe (migrate, the contract suite)
 
 Every `VIKING_BRIDGE_*` setting applies unless a keyword argument gives it explicitly. The
-functions take the class so subclasses of `MemoryBridge` build themselves.
+functions take the class so subclasses of `MemoryBridge` build themselves; the class is handed
+in rather than imported, so this module never imports the facade.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from adapters.base import MemoryBackend
-from bridge.errors import ConfigurationError, CorruptStorage
+from bridge.assembly.backends import OpenRequest, backend_entry
 from bridge.assembly.settings import BridgeSettings, load_bridge_settings
-from bridge.state.sqlite import SqliteState
-from identity.sessions import SqliteSessionRegistry
+from bridge.errors import ConfigurationError
+from bridge.state.protocols import BridgeState
+from identity.sessions import SessionBinder, SessionRegistry, SqliteSessionRegistry
 
-if TYPE_CHECKING:
-    from bridge.facade import MemoryBridge
-
-__all__ = ["open_local", "with_backend", "from_settings"]
+__all__ = ["open_local", "with_backend", "from_settings", "open_state", "BridgeClass"]
 
 
-def _defaults() -> dict[str, Any]:
-    return load_bridge_settings().runtime_options()
+class BridgeClass(Protocol):
+    """What the openers build: `MemoryBridge` or a subclass (called with its parts)."""
+
+    def __call__(self, backend: MemoryBackend, state: BridgeState | None = None, *, sessions: SessionRegistry | None = None, **options: Any) -> Any: ...
 
 
-def open_local(cls: type[MemoryBridge], home: str | Path, **kwargs: Any) -> MemoryBridge:
+def open_state(settings: BridgeSettings, *, fsync_reads: bool = False) -> BridgeState:
+    """The bridge's own state: SQLite under HOME, or PostgreSQL shared by every replica."""
+    if settings.state_url is None:
+        from bridge.state.sqlite import SqliteState
+
+        return SqliteState(Path(settings.home) / "bridge.sqlite3", fsync_reads=fsync_reads)
+    try:
+        from bridge.state.postgres import open_postgres_state
+    except ImportError as exc:
+        raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
+    migrate = settings.state_migrate_url
+    return open_postgres_state(
+        settings.state_url.get_secret_value(), migrate_url=None if migrate is None else migrate.get_secret_value(),
+        schema=settings.state_schema, fsync_reads=fsync_reads, intent_grace_s=settings.state_intent_grace_s,
+    )
+
+
+def _sessions(settings: BridgeSettings, state: BridgeState) -> SessionRegistry:
+    repository = getattr(state, "session_repository", None)
+    if settings.state_url is not None and repository is not None:
+        return SessionBinder(repository())
+    return SqliteSessionRegistry(Path(settings.home) / "sessions.sqlite3")
+
+
+def from_settings(cls: BridgeClass, settings: BridgeSettings | None = None, **kwargs: Any) -> Any:
+    """The bridge the settings describe: the backend `VIKING_BRIDGE_BACKEND` names in the
+    registry, paired with the bridge state under HOME or on PostgreSQL."""
+    settings = settings or load_bridge_settings()
+    entry = backend_entry(settings.backend)
+    if settings.state_url is not None and not entry.shareable:
+        raise ConfigurationError(
+            f"VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND={entry.name} is one machine's store: "
+            "set VIKING_BRIDGE_BACKEND=postgres (memories on PostgreSQL too), or another shared backend"
+        )
+    if entry.name == "postgres" and settings.state_url is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_STATE_URL (the bridge's state lives there too)")
+    options = {**settings.runtime_options(), **kwargs}
+    state = options.pop("state", None) or open_state(settings, fsync_reads=options.pop("audit_fsync_reads", False))
+    options.pop("audit_fsync_reads", None)
+    request = OpenRequest(
+        settings, state, embedder=options.pop("embedder", None), quarantined=options.setdefault("quarantined", []),
+        reinitialise=bool(options.get("reinitialise")),
+    )
+    try:
+        backend = entry.open(request)
+        sessions = options.pop("sessions", None) or _sessions(settings, state)
+    except BaseException:
+        state.close()
+        raise
+    return cls(backend, state, sessions=sessions, **options)
+
+
+def open_local(cls: BridgeClass, home: str | Path, **kwargs: Any) -> Any:
     """The embedded default: store, bridge state and session bindings under one directory.
 
     The store must be the one the bridge state is bound to (bridge/writes/recovery.py): a missing,
     emptied or replaced store raises `CorruptStorage` here, before anything is written."""
-    from adapters.local import LocalBackend
+    settings = load_bridge_settings().model_copy(update={"home": Path(home), "backend": "local", "state_url": None})
+    return from_settings(cls, settings, **kwargs)
 
-    home = Path(home)
-    options = {**_defaults(), **kwargs}
-    state = SqliteState(home / "bridge.sqlite3", fsync_reads=options.pop("audit_fsync_reads", False))
-    bound = None if options.get("reinitialise") else state.bound_store_id()
-    quarantined: list[Any] = options.setdefault("quarantined", [])
-    try:
-        backend = LocalBackend(
-            home / "store", embedder=options.pop("embedder", None) or load_bridge_settings().make_embedder(), expect_existing=bound is not None, expected_store_id=bound,
-            on_quarantine=quarantined.append,
-        )
-    except CorruptStorage as exc:
-        state.close()
-        raise CorruptStorage(
-            f"{exc}; the bridge state {state.path} is bound to store {bound}: restore that store, "
-            "or re-initialise explicitly (--reinitialise)", path=exc.path,
-        ) from None
-    except BaseException:
-        state.close()
-        raise
-    return _assemble(cls, backend, home, {**options, "state": state})
 
-def with_backend(cls: type[MemoryBridge], backend: MemoryBackend, home: str | Path, **kwargs: Any) -> MemoryBridge:
+def with_backend(cls: BridgeClass, backend: MemoryBackend, home: str | Path, **kwargs: Any) -> Any:
     """Any backend, with the bridge's own state (audit, grants, manifests, sessions) in
     `home`; every `VIKING_BRIDGE_*` setting applies unless given here explicitly."""
-    return _assemble(cls, backend, Path(home), {**_defaults(), **kwargs})
-
-def _assemble(cls: type[MemoryBridge], backend: MemoryBackend, home: Path, options: dict[str, Any]) -> MemoryBridge:
-    sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
-    fsync_reads = options.pop("audit_fsync_reads", False)
-    state = options.pop("state", None) or SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
-    return cls(backend, state, sessions=sessions, **options)
-
-def from_settings(cls: type[MemoryBridge], settings: BridgeSettings | None = None, **kwargs: Any) -> MemoryBridge:
-    """The bridge the settings describe: the local store under `settings.home`, or with
-    `VIKING_BRIDGE_STATE_URL` shared state and memories on PostgreSQL."""
-    settings = settings or load_bridge_settings()
+    settings = load_bridge_settings()
     options = {**settings.runtime_options(), **kwargs}
-    if settings.state_url is None and settings.backend == "local":
-        options.setdefault("embedder", settings.make_embedder())  # these settings', not the environment's
-        return open_local(cls, settings.home, **options)
-    return _open_postgres(cls, settings, options)
+    home = Path(home)
+    fsync_reads = options.pop("audit_fsync_reads", False)
+    sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
+    state = options.pop("state", None)
+    if state is None:
+        from bridge.state.sqlite import SqliteState
 
-def _open_postgres(cls: type[MemoryBridge], settings: BridgeSettings, options: dict[str, Any]) -> MemoryBridge:
-    """Shared state (and optionally memories) on PostgreSQL: what several replicas open."""
-    secret = lambda v: None if v is None else v.get_secret_value()  # noqa: E731
-    state_url = secret(settings.state_url)
-    if state_url is None:
-        raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_STATE_URL (the bridge's state lives there too)")
-    if settings.backend == "local":
-        raise ConfigurationError(
-            "VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND=local is one machine's store: "
-            "set VIKING_BRIDGE_BACKEND=postgres (memories on PostgreSQL too)"
-        )
-    try:
-        from adapters.postgres import PostgresBackend
-        from bridge.state.postgres import open_postgres_state
-    except ImportError as exc:
-        raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
-    from identity.sessions import SessionBinder
-
-    migrate_url = secret(settings.state_migrate_url)
-    state = open_postgres_state(
-        state_url, migrate_url=migrate_url, schema=settings.state_schema,
-        fsync_reads=options.pop("audit_fsync_reads", False), intent_grace_s=settings.state_intent_grace_s,
-    )
-    try:
-        backend = PostgresBackend(
-            secret(settings.memory_url) or state_url, migrate_url=migrate_url, schema=settings.state_schema,
-            embedder=options.pop("embedder", None) or settings.make_embedder(),
-        )
-        backend.open_sync()
-    except BaseException:
-        state.close()
-        raise
-    return cls(backend, state, sessions=SessionBinder(state.session_repository()), **options)
+        state = SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
+    return cls(backend, state, sessions=sessions, **options)

@@ -25,7 +25,13 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_MIGRATE_URL     unset    the schema owner's URL for migrations (default: STATE_URL)
     VIKING_BRIDGE_STATE_SCHEMA          viking_bridge
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
-    VIKING_BRIDGE_BACKEND               local    local | postgres (postgres needs STATE_URL or MEMORY_URL)
+    VIKING_BRIDGE_BACKEND               local    a name in the backend registry (bridge/assembly/backends.py):
+                                                 local | postgres (needs STATE_URL or MEMORY_URL) | openviking
+    VIKING_BRIDGE_OPENVIKING__URL / __ROOT_API_KEY / __MODE (api_key | trusted) / __KEY_STORE /
+        __KEY_STORE_SECRET / __NAMESPACE (vb) / __TIMEOUT_S (30)   the OpenViking server the bridge fronts;
+                                                 in api_key mode the per-user keys it provisions are kept in
+                                                 KEY_STORE (default HOME/openviking-keys.json, Fernet-encrypted
+                                                 with KEY_STORE_SECRET when given)
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
     VIKING_BRIDGE_EMBEDDER              auto     auto | hashing | semantic | hybrid | openai. auto: a local
                                                  store keeps the embedder it recorded, a new one gets the
@@ -81,8 +87,22 @@ class QuotaOverride(BaseModel):
     user_max_bytes: int | None = Field(None, ge=0)
 
 
+class OpenVikingSettings(BaseModel):
+    """The OpenViking server behind the bridge (`VIKING_BRIDGE_OPENVIKING__*`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(None, pattern=r"^https?://")
+    root_api_key: SecretStr | None = None
+    mode: Literal["api_key", "trusted"] = "api_key"
+    key_store: Path | None = None
+    key_store_secret: SecretStr | None = None
+    namespace: str = Field("vb", pattern=r"^[a-z][a-z0-9]{0,15}$")
+    timeout_s: float = Field(30.0, gt=0.0, le=600.0)
+
+
 class BridgeSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_", env_nested_delimiter="__", extra="ignore", frozen=True)
 
     home: Path = Field(default_factory=default_home)
     config_file: Path | None = None  # a TOML file with any of these settings
@@ -102,7 +122,8 @@ class BridgeSettings(BaseSettings):
     state_migrate_url: SecretStr | None = None
     state_schema: str = Field("viking_bridge", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
-    backend: Literal["local", "postgres"] = "local"
+    backend: str = Field("local", pattern=r"^[a-z][a-z0-9_-]{0,31}$")  # a name in bridge/assembly/backends.py
+    openviking: OpenVikingSettings = Field(default_factory=OpenVikingSettings)
     memory_url: SecretStr | None = None
     embedder: Literal["auto", "hashing", "semantic", "hybrid", "openai"] = "auto"
     embedder_url: str | None = Field(None, pattern=r"^https?://")

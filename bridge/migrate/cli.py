@@ -89,7 +89,7 @@ async def _run(args: argparse.Namespace) -> int:
     progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
     audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
     try:
-        async with open_endpoint(args.source) as source, open_endpoint(args.target) as target:
+        async with open_endpoint(args.source, source=True) as source, open_endpoint(args.target) as target:
             if args.verify_only:
                 checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global))
                 from bridge.migrate.copy import CopyReport

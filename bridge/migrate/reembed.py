@@ -86,7 +86,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     if not args.tenant:
         raise InvalidInput("--into copies named tenants: give --tenant T (repeat for several)")
-    async with open_endpoint(f"local:{home}") as source, open_endpoint(f"local:{args.into}", embedder=embedder) as target:
+    async with open_endpoint(f"local:{home}", source=True) as source, open_endpoint(f"local:{args.into}", embedder=embedder) as target:
         report = await migrate(source, target, args.tenant, progress=LineProgress(sys.stderr), operator="re-embed")
     print(f"copied {report.copied.copied} memories into {args.into} with {embedder.signature}; verified: {report.ok}")
     return 0 if report.ok else 1

@@ -189,6 +189,10 @@ class MemoryState:
         self.shares = MemoryShares()
         self.teams = MemoryTeams()
 
+    def bound_store_id(self) -> str | None:
+        marker = self.audit._marker
+        return None if marker is None else marker.store_id
+
     def close(self) -> None:
         pass
 

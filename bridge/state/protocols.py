@@ -183,6 +183,11 @@ class BridgeState(Protocol):
     teams: TeamRepository  # team -> member agents
     usage: UsageLedger  # storage-quota counters
 
+    def bound_store_id(self) -> str | None:
+        """The memory store this state's audit log describes (None: not bound yet), read
+        synchronously, since opening a store needs it before any event loop runs."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

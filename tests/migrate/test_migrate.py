@@ -35,7 +35,7 @@ async def _seeded(home: Path):  # type: ignore[no-untyped-def]
 
 async def test_local_to_local_copies_every_scope_and_each_identity_sees_exactly_what_it_saw(tmp_path: Path) -> None:
     population, before = await _seeded(tmp_path / "old")
-    async with open_endpoint(f"local:{tmp_path / 'old'}") as source, open_endpoint(f"local:{tmp_path / 'new'}") as target:
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(f"local:{tmp_path / 'new'}") as target:
         report = await migrate(source, target, TENANTS)
         assert report.ok, report.to_dict()["problems"]
         assert report.copied.copied == sum(t.source for t in report.copied.scopes.values()) >= 20
@@ -65,7 +65,7 @@ def _where(report, memory_id: str):  # type: ignore[no-untyped-def]
 
 async def test_verification_finds_a_missing_and_an_altered_copy(tmp_path: Path) -> None:
     await _seeded(tmp_path / "old")
-    async with open_endpoint(f"local:{tmp_path / 'old'}") as source, open_endpoint(f"local:{tmp_path / 'new'}") as target:
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(f"local:{tmp_path / 'new'}") as target:
         report = await migrate(source, target, TENANTS)
         from adapters.base import MemoryPatch
 
@@ -81,7 +81,7 @@ async def test_verification_finds_a_missing_and_an_altered_copy(tmp_path: Path) 
 
 async def test_a_migration_into_itself_is_refused(tmp_path: Path) -> None:
     await _seeded(tmp_path / "old")
-    async with open_endpoint(f"local:{tmp_path / 'old'}") as source:
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source:
         with pytest.raises(ConfigurationError):
             await migrate(source, source, TENANTS)
 
@@ -96,7 +96,7 @@ async def test_an_unknown_endpoint_is_a_configuration_error(spec: str) -> None:
 async def test_local_to_postgres_keeps_every_view(tmp_path: Path, pg_db: TestDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     population, before = await _seeded(tmp_path / "old")
     monkeypatch.setenv("VIKING_BRIDGE_STATE_MIGRATE_URL", pg_db.owner_url)
-    async with open_endpoint(f"local:{tmp_path / 'old'}") as source, open_endpoint(f"postgres:{pg_db.app_url}") as target:
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(f"postgres:{pg_db.app_url}") as target:
         report = await migrate(source, target, TENANTS)
         assert report.ok, report.to_dict()["problems"]
         assert (await migrate(source, target, TENANTS)).copied.copied == 0

@@ -24,15 +24,15 @@ async def test_local_to_openviking_keeps_every_view_and_reruns_write_nothing(tmp
         pytest.skip(f"no OpenViking server for this test: {reason}")
     url, root = shared_server("api_key")
     namespace = "mg" + uuid.uuid4().hex[:10]
-    for name, value in (("ROOT_KEY", root), ("KEY_FILE", str(tmp_path / "keys.json")), ("NAMESPACE", namespace)):
-        monkeypatch.setenv(f"VIKING_BRIDGE_OPENVIKING_{name}", value)
+    for name, value in (("ROOT_API_KEY", root), ("KEY_STORE", str(tmp_path / "keys.json")), ("NAMESPACE", namespace)):
+        monkeypatch.setenv(f"VIKING_BRIDGE_OPENVIKING__{name}", value)
     source_bridge = MemoryBridge.open_local(tmp_path / "old")
     try:
         population = await seed(source_bridge)
         before = await views(source_bridge, population)
     finally:
         await source_bridge.aclose()
-    async with open_endpoint(f"local:{tmp_path / 'old'}") as source, open_endpoint(f"openviking:{url}") as target:
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(f"openviking:{url}") as target:
         report = await migrate(source, target, ("acme", "globex"), audit_state=source.state)
         assert report.ok, report.to_dict()["problems"]
         assert report.copied.copied >= 20

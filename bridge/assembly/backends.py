@@ -1,0 +1,156 @@
+"""The one registry of backends: name -> how its settings read -> how it is opened.
+
+Every door asks this registry and nothing else — `open_bridge` and `MemoryBridge.from_settings`,
+`viking-bridge serve`, `viking-bridge mcp`, the CLI, `migrate` (whose `KIND:WHERE` specs name an
+entry) and the contract suite — so a backend is selectable everywhere or nowhere. Adding one is
+its adapter folder (`adapters/<name>/`), its settings model in `bridge/assembly/settings.py` and
+one `BackendEntry` below.
+
+An opener gets the validated settings and the bridge state the backend is paired with, and
+returns an open `MemoryBackend`. It never decides who may see what: the bridge above it does.
+A backend it cannot open is a `ConfigurationError` naming the setting, raised at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from adapters.base import MemoryBackend
+from bridge.assembly.settings import BridgeSettings
+from bridge.errors import ConfigurationError, CorruptStorage
+from bridge.state.protocols import BridgeState
+
+__all__ = ["BackendEntry", "OpenRequest", "REGISTRY", "backend_entry", "backend_names", "register_backend"]
+
+
+@dataclass
+class OpenRequest:
+    """What an opener gets: the settings, the paired bridge state, and the bridge's own knobs."""
+
+    settings: BridgeSettings
+    state: BridgeState
+    embedder: Any = None
+    #: where the backend reports records it took out of service (audited by the bridge)
+    quarantined: list[Any] = field(default_factory=list)
+    #: `--reinitialise`: bind a store that no longer matches its audit log (an explicit act only)
+    reinitialise: bool = False
+    #: a migration's source: the store must already exist (a mistyped path is an error, never a new store)
+    must_exist: bool = False
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One backend kind. `spec_settings` turns the WHERE of a `KIND:WHERE` migrate spec into the
+    settings it stands for, as raw values validated like the environment's (secrets never appear
+    in a spec: they come from the settings)."""
+
+    name: str
+    summary: str
+    spec_usage: str
+    open: Callable[[OpenRequest], MemoryBackend]
+    spec_settings: Callable[[str, BridgeSettings], dict[str, Any]]
+    #: whether its memories may live beside shared PostgreSQL state (several replicas)
+    shareable: bool = True
+
+
+def _secret(value: Any) -> str | None:
+    return None if value is None else value.get_secret_value()
+
+
+# --- local: numpy + SQLite under one home -------------------------------------------------------
+
+def _open_local(req: OpenRequest) -> MemoryBackend:
+    from adapters.local import LocalBackend
+
+    store = Path(req.settings.home) / "store"
+    if req.must_exist and not store.is_dir():
+        raise ConfigurationError(f"no local store at {store} (is the path right?)")
+    bound = None if req.reinitialise else req.state.bound_store_id()
+    try:
+        return LocalBackend(
+            store, embedder=req.embedder or req.settings.make_embedder(), expect_existing=bound is not None or req.must_exist,
+            expected_store_id=bound, on_quarantine=req.quarantined.append,
+        )
+    except CorruptStorage as exc:
+        raise CorruptStorage(
+            f"{exc}; the bridge state {getattr(req.state, 'path', '')} is bound to store {bound}: restore that store, "
+            "or re-initialise explicitly (--reinitialise)",
+            path=exc.path,
+        ) from None
+
+
+def _local_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    return {"home": Path(where), "backend": "local", "state_url": None}
+
+
+# --- postgres: memories (with row-level security) on PostgreSQL ---------------------------------
+
+def _open_postgres(req: OpenRequest) -> MemoryBackend:
+    try:
+        from adapters.postgres import PostgresBackend
+    except ImportError as exc:
+        raise ConfigurationError(f"PostgreSQL needs its driver: pip install 'viking-bridge[postgres]' ({exc})") from None
+    s = req.settings
+    url = _secret(s.memory_url) or _secret(s.state_url)
+    if url is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_MEMORY_URL or VIKING_BRIDGE_STATE_URL")
+    backend = PostgresBackend(
+        url, migrate_url=_secret(s.state_migrate_url), schema=s.state_schema, embedder=req.embedder or s.make_embedder(),
+    )
+    backend.open_sync()
+    return backend
+
+
+def _postgres_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    return {"backend": "postgres", "state_url": where, "memory_url": where}
+
+
+# --- openviking: an OpenViking server ------------------------------------------------------------
+
+def _open_openviking(req: OpenRequest) -> MemoryBackend:
+    from adapters.openviking import OpenVikingBackend
+
+    ov = req.settings.openviking
+    if ov.url is None or ov.root_api_key is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=openviking needs VIKING_BRIDGE_OPENVIKING__URL and VIKING_BRIDGE_OPENVIKING__ROOT_API_KEY")
+    key_store = ov.key_store or Path(req.settings.home) / "openviking-keys.json"
+    if ov.mode == "api_key":
+        key_store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return OpenVikingBackend.connect(
+        ov.url, ov.root_api_key.get_secret_value(), mode=ov.mode,
+        key_store_path=str(key_store) if ov.mode == "api_key" else None,
+        key_store_encryption_key=_secret(ov.key_store_secret), namespace=ov.namespace, timeout=ov.timeout_s,
+    )
+
+
+def _openviking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    return {"backend": "openviking", "openviking": {**settings.openviking.model_dump(), "url": where}}
+
+
+REGISTRY: dict[str, BackendEntry] = {}
+
+
+def register_backend(entry: BackendEntry) -> None:
+    """Add a backend kind (the built-ins below; a deployment may add its own at start-up)."""
+    if entry.name in REGISTRY:
+        raise ConfigurationError(f"backend {entry.name!r} is registered already")
+    REGISTRY[entry.name] = entry
+
+
+register_backend(BackendEntry("local", "the embedded store (numpy + SQLite) under VIKING_BRIDGE_HOME", "local:DIR", _open_local, _local_spec, shareable=False))
+register_backend(BackendEntry("postgres", "memories on PostgreSQL (row-level security), shared by replicas", "postgres:URL", _open_postgres, _postgres_spec))
+register_backend(BackendEntry("openviking", "an OpenViking server (api_key or trusted mode)", "openviking:URL", _open_openviking, _openviking_spec))
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def backend_entry(name: str) -> BackendEntry:
+    """The entry for `name`, or a `ConfigurationError` listing what exists (never a default)."""
+    entry = REGISTRY.get(name)
+    if entry is None:
+        raise ConfigurationError(f"VIKING_BRIDGE_BACKEND={name!r}: unknown backend; expected one of {', '.join(REGISTRY)}")
+    return entry
