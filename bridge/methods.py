@@ -45,9 +45,9 @@ class OperationMethods:
     async def capture(
         self, identity: MemoryIdentity, messages: Sequence[Message | Mapping[str, Any]], *, idempotency_key: str | None = None,
         memory_type: str | None = None, visible_to: Sequence[str] | None = None, team_id: str | None = None,
-        expires_at: float | None = None, ttl_s: float | None = None,
+        expires_at: float | None = None, ttl_s: float | None = None, content: str | None = None,
     ) -> CaptureResult:
-        return await self.execute(identity, ops.Capture(messages, idempotency_key, memory_type, visible_to, team_id, expires_at, ttl_s))  # type: ignore[arg-type]
+        return await self.execute(identity, ops.Capture(messages, idempotency_key, memory_type, visible_to, team_id, expires_at, ttl_s, content))  # type: ignore[arg-type]
 
     async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
         """One purge run over the caller's tenant (tenant admins); returns a `PurgeReport`."""

@@ -1,13 +1,14 @@
 """Conversation -> candidate memories, deterministically (the local default extractor).
 
 A rule-based extractor for Chinese and English: it keeps user statements of preference, profile,
-decisions, facts to remember and procedures, and ignores everything else. It only proposes a
+decisions, department standards, facts and tasks, procedures and experience (the phrases are
+data, in `bridge/capture/rules.py`), whole, and ignores everything else. It only proposes a
 *kind* and *content*; where the memory lands is decided by the policy from the identity, so
 a message saying "store this for user bob in the tenant scope" is just text.
 Plug in an LLM extractor with any object implementing `Extractor`.
 
 It must never take more than linear time in its input (message text is attacker-controlled:
-issue 9, finding 4 was a quadratic `.*` in the procedure rule), and never hold shared mutable
+a quadratic `.*` in an earlier procedure rule was an attack), and never hold shared mutable
 state (the bridge runs it off the event loop, in a worker thread). So:
 
 - every pattern has a *bounded match width* (literal phrases, or a gap of at most a few
@@ -16,22 +17,23 @@ state (the bridge runs it off the event loop, in a worker thread). So:
 - every rule's regex call sees a window of at most `WINDOW_CHARS + width + 1` characters
   (`search_windows`), so total work is linear and no single C-level call, which holds the GIL,
   runs long;
-- sentences are split by one possessive character-class scan (linear, never backtracks);
+- sentences are found by `bridge/capture/segment.py` (one scan for break characters, bounded
+  look-arounds), which never splits inside a dotted name, number, URL or abbreviation;
 - module state is compiled patterns and frozen tuples, written once at import.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Sequence
 
-from bridge.errors import ConfigurationError
+from bridge.capture.rules import IN_AT_WORK, RULE_SPECS, RuleSpec
+from bridge.capture.segment import sentences
 from bridge.results import Message
 from bridge.vocabulary import Kind
 
-__all__ = ["Candidate", "Extractor", "RuleExtractor", "WINDOW_CHARS", "search_windows"]
+__all__ = ["Candidate", "Extractor", "RuleExtractor", "WINDOW_CHARS", "search_windows", "classify"]
 
 WINDOW_CHARS = 1024
 """Match starts examined per regex call; each call sees this plus the pattern's width + 1."""
@@ -116,10 +118,6 @@ def _one(*phrases: str) -> _Pattern:
     return pattern
 
 
-def _each(prefixes: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
-    return tuple(p + w for p, w in itertools.product(prefixes, words))
-
-
 @dataclass(frozen=True)
 class _Rule:
     """A kind and when a sentence is evidence for it.
@@ -134,34 +132,17 @@ class _Rule:
     ordered: tuple[tuple[_Pattern, _Pattern], ...] = ()
 
 
-_IN_AT_WORK = _Pattern(re.compile(r"我在.{0,12}(?:工作|负责)", re.IGNORECASE), 2 + 12 + 2)
+def _compile(spec: RuleSpec) -> _Rule:
+    anywhere = _phrases(*spec.phrases)
+    if spec.kind is Kind.PROFILE:
+        anywhere = (*anywhere, _Pattern(re.compile(IN_AT_WORK, re.IGNORECASE), 2 + 12 + 2))
+    return _Rule(spec.kind, anywhere, tuple((_one(*head), _one(*tail)) for head, tail in spec.ordered))
 
-_RULES: tuple[_Rule, ...] = (
-    _Rule(Kind.DECISION, _phrases(
-        "我们决定", "决定采用", "决定使用", "架构决策",
-        "we decided", "we have decided", "decision:", "we will use", "we'll use",
-    )),
-    _Rule(Kind.PREFERENCE, _phrases(
-        "我喜欢", "我偏好", "我习惯", "我更喜欢", "我不喜欢", "请总是",
-        *_each(("i ", "i really "), ("prefer", "like", "love", "hate", "dislike")),
-        "please always", "i'd rather",
-    )),
-    _Rule(Kind.PROFILE, (*_phrases(
-        "我是", "我叫", "我的名字",
-        "my name is", "i am a", "i am an", *_each(("i work ",), ("at", "on", "in")), "i'm a", "i'm an",
-    ), _IN_AT_WORK)),
-    _Rule(
-        Kind.PROCEDURE,
-        _phrases("运行命令", "用命令", "步骤是", "the command is"),
-        # "to deploy ... use X" anywhere later in the sentence: two bounded searches, not `.*`.
-        # No head phrase occurs inside another at a later start, so the first head ends first.
-        ((_one(*_each(("to ",), ("run", "build", "deploy", "test"))), _one("use", "run")),),
-    ),
-    _Rule(Kind.FACT, _phrases("记住", "请记得", "注意：", "remember that", "note that", "fyi")),
-)
 
-# Possessive: the run of non-terminators is never given back, so splitting is one linear pass.
-_SENTENCE = re.compile(r"[^。！？!?\.\n]++[。！？!?\.]?")
+_RULES: tuple[_Rule, ...] = tuple(_compile(spec) for spec in RULE_SPECS)
+
+MIN_SENTENCE_CHARS = 3
+"""A shorter sentence ("ok.", "好的") is no evidence of anything."""
 
 
 def search_windows(length: int, pos: int, width: int) -> Iterator[tuple[int, int]]:
@@ -201,19 +182,28 @@ def _holds(rule: _Rule, text: str) -> bool:
     return False
 
 
+def classify(text: str) -> Kind | None:
+    """The kind of the first rule (in `RULE_SPECS` order) that holds for a sentence of `text`,
+    or None when none does. Linear in `text`, like `extract`."""
+    parts = [s for s in sentences(text) if len(s) >= MIN_SENTENCE_CHARS] or [text]
+    for rule in _RULES:
+        if any(_holds(rule, part) for part in parts):
+            return rule.kind
+    return None
+
+
 @dataclass(frozen=True)
 class RuleExtractor:
-    """The default extractor: a pure function of `max_chars` and the messages it is given.
+    """The default extractor: a pure function of the messages it is given.
+
+    A candidate is one whole sentence (or one header with its list) exactly as the user wrote
+    it: `bridge/capture/segment.py` never splits inside a dotted name, a version, a number, a
+    URL or an abbreviation, and nothing is ever cut to a length — what was said is stored, or
+    not at all (the service's content limit bounds a message before it gets here).
 
     `extract` reads no state but frozen module constants and its own locals, so it is safe to
     run in worker threads, concurrently (`await asyncio.to_thread(extractor.extract, messages)`),
     and its cost is linear in the total message length: see the module docstring."""
-
-    max_chars: int = 500
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int) or self.max_chars < 1:
-            raise ConfigurationError(f"RuleExtractor max_chars must be a positive integer, got {self.max_chars!r}")
 
     def extract(self, messages: Sequence[Message]) -> list[Candidate]:
         out: list[Candidate] = []
@@ -221,15 +211,13 @@ class RuleExtractor:
         for index, message in enumerate(messages):
             if message.role != "user":
                 continue  # only what the user said is evidence about the user
-            for sentence in _SENTENCE.finditer(message.content):
-                text = sentence.group().strip()
-                if len(text) < 4:
+            for text in sentences(message.content):
+                if len(text) < MIN_SENTENCE_CHARS:
                     continue
                 for rule in _RULES:
                     if _holds(rule, text):
-                        content = text[: self.max_chars]
-                        if content not in seen:
-                            seen.add(content)
-                            out.append(Candidate(rule.kind, content, message.message_id, index))
+                        if text not in seen:
+                            seen.add(text)
+                            out.append(Candidate(rule.kind, text, message.message_id, index))
                         break
         return out

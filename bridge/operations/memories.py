@@ -68,7 +68,11 @@ class Remember(Operation):
 
 @dataclass(frozen=True, slots=True)
 class Capture(Operation):
-    """Conversation -> memories. Message text is data: it cannot change scope or identity."""
+    """Conversation -> memories. Message text is data: it cannot change scope or identity.
+
+    `content` (seed 000's capture) is the calling agent's own memory, stored whole: private to
+    that agent unless `memory_type` / `visible_to` / `team_id` say otherwise. `messages` is a
+    conversation, from which memories are extracted and routed by seed 003's write rules."""
 
     messages: tuple[Message, ...]
     idempotency_key: str | None = None
@@ -79,6 +83,7 @@ class Capture(Operation):
     #: extracts server-side cannot carry it and is refused with one set.
     expires_at: float | None = None
     ttl_s: float | None = None
+    content: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "memory_type", memory_type_field(self.memory_type))
@@ -86,9 +91,11 @@ class Capture(Operation):
         _set(self, "team_id", optional_ident(self.team_id, "team_id"))
         _set(self, "expires_at", expiry(self.expires_at, self.ttl_s)[0])
         _set(self, "ttl_s", expiry(self.expires_at, self.ttl_s)[1])
+        if self.content is not None:
+            _set(self, "content", text(self.content, "content"))
         messages = tuple(message(m) for m in sequence(self.messages, "messages"))
-        if not messages:
-            raise InvalidInput("capture needs at least one message")
+        if not messages and self.content is None:
+            raise InvalidInput("capture needs content or at least one message")
         for m in messages:
             text(m.content, "message content")
             optional_ident(m.message_id, "message_id")
@@ -100,3 +107,5 @@ class Capture(Operation):
             raise InvalidInput(f"capture got {len(self.messages)} messages; the limit is {limits.max_messages}")
         for m in self.messages:
             within(m.content, "message content", limits.max_content_chars)
+        if self.content is not None:
+            within(self.content, "content", limits.max_content_chars)

@@ -3,9 +3,10 @@
 
 Seed 000's vocabulary, mapped onto places so every backend enforces it inside its query:
 
-- `memory_type` is derived, never stored: a team scope (and any other shared scope: workspace,
-  department, tenant, global) -> `team`; a user's, an agent's or a task's own scope -> `private`;
-  an entry of an injection manifest -> `injected`.
+- `memory_type` is derived, never stored: a team scope (and any other scope a whole audience
+  reads: the user's own scope, which every agent of the user reads, workspace, department,
+  tenant, global) -> `team`; an agent's or a task's own scope -> `private`; an entry of an
+  injection manifest -> `injected`.
 - `visible_to` of a private agent (or task) memory = the owning agent plus the audience of its
   share record (`ShareRepository`); `["*"]` for everything else (the whole audience of
   its scope: the team, the workspace, every agent of the user). A reader in the audience gets
@@ -53,9 +54,13 @@ class MemoryType(str, enum.Enum):
 
 
 def memory_type_of(key: ScopeKey, source: ReadSource = ReadSource.OWN) -> MemoryType:
+    """Seed 000 rules 2 and 3: `private` is what only its creating agent reads (an agent's or a
+    task's own place, shared further only by name); everything a whole audience reads — a
+    team, a workspace, and also the user's own scope, which every agent of the user reads — is
+    `team` (visible_to ["*"])."""
     if source is ReadSource.MANIFEST:
         return MemoryType.INJECTED
-    return MemoryType.PRIVATE if key.visibility in _PERSONAL else MemoryType.TEAM
+    return MemoryType.PRIVATE if key.visibility in SHAREABLE else MemoryType.TEAM
 
 
 def visible_to_of(key: ScopeKey, audience: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -131,8 +136,10 @@ def with_shares_and_teams(
 def decide_team_write(identity: MemoryIdentity, team_id: str | None, member_of: frozenset[str]) -> WriteDecision:
     """Team memory lands in the named team (or the agent's only team) — members only."""
     if team_id is None:
-        if len(member_of) != 1:
-            raise NotPermitted(f"team memory needs team_id: agent {identity.agent_id} is a member of {len(member_of)} teams")
+        if not member_of:
+            raise NotPermitted(f"team memory: agent {identity.agent_id} is a member of no team (a tenant admin adds it to one)")
+        if len(member_of) > 1:
+            raise NotPermitted(f"team memory needs team_id: agent {identity.agent_id} is a member of {len(member_of)} teams ({', '.join(sorted(member_of))})")
         (team_id,) = member_of
     if team_id not in member_of:
         raise NotPermitted(f"agent {identity.agent_id} is not a member of team {team_id!r}; only members write team memory")

@@ -89,15 +89,21 @@ def expiry_of(now: float, expires_at: float | None, ttl_s: float | None) -> floa
     return expires_at
 
 
+#: Places a captured memory reaches only after an approver confirms it.
+_CONFIRMED_ONLY = (Visibility.DEPARTMENT, Visibility.TENANT, Visibility.GLOBAL)
+
+
 def plan_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember, lineage: Lineage = Lineage(), decision: WriteDecision | None = None) -> WritePlan:
     """Where `op` lands and with which status, as the policy decides; `NotPermitted` if nowhere.
     `decision`: one the sharing rules already made (team memory, `memory_type`, `visible_to`)."""
     expires_at = expiry_of(rt.clock(), op.expires_at, op.ttl_s)
     decision = decision or rt.policy.decide_write(identity, op.kind, op.visibility, department_id=op.department_id)
     status, reason = decision.status, decision.reason
-    if lineage.captured and decision.scope.visibility not in (Visibility.PRIVATE, Visibility.AGENT):
-        # Extracted from conversation text: the text chose the kind, so it may not also
-        # choose to share. Seed 003: agent inferences never become shared knowledge unconfirmed.
+    if lineage.captured and decision.scope.visibility in _CONFIRMED_ONLY:
+        # Seed 003: project facts and decisions are the workspace's at once (the session names
+        # the workspace; a team's membership authorises its memory), but the text chose the
+        # kind, so it may not also make a department standard, or anything wider, live
+        # unconfirmed: agent inferences never become organisation knowledge by themselves.
         status, reason = Status.PENDING, f"{reason}; extracted from conversation, pending approval"
     extra = dict(lineage.bridge_metadata)
     if decision.scope.visibility is Visibility.GLOBAL:

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.capture import extract
-from bridge.errors import ConfigurationError
+from bridge.capture.segment import sentences
 from bridge.capture.extract import WINDOW_CHARS, Candidate, RuleExtractor, search_windows
 from bridge.results import Message
 from bridge.vocabulary import Kind
@@ -49,34 +49,32 @@ def _user(*contents: str) -> list[Message]:
     return [Message(role="user", content=c, message_id=f"m{i}") for i, c in enumerate(contents)]
 
 
-# -- the extractor as it was before the fix: the behavioural reference on short texts ------------
+# -- the reference: the same segmenter and rules, each pattern searched whole (no windows) ------
 
-_REFERENCE_RULES: list[tuple[Kind, re.Pattern[str]]] = [
-    (Kind.DECISION, re.compile(r"(我们决定|决定采用|决定使用|架构决策|\bwe (?:have )?decided\b|\bdecision:|\bwe will use\b|\bwe'll use\b)", re.I)),
-    (Kind.PREFERENCE, re.compile(r"(我喜欢|我偏好|我习惯|我更喜欢|我不喜欢|请总是|\bi (?:really )?(?:prefer|like|love|hate|dislike)\b|\bplease always\b|\bi'd rather\b)", re.I)),
-    (Kind.PROFILE, re.compile(r"(我是|我叫|我的名字|我在.{0,12}(?:工作|负责)|\bmy name is\b|\bi am an?\b|\bi work (?:at|on|in)\b|\bi'm an?\b)", re.I)),
-    (Kind.PROCEDURE, re.compile(r"(运行命令|用命令|步骤是|\bto (?:run|build|deploy|test)\b.*\b(?:use|run)\b|\bthe command is\b)", re.I)),
-    (Kind.FACT, re.compile(r"(记住|请记得|注意：|\bremember that\b|\bnote that\b|\bfyi\b)", re.I)),
-]
-_REFERENCE_SENTENCE = re.compile(r"[^。！？!?\.\n]+[。！？!?\.]?")
+def _whole_holds(rule: Any, text: str) -> bool:
+    if any(p.regex.search(text) for p in rule.anywhere):
+        return True
+    for head, tail in rule.ordered:
+        first = head.regex.search(text)
+        if first is not None and tail.regex.search(text, first.end()):
+            return True
+    return False
 
 
-def _reference_extract(messages: list[Message], max_chars: int = 500) -> list[Candidate]:
+def _reference_extract(messages: list[Message]) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
     for index, message in enumerate(messages):
         if message.role != "user":
             continue
-        for sentence in _REFERENCE_SENTENCE.findall(message.content):
-            text = sentence.strip()
-            if len(text) < 4:
+        for text in sentences(message.content):
+            if len(text) < extract.MIN_SENTENCE_CHARS:
                 continue
-            for kind, pattern in _REFERENCE_RULES:
-                if pattern.search(text):
-                    content = text[:max_chars]
-                    if content not in seen:
-                        seen.add(content)
-                        out.append(Candidate(kind, content, message.message_id, index))
+            for rule in extract._RULES:
+                if _whole_holds(rule, text):
+                    if text not in seen:
+                        seen.add(text)
+                        out.append(Candidate(rule.kind, text, message.message_id, index))
                     break
     return out
 
@@ -172,14 +170,14 @@ _texts = st.lists(st.sampled_from(_TOKENS), max_size=40).map("".join)
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(contents=st.lists(_texts, min_size=1, max_size=4), roles=st.lists(st.sampled_from(["user", "assistant", "system"]), min_size=4, max_size=4),
-       max_chars=st.integers(1, 40), window=st.sampled_from([WINDOW_CHARS, 1, 3, 7]))
-def test_extraction_matches_the_pre_fix_extractor_on_short_texts(contents, roles, max_chars, window):
-    """The rewrite keeps every answer the old extractor gave, also with tiny windows so that
-    matches straddle window edges."""
+       window=st.sampled_from([WINDOW_CHARS, 1, 3, 7]))
+def test_windowed_extraction_matches_whole_pattern_search_on_short_texts(contents, roles, window):
+    """Windowed search gives every answer a whole-text search gives, also with tiny windows so
+    that matches straddle window edges."""
     messages = [Message(role=r, content=c, message_id=f"m{i}") for i, (r, c) in enumerate(zip(roles, contents))]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(extract, "WINDOW_CHARS", window)
-        assert RuleExtractor(max_chars).extract(messages) == _reference_extract(messages, max_chars)
+        assert RuleExtractor().extract(messages) == _reference_extract(messages)
 
 
 @settings(max_examples=300, deadline=None)
@@ -194,15 +192,15 @@ def test_windowed_search_finds_the_same_leftmost_match_as_a_whole_search(text, p
 
 
 @settings(max_examples=300, deadline=None)
-@given(contents=st.lists(st.text(max_size=300) | _texts, min_size=1, max_size=4), max_chars=st.integers(1, 600))
-def test_extraction_of_any_text_never_raises_and_only_quotes_the_user(contents, max_chars):
+@given(contents=st.lists(st.text(max_size=300) | _texts, min_size=1, max_size=4))
+def test_extraction_of_any_text_never_raises_and_only_quotes_the_user(contents):
     messages = [Message(role="user" if i % 2 == 0 else "assistant", content=c, message_id=f"m{i}") for i, c in enumerate(contents)]
     by_id = {m.message_id: m for m in messages}
-    for candidate in RuleExtractor(max_chars).extract(messages):
+    for candidate in RuleExtractor().extract(messages):
         source = by_id[candidate.message_id]
         assert source.role == "user"
         assert candidate.content and candidate.content in source.content
-        assert len(candidate.content) <= max_chars
+        assert candidate.content == candidate.content.strip()
         assert isinstance(candidate.kind, Kind)
 
 
@@ -314,14 +312,7 @@ async def test_extraction_in_worker_threads_matches_sequential_extraction():
     assert all(len(result) == 3 for result in sequential)
 
 
-def test_rule_extractor_cannot_be_reconfigured_after_construction():
-    extractor = RuleExtractor(max_chars=10)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        extractor.max_chars = 5  # type: ignore[misc]
-    assert extractor.extract(_user("remember that the sky is blue")) == [Candidate(Kind.FACT, "remember t", "m0")]
-
-
-@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "500", None])
-def test_rule_extractor_refuses_a_bad_max_chars(bad):
-    with pytest.raises(ConfigurationError, match="max_chars"):
-        RuleExtractor(max_chars=bad)  # type: ignore[arg-type]
+def test_a_long_sentence_is_kept_whole_never_cut_to_a_length():
+    """What was said is stored, or not at all: no candidate is a prefix of its sentence."""
+    long = "remember that " + "the billing service runs PostgreSQL 16 and Next.js 14, " * 40 + "end"
+    assert RuleExtractor().extract(_user(long)) == [Candidate(Kind.FACT, long, "m0")]

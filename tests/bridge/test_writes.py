@@ -204,14 +204,14 @@ async def test_capture_extracts_into_policy_scopes_only(bridge, make_identity):
     ])
     written = {w.scope: w for w in result.written}
     assert sorted(written) == ["acme/user/bob", "acme/ws/beta"]
-    # the message text chose the kind; it may not also choose to share: shared captures wait for approval
-    assert written["acme/user/bob"].status == "active" and written["acme/ws/beta"].status == "pending"
+    # seed 003: a project decision is the workspace's at once; the text never picks a wider place
+    assert written["acme/user/bob"].status == "active" and written["acme/ws/beta"].status == "active"
     stored = await bridge.backend.list(ScopeKey.private("acme", "bob"))
     assert stored[0].provenance.source_message_ids == ("m1",)
 
 
 async def test_capture_rejects_bad_messages(bridge, make_identity):
-    with pytest.raises(InvalidInput, match="at least one message"):
+    with pytest.raises(InvalidInput, match="content or at least one message"):
         await bridge.capture(make_identity(), [])
     with pytest.raises(ValueError):
         await bridge.capture(make_identity(), [{"role": "user", "content": "hi", "user_id": "alice"}])

@@ -53,11 +53,14 @@ class RefModel(Body):
 
 
 class CaptureRequest(Body):
-    """Seed 000's capture: a conversation (or one `content` text, a single user message) from
-    which the bridge extracts memories. Where they land is the policy's decision."""
+    """Seed 000's capture. `content` is the calling agent's own memory, stored whole as given:
+    private to that agent (visible_to [agent_id]) unless memory_type / visible_to / team_id say
+    otherwise. `messages` is a conversation the bridge extracts memories from, routed by seed
+    003's write rules (preferences -> the user, project facts and decisions -> the workspace,
+    department standards -> pending approval, agent experience -> the agent)."""
 
     messages: list[Message] | None = Field(None, max_length=10_000, description="Conversation messages (role user/assistant/system).")
-    content: str | None = Field(None, description="Shorthand for one user message.")
+    content: str | None = Field(None, min_length=1, description="The calling agent's own memory, stored whole (seed 000): private to it by default.")
     idempotency_key: str | None = Field(None, min_length=1, max_length=128, description="Retries with the same key never duplicate a memory.")
     expires_at: float | None = Field(None, strict=True, description="Epoch seconds after which every extracted memory expires. At most one of expires_at / ttl_s.")
     ttl_s: float | None = Field(None, gt=0, strict=True, description="Seconds from now until every extracted memory expires.")

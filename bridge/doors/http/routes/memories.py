@@ -30,9 +30,7 @@ async def capture(body: CaptureRequest, request: Request) -> CaptureResult:
     check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
     team = write_team(who, body.team_id, body.memory_type)
     messages: list = list(body.messages or [])
-    if body.content is not None:
-        messages.append({"role": "user", "content": body.content})
-    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.memory_type, body.visible_to, team, expires_at=body.expires_at, ttl_s=body.ttl_s))  # type: ignore[arg-type]
+    return await execute(request, who, ops.Capture(messages, body.idempotency_key, body.memory_type, body.visible_to, team, expires_at=body.expires_at, ttl_s=body.ttl_s, content=body.content))  # type: ignore[arg-type]
 
 
 @router.post("/memories", response_model=WriteResult, status_code=201, summary="Remember one memory")

@@ -605,8 +605,11 @@ export interface components {
         };
         /**
          * CaptureRequest
-         * @description Seed 000's capture: a conversation (or one `content` text, a single user message) from
-         *     which the bridge extracts memories. Where they land is the policy's decision.
+         * @description Seed 000's capture. `content` is the calling agent's own memory, stored whole as given:
+         *     private to that agent (visible_to [agent_id]) unless memory_type / visible_to / team_id say
+         *     otherwise. `messages` is a conversation the bridge extracts memories from, routed by seed
+         *     003's write rules (preferences -> the user, project facts and decisions -> the workspace,
+         *     department standards -> pending approval, agent experience -> the agent).
          */
         CaptureRequest: {
             /**
@@ -616,7 +619,7 @@ export interface components {
             agent_id?: string | null;
             /**
              * Content
-             * @description Shorthand for one user message.
+             * @description The calling agent's own memory, stored whole (seed 000): private to it by default.
              */
             content?: string | null;
             /**
