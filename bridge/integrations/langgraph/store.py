@@ -140,6 +140,7 @@ class BridgeStore(BaseStore):
     def __init__(
         self, bridge: "MemoryBridge | ServiceBridge", identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
         purpose: Purpose | str = Purpose.CHAT, others_on_miss: bool = True, ttl_config: TTLConfig | None = None,
+        index_fields: list[str] | None = None,
     ) -> None:
         if ttl_config is not None:
             if ttl_config.get("refresh_on_read", False):
@@ -151,6 +152,9 @@ class BridgeStore(BaseStore):
         self.kind = parse_kind(kind)
         self.purpose = Purpose(getattr(purpose, "value", purpose))
         self.others_on_miss = others_on_miss
+        # LangGraph's `index={"fields": [...]}`: the value paths embedded by a put that names no
+        # `index` (None: the whole value). The vectors are the bridge backend's own embedder's.
+        self.index_fields = list(index_fields) if index_fields is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop a caller used abatch from (never the private one)
         self._runner: LoopRunner | None = None
         self._runner_lock = threading.Lock()  # one private loop, driven by one thread at a time
@@ -289,7 +293,12 @@ class BridgeStore(BaseStore):
             # ones with score 0.0, newest first, so a query search returns every item there is,
             # as LangGraph's stores do; unindexed items (`index=False`) are never ranked and
             # follow last with score None.
-            rank = {(r.scope, r.memory_id): (n, r.score) for n, r in enumerate(result.items)}
+            rank: dict[tuple[str, str], tuple[int, float]] = {}
+            for n, r in enumerate(result.items):
+                # a recall folds memories of equal content into one item (its `duplicates`): each
+                # of them ranks as that item does, whichever of them the recall kept
+                for ref in ((r.scope, r.memory_id), *((d.scope, d.memory_id) for d in r.duplicates)):
+                    rank.setdefault(ref, (n, r.score))
             found = [f for sc in sorted(scopes, key=str) for f in await self._walk(identity, sc)]
             ranked = sorted(((rank[(str(f.scope), f.memory_id)], f.item) for f in found
                              if f.item.indexed and (str(f.scope), f.memory_id) in rank), key=lambda x: x[0][0])
@@ -333,6 +342,8 @@ class BridgeStore(BaseStore):
         `index`: LangGraph's `PutOp.index` (None: the whole value is embedded; False: not
         searchable by a query; a list of field paths: only their text is embedded)."""
         target = resolve(tuple(namespace), identity, for_write=True)
+        if index is None:
+            index = self.index_fields
         ckey = item_key(target.namespace, key)
         ttl_s = _ttl_seconds(ttl)
         for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
