@@ -67,12 +67,12 @@ from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.integrations.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.integrations.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from bridge.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from bridge.integrations.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
 from bridge.integrations.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.models import RecallResult, WriteResult
 from bridge.operations import Forget, Recall, Remember
-from bridge.read_operations import EditMemory, FindByKey, ListMemories
+from bridge.read_operations import EditMemory, FindByKey, GetMemory, ListMemories
 from bridge.vocabulary import Kind, Purpose, parse_kind
 from identity.model import MemoryIdentity
 
@@ -231,6 +231,18 @@ class BridgeStore(BaseStore):
             if cursor is None:
                 return out
 
+    async def _read_hits(self, identity: MemoryIdentity, scope: ScopeKey, hits: list[Any]) -> list[_Found]:
+        out: list[_Found] = []
+        for r in hits:
+            try:
+                m = await self.bridge.execute(identity, GetMemory((scope, r.memory_id)))
+            except (NotPermitted, NotFound):
+                continue
+            item = _decode_record(m)
+            if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
+                out.append(_Found(scope, m.memory_id, m.author, item))
+        return out
+
     async def _own(self, identity: MemoryIdentity, target: Target, key: str) -> tuple[_Found | None, Any]:
         """The caller's own item with this key: one `FindByKey` (O(1) in the scope's size).
         Returns the item, active or pending (None if the caller has none there), and the record."""
@@ -299,7 +311,14 @@ class BridgeStore(BaseStore):
                 # of them ranks as that item does, whichever of them the recall kept
                 for ref in ((r.scope, r.memory_id), *((d.scope, d.memory_id) for d in r.duplicates)):
                     rank.setdefault(ref, (n, r.score))
-            found = [f for sc in sorted(scopes, key=str) for f in await self._walk(identity, sc)]
+            found: list[_Found] = []
+            for sc in sorted(scopes, key=str):
+                try:
+                    found.extend(await self._walk(identity, sc))
+                except NotPermitted:
+                    # a scope the recall may read only in part (memories shared with this agent,
+                    # an injection's sources) cannot be listed: its recalled memories are read one by one
+                    found.extend(await self._read_hits(identity, sc, [r for r in result.items if r.scope == str(sc)]))
             ranked = sorted(((rank[(str(f.scope), f.memory_id)], f.item) for f in found
                              if f.item.indexed and (str(f.scope), f.memory_id) in rank), key=lambda x: x[0][0])
             rest = sorted((f.item for f in found if (str(f.scope), f.memory_id) not in rank or not f.item.indexed),
