@@ -44,7 +44,8 @@ from typing import Any, Iterable, Mapping
 from adapters.scopes import ScopeKey, Visibility
 from bridge.facade import MemoryBridge
 from bridge.doors.langgraph import BridgeStore
-from bridge.doors.langgraph.items import decode
+from bridge.doors.langgraph.items import render_value
+from bridge.doors.langgraph.namespaces import labels_scope
 from bridge.results import RecallResult, WriteResult
 from bridge.vocabulary import parse_kind
 from identity.model import MemoryIdentity
@@ -120,17 +121,15 @@ class LangGraphBridge:
             options["only_scopes"] = tuple(only_scopes)
         items, result = await self._store(identity).search_items(identity, (), query=query, limit=10_000, recall_options=options)
         assert result is not None
-        by_item = {}
-        plain = []
+        # a store item's content is its value's JSON (the wrapper is metadata, which a recall does
+        # not carry): a recalled memory is the store item whose value renders to its content in a
+        # scope its namespace labels
+        shown, plain = [], []
         for r in result.items:
-            d = decode(r.content)
-            if d is not None:
-                by_item.setdefault((d.namespace, d.key, ScopeKey.parse(r.scope)), (r, d))
+            source = ScopeKey.parse(r.scope)
+            match = next((i for i in items if render_value(i.value) == r.content and labels_scope(i.namespace, source)), None)
+            if match is not None:  # the content this transport put, as the suite wrote it
+                shown.append(dataclasses.replace(r, content=match.value.get("content", r.content)))
             else:  # written by another door (capture, a bypassed remember, inject's sources): no store item, the same Recall's answer
                 plain.append(r)
-        shown = []
-        for i in items:
-            for (ns, key, _), (r, d) in by_item.items():
-                if ns == i.namespace and key == i.key:  # the content this transport put, as the suite wrote it
-                    shown.append(dataclasses.replace(r, content=d.value.get("content", r.content) if isinstance(d.value, dict) else r.content))
         return result.model_copy(update={"items": tuple(dict.fromkeys(shown + plain))})

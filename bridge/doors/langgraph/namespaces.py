@@ -138,7 +138,8 @@ def labels_scope(namespace: tuple[str, ...], scope: ScopeKey) -> bool:
     """Does an item's recorded namespace describe the scope the bridge read it from? An item
     whose namespace claims another place (written by someone into a shared scope with a
     ("memories", "alice") label) is no store item there: its label would lie about its source."""
-    if not namespace or namespace[0] != _HEAD_OF[scope.visibility]:
+    head = _HEAD_OF.get(scope.visibility)  # a scope class no namespace names (team, task) holds no store item
+    if head is None or not namespace or namespace[0] != head:
         return False
     if len(namespace) < 2 or scope.visibility is Visibility.GLOBAL:
         return True

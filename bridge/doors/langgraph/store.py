@@ -55,6 +55,7 @@ an explicit `refresh_ttl=True` on a read returns the item with its expiry unchan
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
@@ -66,12 +67,12 @@ from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.doors.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.doors.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from bridge.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from bridge.doors.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
 from bridge.doors.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
 from bridge.results import RecallResult, WriteResult
 from bridge.operations import Forget, Recall, Remember
-from bridge.operations.reads import EditMemory, FindByKey, ListMemories
+from bridge.operations.reads import EditMemory, FindByKey, GetMemory, ListMemories
 from bridge.vocabulary import Kind, Purpose, parse_kind
 from identity.model import MemoryIdentity
 
@@ -99,6 +100,12 @@ class _Found:
 
     def __init__(self, scope: ScopeKey, memory_id: str, author: str, item: Decoded) -> None:
         self.scope, self.memory_id, self.author, self.item = scope, memory_id, author, item
+
+
+def _decode_record(record: Any) -> Decoded | None:
+    """The store item a read record holds (its times are the record's own), or None."""
+    return decode(record.content, getattr(record, "metadata", None), created_at=float(getattr(record, "created_at", 0.0) or 0.0),
+                  updated_at=float(getattr(record, "updated_at", 0.0) or 0.0))
 
 
 def _has_prefix(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
@@ -133,6 +140,7 @@ class BridgeStore(BaseStore):
     def __init__(
         self, bridge: "MemoryBridge | ServiceBridge", identity: MemoryIdentity | IdentitySource, *, kind: Kind | str = Kind.NOTE,
         purpose: Purpose | str = Purpose.CHAT, others_on_miss: bool = True, ttl_config: TTLConfig | None = None,
+        index_fields: list[str] | None = None,
     ) -> None:
         if ttl_config is not None:
             if ttl_config.get("refresh_on_read", False):
@@ -144,8 +152,13 @@ class BridgeStore(BaseStore):
         self.kind = parse_kind(kind)
         self.purpose = Purpose(getattr(purpose, "value", purpose))
         self.others_on_miss = others_on_miss
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # LangGraph's `index={"fields": [...]}`: the value paths embedded by a put that names no
+        # `index` (None: the whole value). The vectors are the bridge backend's own embedder's.
+        self.index_fields = list(index_fields) if index_fields is not None else None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop a caller used abatch from (never the private one)
         self._runner: LoopRunner | None = None
+        self._runner_lock = threading.Lock()  # one private loop, driven by one thread at a time
+        self._private = threading.local()  # set while this thread drives the private loop
 
     @classmethod
     def over_service(cls, url: str, *, api_key: str | None = None, token: str | None = None, **kwargs: Any) -> "BridgeStore":
@@ -157,7 +170,10 @@ class BridgeStore(BaseStore):
 
     # -- BaseStore's two methods ---------------------------------------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        if self._loop is None:
+        if not getattr(self._private, "driving", False):
+            # only a caller's loop is "the store's loop" a worker thread may hand work to; the
+            # private loop runs only while one `batch` drives it, so work handed to it from another
+            # thread would wait forever once that call returns
             self._loop = asyncio.get_running_loop()
         identity = await self.identity_source.identity()
         return [await self._run(identity, op) for op in ops]
@@ -175,9 +191,14 @@ class BridgeStore(BaseStore):
         loop = self._loop
         if loop is not None and loop.is_running():
             return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
-        if self._runner is None:
-            self._runner = LoopRunner()
-        return self._runner.run(self.abatch(ops))
+        with self._runner_lock:  # sync callers of several threads (parallel sync nodes) take turns on the one private loop
+            if self._runner is None:
+                self._runner = LoopRunner()
+            self._private.driving = True
+            try:
+                return self._runner.run(self.abatch(ops))
+            finally:
+                self._private.driving = False
 
     async def _run(self, identity: MemoryIdentity, op: Op) -> Result:
         if isinstance(op, GetOp):
@@ -186,7 +207,7 @@ class BridgeStore(BaseStore):
             if op.value is None:
                 await self._delete(identity, op.namespace, op.key)
                 return None
-            await self.put_item(identity, op.namespace, op.key, op.value, ttl=op.ttl)
+            await self.put_item(identity, op.namespace, op.key, op.value, ttl=op.ttl, index=op.index)
             return None
         if isinstance(op, SearchOp):
             items, _ = await self.search_items(identity, op.namespace_prefix, query=op.query, filter=op.filter, limit=op.limit, offset=op.offset)
@@ -203,12 +224,24 @@ class BridgeStore(BaseStore):
         while True:
             page = await self.bridge.execute(identity, ListMemories(scope, cursor, _PAGE))
             for m in page.memories:
-                item = decode(m.content)
+                item = _decode_record(m)
                 if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
                     out.append(_Found(scope, m.memory_id, m.author, item))
             cursor = page.next_cursor
             if cursor is None:
                 return out
+
+    async def _read_hits(self, identity: MemoryIdentity, scope: ScopeKey, hits: list[Any]) -> list[_Found]:
+        out: list[_Found] = []
+        for r in hits:
+            try:
+                m = await self.bridge.execute(identity, GetMemory((scope, r.memory_id)))
+            except (NotPermitted, NotFound):
+                continue
+            item = _decode_record(m)
+            if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
+                out.append(_Found(scope, m.memory_id, m.author, item))
+        return out
 
     async def _own(self, identity: MemoryIdentity, target: Target, key: str) -> tuple[_Found | None, Any]:
         """The caller's own item with this key: one `FindByKey` (O(1) in the scope's size).
@@ -217,7 +250,7 @@ class BridgeStore(BaseStore):
             record = await self.bridge.execute(identity, FindByKey(target.scope, item_key(target.namespace, key)))
         except NotFound:
             return None, None
-        item = decode(record.content)
+        item = _decode_record(record)
         if (item is None or record.status not in _LIVE or record.scope != str(target.scope)
                 or item.namespace != target.namespace or item.key != key or not labels_scope(item.namespace, target.scope)):
             return None, record
@@ -266,11 +299,31 @@ class BridgeStore(BaseStore):
             result = await self.bridge.execute(identity, Recall(query, **options))
             if not prefix:  # the whole store: every scope the bridge searched for this identity
                 scopes = {ScopeKey.parse(s) for s in result.scopes_searched}
-            for r in result.items:
-                item = decode(r.content)
-                source = ScopeKey.parse(r.scope)
-                if item is not None and source in scopes and labels_scope(item.namespace, source):
-                    hits.append((item, r.score))
+            # the recall ranks; the items themselves (wrapper in metadata, the record's times) come
+            # from the scopes' walk, joined by memory id. Items the recall did not rank (no overlap
+            # with the query: below its floor, or beyond its candidate pool) follow the ranked
+            # ones with score 0.0, newest first, so a query search returns every item there is,
+            # as LangGraph's stores do; unindexed items (`index=False`) are never ranked and
+            # follow last with score None.
+            rank: dict[tuple[str, str], tuple[int, float]] = {}
+            for n, r in enumerate(result.items):
+                # a recall folds memories of equal content into one item (its `duplicates`): each
+                # of them ranks as that item does, whichever of them the recall kept
+                for ref in ((r.scope, r.memory_id), *((d.scope, d.memory_id) for d in r.duplicates)):
+                    rank.setdefault(ref, (n, r.score))
+            found: list[_Found] = []
+            for sc in sorted(scopes, key=str):
+                try:
+                    found.extend(await self._walk(identity, sc))
+                except NotPermitted:
+                    # a scope the recall may read only in part (memories shared with this agent,
+                    # an injection's sources) cannot be listed: its recalled memories are read one by one
+                    found.extend(await self._read_hits(identity, sc, [r for r in result.items if r.scope == str(sc)]))
+            ranked = sorted(((rank[(str(f.scope), f.memory_id)], f.item) for f in found
+                             if f.item.indexed and (str(f.scope), f.memory_id) in rank), key=lambda x: x[0][0])
+            rest = sorted((f.item for f in found if (str(f.scope), f.memory_id) not in rank or not f.item.indexed),
+                          key=lambda i: (not i.indexed, -i.updated_at))
+            hits = [(i, sc) for (_, sc), i in ranked] + [(i, 0.0 if i.indexed else None) for i in rest]
         else:
             for t in targets:
                 hits.extend((f.item, None) for f in await self._walk(identity, t.scope))
@@ -299,13 +352,17 @@ class BridgeStore(BaseStore):
             return self.kind
 
     async def put_item(self, identity: MemoryIdentity, namespace: tuple[str, ...], key: str, value: Any, *, ttl: float | None = None,
-                       **sharing: Any) -> WriteResult | Any:
+                       index: Any = None, **sharing: Any) -> WriteResult | Any:
         """The put, returning the bridge's answer (a WriteResult, or the edited MemoryRecord).
 
         `ttl`: minutes, as LangGraph counts them (None: never expires). `sharing`: extra
         `Remember` fields of a new item (`visible_to`, `memory_type`, `team_id`) for callers
-        that speak the bridge's vocabulary; the policy decides them like any other write."""
+        that speak the bridge's vocabulary; the policy decides them like any other write.
+        `index`: LangGraph's `PutOp.index` (None: the whole value is embedded; False: not
+        searchable by a query; a list of field paths: only their text is embedded)."""
         target = resolve(tuple(namespace), identity, for_write=True)
+        if index is None:
+            index = self.index_fields
         ckey = item_key(target.namespace, key)
         ttl_s = _ttl_seconds(ttl)
         for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
@@ -314,13 +371,14 @@ class BridgeStore(BaseStore):
                 await self.bridge.execute(identity, Forget((ScopeKey.parse(record.scope), record.memory_id)))
             created_at = None
             if existing is not None:
-                content = encode(target.namespace, key, value, created_at=existing.item.created_at)
+                content, meta = encode(target.namespace, key, value, index=index, created_at=existing.item.created_at)
                 if ttl_s is None and getattr(record, "expires_at", None) is None and not sharing:
-                    return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content))
+                    return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content, metadata=meta))
                 # EditMemory carries no expiry (nor sharing): the item is re-written with the new one
                 await self.bridge.execute(identity, Forget((existing.scope, existing.memory_id)))
                 created_at = existing.item.created_at
-            op = Remember(encode(target.namespace, key, value, created_at=created_at), self._kind(value), visibility=target.visibility,
+            content, meta = encode(target.namespace, key, value, index=index, created_at=created_at)
+            op = Remember(content, self._kind(value), visibility=target.visibility, metadata=meta,
                           department_id=target.department_id, idempotency_key=ckey, ttl_s=ttl_s, **sharing)
             try:
                 written: WriteResult = await self.bridge.execute(identity, op)
@@ -341,6 +399,7 @@ class BridgeStore(BaseStore):
             await self.bridge.execute(identity, Forget((found.scope, found.memory_id)))
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
-            self._runner = None
+        with self._runner_lock:
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
