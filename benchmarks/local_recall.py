@@ -502,7 +502,7 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
             else:  # "stages"
                 timings: dict[str, int] = {}
                 t0 = pc()
-                op = Recall(text, Purpose.CHAT, None, None, (), None, False, None)  # what the sugar builds
+                op = Recall(query=text, purpose=Purpose.CHAT, budget_tokens=None, kinds=None, include_scopes=(), manifest_id=None, allow_partial=False, min_score=None)  # what the sugar builds
                 ta = pc()
                 identity = runtime.sessions.continue_session(bi.identity)
                 op.check(runtime.limits)

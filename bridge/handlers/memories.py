@@ -33,7 +33,7 @@ async def remember(rt: BridgeRuntime, identity: MemoryIdentity, op: Remember) ->
 
 async def write_back(rt: BridgeRuntime, child: MemoryIdentity, op: WriteBack) -> WriteResult:
     manifest = await load_manifest_for(rt, child, op.manifest_id)
-    result = Remember(op.content, op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key, metadata=op.metadata)
+    result = Remember(content=op.content, kind=op.kind, visibility=op.visibility, idempotency_key=op.idempotency_key, metadata=op.metadata)
     lineage = Lineage(derived_from=manifest.memory_ids, bridge_metadata={MANIFEST_ID: manifest.manifest_id})
     plan = plan_write(rt, child, result, lineage)
     if rt.roles is not None:  # the child's role names the layers and kinds it may write back
@@ -61,7 +61,7 @@ async def capture(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture) -> C
     for n, candidate in enumerate(candidates):
         key = None if op.idempotency_key is None else f"{op.idempotency_key}.{n}"
         memory = Remember(
-            candidate.content, candidate.kind, visibility=_captured_visibility(identity, op, candidate.kind),
+            content=candidate.content, kind=candidate.kind, visibility=_captured_visibility(identity, op, candidate.kind),
             idempotency_key=key, confidence=CAPTURED_CONFIDENCE,
             memory_type=op.memory_type, visible_to=op.visible_to, team_id=op.team_id, expires_at=expires_at,
         )
@@ -82,7 +82,7 @@ async def _plan_content(rt: BridgeRuntime, identity: MemoryIdentity, op: Capture
     if memory_type is None and op.team_id is None:
         memory_type = "private"  # seed 000 rule 3: private is the default
     memory = Remember(
-        op.content, kind, idempotency_key=op.idempotency_key, memory_type=memory_type,
+        content=op.content, kind=kind, idempotency_key=op.idempotency_key, memory_type=memory_type,
         visible_to=op.visible_to, team_id=op.team_id, expires_at=expires_at,
     )
     decision, audience = await resolve_write(rt, identity, memory)

@@ -96,7 +96,7 @@ async def role_inject(rt: BridgeRuntime, parent: MemoryIdentity, op: RoleInject)
     refs = list(plan.refs) + [r for r in op.carry if r not in plan.refs]
     if not refs:
         raise ManifestError(f"nothing to inject: no memory of domains {list(route.domains)} in the tiers {list(role.tiers)} of {op.child_agent_id}'s role")
-    inner = Inject(op.child_agent_id, op.task, depth, memory_refs=tuple(refs), ttl_seconds=op.ttl_seconds, may_reinject=op.may_reinject)
+    inner = Inject(child_agent_id=op.child_agent_id, task=op.task, depth=depth, memory_refs=tuple(refs), ttl_seconds=op.ttl_seconds, may_reinject=op.may_reinject)
     inner.check(rt.limits)
     detail = {"route": {"primary": route.primary, "auxiliary": list(route.auxiliary)}, "counts": plan.counts, "carried": len(op.carry)}
     manifest = await inject_handler(rt, parent, inner, detail=detail)

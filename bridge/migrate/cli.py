@@ -59,7 +59,8 @@ class BarProgress:
         self._task = self._bar.add_task("copy", total=total)
 
     def advance(self, n: int = 1) -> None:
-        self._bar.advance(self._task, n)  # type: ignore[arg-type]
+        if self._task is not None:  # before start() there is no bar to advance
+            self._bar.advance(self._task, n)
 
     def stop(self) -> None:
         self._bar.stop()

@@ -126,7 +126,7 @@ async def import_jsonl(bridge: Any, identity: MemoryIdentity, source: Iterable[s
     policy = bridge.runtime.policy
     for number, record in read_export(source):
         try:
-            scope = ScopeKey.parse(record.get("scope"))  # type: ignore[arg-type]
+            scope = ScopeKey.parse(str(record.get("scope", "")))
             kind, content = record.get("kind"), record.get("content")
             department = scope.owner_id if scope.visibility is Visibility.DEPARTMENT else None
             decided = policy.decide_write(identity, kind, scope.visibility, department_id=department)

@@ -19,7 +19,7 @@ from bridge.operations.fields import flag, positive_int
 __all__ = ["TenantGrants", "TenantManifests", "ScopeCounts", "WhoCanRead"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TenantGrants(Operation):
     """Every grant of the caller's tenant (tenant admin), newest first; in force only unless
     `include_inactive`."""
@@ -32,7 +32,7 @@ class TenantGrants(Operation):
         _set(self, "limit", positive_int(self.limit, "limit", 1000))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TenantManifests(Operation):
     """Live injection manifests of the caller's tenant (tenant admin), newest first."""
 
@@ -42,11 +42,11 @@ class TenantManifests(Operation):
         _set(self, "limit", positive_int(self.limit, "limit", 1000))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScopeCounts(Operation):
     """How many memories each scope of the caller's tenant holds, by status (tenant admin)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WhoCanRead(_RefOperation):
     """Who can read one memory of the caller's tenant, and by which rule (tenant admin)."""

@@ -15,7 +15,7 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueryAudit(Operation):
     """Audit rows the policy lets this identity read, newest first."""
 

@@ -11,7 +11,7 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ForgetSubject(Operation):
     """Erase every memory by or about one user in the caller's tenant (GDPR erasure)."""
 

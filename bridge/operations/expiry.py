@@ -11,7 +11,7 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PurgeExpired(Operation):
     """Delete the caller's tenant's expired memories (tenant admins), at most `max_deletions`
     per call: each with a write intent and an audit row `expired`. `PurgeReport.complete` says

@@ -15,6 +15,6 @@ from bridge.operations.base import Operation
 __all__ = ["ExportMemories"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExportMemories(Operation):
     """Every memory the identity may export, streamed scope by scope (see `read_policy.exports`)."""

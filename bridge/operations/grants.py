@@ -14,7 +14,7 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IssueGrant(Operation):
     """Let one user (optionally one agent) read one scope of the tenant until it expires."""
 
@@ -35,7 +35,7 @@ class IssueGrant(Operation):
         within(self.reason, "reason", limits.max_metadata_value_chars)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RevokeGrant(Operation):
     grant_id: str
 

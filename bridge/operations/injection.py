@@ -18,7 +18,7 @@ from bridge.vocabulary import Kind
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Inject(Operation):
     """Hand `child_agent_id` (same tenant and user) a read-only manifest of memories."""
 
@@ -53,7 +53,7 @@ class Inject(Operation):
             raise InvalidInput(f"memory_refs names {len(self.memory_refs)} memories; the limit is {limits.max_memory_refs}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RevokeManifest(Operation):
     """End a manifest and every manifest derived from it."""
 
@@ -63,7 +63,7 @@ class RevokeManifest(Operation):
         _set(self, "manifest_id", ident(self.manifest_id, "manifest_id"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WriteBack(Operation):
     """A child's result, stored with `derived_from` = the injected memory ids (lineage)."""
 

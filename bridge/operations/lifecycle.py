@@ -14,7 +14,7 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _RefOperation(Operation):
     ref: tuple[ScopeKey, str]
 
@@ -22,17 +22,17 @@ class _RefOperation(Operation):
         _set(self, "ref", memory_ref(self.ref))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Forget(_RefOperation):
     """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Approve(_RefOperation):
     """Activate a pending memory (department standard, promotion proposal)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Promote(Operation):
     """Widen a memory's visibility: admins directly, anyone else files a pending proposal."""
 

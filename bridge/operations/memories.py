@@ -19,7 +19,7 @@ from bridge.vocabulary import Kind
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Remember(Operation):
     """Store an explicit memory. Where it lands is decided by the policy from the identity.
 
@@ -66,7 +66,7 @@ class Remember(Operation):
         check_metadata(self.metadata, limits)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Capture(Operation):
     """Conversation -> memories. Message text is data: it cannot change scope or identity.
 

@@ -24,13 +24,13 @@ __all__ = ["GetMemory", "FindByKey", "ListMemories", "PendingApprovals", "EditMe
 _LISTABLE = {"active": "active", "pending": "pending", "superseded": "superseded"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GetMemory(_RefOperation):
     """One memory by reference, if the identity may read it (its default scopes or a grant)."""
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FindByKey(Operation):
     """The memory the caller itself stored in `scope` with idempotency key `key`, if it may read it.
 
@@ -48,7 +48,7 @@ class FindByKey(Operation):
         _set(self, "key", ident(self.key, "key"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListMemories(Operation):
     """One page of a readable scope's memories; pass `next_cursor` back for the next page."""
 
@@ -70,7 +70,7 @@ class ListMemories(Operation):
             within(self.cursor, "cursor", 512)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PendingApprovals(Operation):
     """Pending memories in the scopes this identity may approve, one page at a time."""
 
@@ -87,7 +87,7 @@ class PendingApprovals(Operation):
             within(self.cursor, "cursor", 1024)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EditMemory(Operation):
     """Correct a memory in place: same id, new content (re-embedded) and/or metadata; audited."""
 
@@ -114,13 +114,13 @@ class EditMemory(Operation):
             check_metadata(self.metadata, limits)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reject(_RefOperation):
     """An approver turns down a pending memory: it is deleted, and the refusal audited."""
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListGrants(Operation):
     """Grants held by the caller, or (tenant admin) by `grantee_user_id` of the tenant."""
 
@@ -132,7 +132,7 @@ class ListGrants(Operation):
         _set(self, "include_inactive", flag(self.include_inactive, "include_inactive"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InjectContext(Operation):
     """Seed 000's inject-context: an `Inject` whose result also carries the injected memories
     and their rendered context, for the parent to hand to the child's prompt."""

@@ -16,7 +16,7 @@ from bridge.vocabulary import Purpose
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Recall(Operation):
     """Ranked, budgeted, labelled memories the identity may read for `query`.
 

@@ -22,7 +22,7 @@ from bridge.operations.fields import flag, ident, memory_ref, sequence, shown, t
 __all__ = ["RoleInject", "FederatedManifest"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RoleInject(Operation):
     """Inject into `child_agent_id` the manifest its role calls for (depth: the role's if None).
 
@@ -46,7 +46,7 @@ class RoleInject(Operation):
                 raise InvalidInput(f"unknown depth {shown(self.depth)}; expected minimal, standard or full") from None
         _set(self, "carry", tuple(memory_ref(r) for r in sequence(self.carry, "carry")))
         _set(self, "may_reinject", flag(self.may_reinject, "may_reinject"))
-        Inject(self.child_agent_id, self.task, ttl_seconds=self.ttl_seconds)  # the same ttl rule as Inject
+        Inject(child_agent_id=self.child_agent_id, task=self.task, ttl_seconds=self.ttl_seconds)  # the same ttl rule as Inject
 
     def check(self, limits: Limits) -> None:
         within(self.task, "task", limits.max_query_chars)

@@ -12,14 +12,14 @@ from bridge.operations.fields import (
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartSession(Operation):
     """Bind the identity's session id to it (first use wins; later use by another identity fails)."""
 
     continues_session: ClassVar[bool] = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ForkSession(Operation):
     """A new session id bound to the same identity as `parent_session_id`."""
 

@@ -26,7 +26,7 @@ def _set(op: object, name: str, value: object) -> None:
     object.__setattr__(op, name, value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetVisibleTo(Operation):
     """Narrow or widen who sees one private agent memory (the owning agent or a tenant admin)."""
 
@@ -41,7 +41,7 @@ class SetVisibleTo(Operation):
         _set(self, "visible_to", names)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetTeamMembers(Operation):
     """Make a team of the caller's tenant have exactly these member agents (tenant admin)."""
 
@@ -57,7 +57,7 @@ class SetTeamMembers(Operation):
             raise InvalidInput(f"a team has at most {MAX_TEAM_MEMBERS} members")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AddTeamMember(Operation):
     team_id: str
     member_agent_id: str
@@ -67,7 +67,7 @@ class AddTeamMember(Operation):
         _set(self, "member_agent_id", ident(self.member_agent_id, "member_agent_id"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoveTeamMember(Operation):
     team_id: str
     member_agent_id: str

@@ -193,5 +193,6 @@ _DEFAULT = RankingConfig()
 
 
 def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
-    ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)  # type: ignore[arg-type]
-    ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)  # type: ignore[arg-type]
+    assert ctx.scopes is not None, "the scopes stage runs before ranking"
+    ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)
+    ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)

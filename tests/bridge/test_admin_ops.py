@@ -25,7 +25,7 @@ MEMBER = make_identity("alice")
 
 async def test_member_cannot_use_any_tenant_admin_view(bridge) -> None:  # type: ignore[no-untyped-def]
     w = await bridge.remember(MEMBER, "we ship on fridays", "decision")
-    for op in (TenantGrants(), TenantManifests(), ScopeCounts(), WhoCanRead((w.scope, w.memory_id))):
+    for op in (TenantGrants(), TenantManifests(), ScopeCounts(), WhoCanRead(ref=(w.scope, w.memory_id))):
         with pytest.raises(NotPermitted):
             await bridge.execute(MEMBER, op)
     rows = await bridge.audit_events(ADMIN, action="denied")
@@ -40,9 +40,9 @@ async def test_admin_of_another_tenant_sees_nothing_of_this_one(bridge) -> None:
     assert await bridge.execute(OTHER_ADMIN, TenantManifests()) == []
     assert all(c.scope.startswith("globex/") for c in await bridge.execute(OTHER_ADMIN, ScopeCounts()))
     with pytest.raises(NotPermitted):  # refused before the lookup: no existence oracle
-        await bridge.execute(OTHER_ADMIN, WhoCanRead((w.scope, w.memory_id)))
+        await bridge.execute(OTHER_ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     with pytest.raises(NotPermitted):
-        await bridge.execute(OTHER_ADMIN, WhoCanRead((w.scope, "no-such-id")))
+        await bridge.execute(OTHER_ADMIN, WhoCanRead(ref=(w.scope, "no-such-id")))
 
 
 async def test_admin_sees_grants_manifests_and_counts_of_the_tenant(bridge) -> None:  # type: ignore[no-untyped-def]
@@ -63,12 +63,12 @@ async def test_admin_sees_grants_manifests_and_counts_of_the_tenant(bridge) -> N
 async def test_who_can_read_names_the_audience_the_grants_and_the_manifests(bridge) -> None:  # type: ignore[no-untyped-def]
     w = await bridge.remember(MEMBER, "the sales forecast", "standard", department_id="eng")
     assert w.status == "pending"
-    pending = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    pending = await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     assert pending.status == "pending" and {r.via for r in pending.readers} == {"author", "approval queue", "admin"}
     await bridge.approve(ADMIN, (w.scope, w.memory_id))
     g = await bridge.grant(ADMIN, "bob", "acme/dept/eng", ttl_seconds=600, reason="cross-team review", grantee_agent_id="reviewer")
     m = await bridge.inject(MEMBER, "helper", "prepare the forecast", memory_refs=[(w.scope, w.memory_id)])
-    report = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    report = await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     by_via = {r.via: r for r in report.readers}
     assert "department eng" in by_via["default scope"].who
     assert by_via["grant"].ref == g.grant_id and "bob" in by_via["grant"].who and "reviewer" in by_via["grant"].who
@@ -78,10 +78,10 @@ async def test_who_can_read_names_the_audience_the_grants_and_the_manifests(brid
     assert any(r.detail.get("operation") == "who_can_read" and r.actor == ADMIN.principal for r in looked)
     await bridge.revoke_manifest(MEMBER, m.manifest_id)
     await bridge.revoke_grant(ADMIN, g.grant_id)
-    after = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    after = await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     assert {r.via for r in after.readers} == {"default scope", "admin"}
     with pytest.raises(NotFound):
-        await bridge.execute(ADMIN, WhoCanRead((w.scope, "no-such-memory")))
+        await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, "no-such-memory")))
 
 
 def test_default_audience_agrees_with_the_policy_identity_by_identity() -> None:
@@ -126,13 +126,13 @@ async def test_who_can_read_names_the_agents_a_memory_is_shared_with_and_a_teams
     coder = make_identity("alice", agent="coder")
     w = await bridge.remember(coder, "the flaky test is test_payments_retry", "experience")
     assert w.scope == "acme/agent/coder/alice"
-    before = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    before = await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     assert {r.via for r in before.readers} == {"default scope", "admin"} and "agent coder" in before.readers[0].who
-    await bridge.execute(coder, SetVisibleTo((w.scope, w.memory_id), ("reviewer",)))
-    shared = await bridge.execute(ADMIN, WhoCanRead((w.scope, w.memory_id)))
+    await bridge.execute(coder, SetVisibleTo(ref=(w.scope, w.memory_id), visible_to=("reviewer",)))
+    shared = await bridge.execute(ADMIN, WhoCanRead(ref=(w.scope, w.memory_id)))
     assert [r.who for r in shared.readers if r.via == "share"] == ["agent reviewer acting for user alice"]
-    await bridge.execute(ADMIN, SetTeamMembers("red", ("coder", "tester")))
+    await bridge.execute(ADMIN, SetTeamMembers(team_id="red", agent_ids=("coder", "tester")))
     t = await bridge.remember(coder, "red team decision: freeze on thursday", "decision", visibility="team")
-    team = await bridge.execute(ADMIN, WhoCanRead((t.scope, t.memory_id)))
+    team = await bridge.execute(ADMIN, WhoCanRead(ref=(t.scope, t.memory_id)))
     readers = {r.via: r.who for r in team.readers}
     assert "default scope" not in readers and "coder, tester" in readers["team"]

@@ -49,9 +49,9 @@ async def clocked(tmp_path: Path):
 ])
 def test_malformed_expiry_is_invalid_input_at_construction(fields) -> None:
     with pytest.raises(InvalidInput):
-        Remember("content", "fact", **fields)
+        Remember(content="content", kind="fact", **fields)
     with pytest.raises(InvalidInput):
-        Capture([{"role": "user", "content": "I prefer tea."}], **fields)
+        Capture(messages=[{"role": "user", "content": "I prefer tea."}], **fields)
 
 
 async def test_an_expiry_in_the_past_by_the_bridge_clock_writes_nothing(clocked) -> None:

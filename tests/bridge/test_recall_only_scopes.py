@@ -44,10 +44,10 @@ def _watch(bridge: MemoryBridge, monkeypatch: pytest.MonkeyPatch) -> list[tuple[
 
 async def test_only_own_scope_returns_only_that_scopes_hits_and_asks_the_backend_for_it_alone(bridge: MemoryBridge, monkeypatch: pytest.MonkeyPatch) -> None:
     await _world(bridge)
-    everything = await bridge.execute(ALICE, Recall("green tea", min_score=0.0))
+    everything = await bridge.execute(ALICE, Recall(query="green tea", min_score=0.0))
     assert {i.scope for i in everything.items} == {str(ALICE_PRIVATE), str(ALPHA)}  # control: both scopes hold hits
     asked = _watch(bridge, monkeypatch)
-    narrowed = await bridge.execute(ALICE, Recall("green tea", min_score=0.0, only_scopes=(ALICE_PRIVATE,)))
+    narrowed = await bridge.execute(ALICE, Recall(query="green tea", min_score=0.0, only_scopes=(ALICE_PRIVATE,)))
     assert [i.content for i in narrowed.items] == ["alice prefers green tea"]
     assert narrowed.scopes_searched == (str(ALICE_PRIVATE),)
     assert asked == [(str(ALICE_PRIVATE),)], f"the backend was asked for {asked}"
@@ -57,7 +57,7 @@ async def test_user_b_cannot_name_user_a_private_scope_in_only_scopes(bridge: Me
     await _world(bridge)
     for scopes in ((BOB_PRIVATE,), (ALICE_PRIVATE, BOB_PRIVATE), (ScopeKey.private("globex", "alice"),), (ScopeKey.workspace("acme", "beta"),)):
         with pytest.raises(NotPermitted):
-            await bridge.execute(ALICE, Recall("green tea", only_scopes=scopes))
+            await bridge.execute(ALICE, Recall(query="green tea", only_scopes=scopes))
     rows = await bridge.state.audit.query(bridge.policy.audit_view(ADMIN), action="denied")
     assert len([r for r in rows if r.actor == ALICE.principal and r.detail.get("operation") == "recall"]) == 4
 
@@ -66,9 +66,9 @@ async def test_only_scopes_may_name_a_granted_scope(bridge: MemoryBridge) -> Non
     sales = ScopeKey.department("acme", "sales")
     await bridge.remember(make_identity("sam", departments=("sales",), roles=("approver",)), "sales serves green tea to clients", "standard", visibility="department", department_id="sales")
     with pytest.raises(NotPermitted):
-        await bridge.execute(ALICE, Recall("green tea", min_score=0.0, only_scopes=(sales,)))
-    await bridge.execute(ADMIN, IssueGrant("alice", sales, 600, "joint tea audit"))
-    granted = await bridge.execute(ALICE, Recall("green tea", min_score=0.0, only_scopes=(sales,)))
+        await bridge.execute(ALICE, Recall(query="green tea", min_score=0.0, only_scopes=(sales,)))
+    await bridge.execute(ADMIN, IssueGrant(grantee_user_id="alice", scope=sales, ttl_seconds=600, reason="joint tea audit"))
+    granted = await bridge.execute(ALICE, Recall(query="green tea", min_score=0.0, only_scopes=(sales,)))
     assert [i.content for i in granted.items] == ["sales serves green tea to clients"]
     assert granted.items[0].grant_id is not None
 
@@ -76,4 +76,4 @@ async def test_only_scopes_may_name_a_granted_scope(bridge: MemoryBridge) -> Non
 @pytest.mark.parametrize("value", [(), [], ("not a scope",), (None,), "acme/user/alice"])
 def test_only_scopes_must_name_scopes(value: object) -> None:
     with pytest.raises(InvalidInput):
-        Recall("q", only_scopes=value)  # type: ignore[arg-type]
+        Recall(query="q", only_scopes=value)  # type: ignore[arg-type]

@@ -84,7 +84,7 @@ def runtime(backend: ScriptedBackend | None = None, **options: object) -> Bridge
 
 
 def context(op: Recall | None = None, scope_set: ScopeSet | None = None, **fields: object) -> RecallContext:
-    ctx = RecallContext(ALICE, op or Recall("what do we use?"), BudgetConfig())
+    ctx = RecallContext(ALICE, op or Recall(query="what do we use?"), BudgetConfig())
     ctx.scopes = scope_set
     for name, value in fields.items():
         setattr(ctx, name, value)
@@ -94,7 +94,7 @@ def context(op: Recall | None = None, scope_set: ScopeSet | None = None, **field
 # -- scopes -----------------------------------------------------------------------------------
 async def test_scopes_stage_refuses_an_include_scope_without_a_grant():
     rt = runtime()
-    ctx = context(Recall("q", include_scopes=(str(BOB),)))
+    ctx = context(Recall(query="q", include_scopes=(str(BOB),)))
     with pytest.raises(NotPermitted, match="no grant"):
         await scopes.stage(rt, ctx)
     assert ctx.scopes is None and rt.backend.queries == []  # type: ignore[attr-defined]
@@ -122,7 +122,7 @@ async def test_search_stage_fails_closed_with_the_adapters_reasons():
 async def test_search_stage_marks_a_partial_result_only_when_allowed():
     failed = SearchResult(hits=(), failed_scopes=(WS,), failure_reasons=("offline",))
     rt = runtime(ScriptedBackend(failed))
-    ctx = context(Recall("q", allow_partial=True), ScopeSet.of(OWN, WS))
+    ctx = context(Recall(query="q", allow_partial=True), ScopeSet.of(OWN, WS))
     await search.stage(rt, ctx)
     assert ctx.failed == (str(WS),) and ctx.query is not None and ctx.query.scopes is ctx.scopes
 
@@ -169,12 +169,12 @@ def test_rank_stage_orders_by_the_product_and_applies_the_relevance_floor():
         Hit(stored("no-overlap", OWN), OWN, 0.0),  # score 0: never returned
     ]
     rt = runtime()
-    ctx = context(Recall("q", min_score=0.3), scope_set, hits=hits)
+    ctx = context(Recall(query="q", min_score=0.3), scope_set, hits=hits)
     rank.stage(rt, ctx)
     assert [r.hit.memory.id for r in ctx.ranked] == ["own-weaker", "ws-strong"]  # own-unsure is under 0.3
     assert ctx.ranked[0].score == pytest.approx(0.6 * 1.0 * 1.0 * 1.0 * 1.0 * 0.9)
     assert ctx.ranked[0].explain() == {"semantic": 0.6, "scope": 1.0, "confidence": 1.0, "freshness": 1.0, "status": 1.0, "kind": 0.9}
-    ctx = context(Recall("q"), scope_set, hits=hits)
+    ctx = context(Recall(query="q"), scope_set, hits=hits)
     rank.stage(rt, ctx)
     assert [r.hit.memory.id for r in ctx.ranked] == ["own-weaker", "ws-strong", "own-unsure"]
 
@@ -333,8 +333,8 @@ async def test_run_recall_times_every_stage_it_runs():
     hits = (Hit(stored("m1", OWN, "We use PostgreSQL."), OWN, 0.9),)
     rt = runtime(ScriptedBackend(SearchResult(hits=hits)))
     timings: dict[str, int] = {}
-    result = await run_recall(rt, ALICE, Recall("what do we use?"), timings=timings)
+    result = await run_recall(rt, ALICE, Recall(query="what do we use?"), timings=timings)
     assert set(timings) == {name for name, _ in STAGES} | {"result"} and all(isinstance(ns, int) and ns >= 0 for ns in timings.values())
-    untimed = await run_recall(rt, ALICE, Recall("what do we use?"))
+    untimed = await run_recall(rt, ALICE, Recall(query="what do we use?"))
     assert [i.memory_id for i in result.items] == [i.memory_id for i in untimed.items] == ["m1"]
     assert result.context == untimed.context and result.audit_seq != untimed.audit_seq

@@ -103,7 +103,7 @@ def test_a_memory_cannot_be_written_with_a_tier_role_files_do_not_budget() -> No
 
     for bad in ("lukewarm", "HOT", True, None, 1):
         with pytest.raises(InvalidInput, match="tier"):
-            Remember("Kafka idempotency decision", "decision", metadata={"tier": bad})
+            Remember(content="Kafka idempotency decision", kind="decision", metadata={"tier": bad})
         with pytest.raises(InvalidInput, match="tier"):
-            WriteBack("m" * 16, "the result", "fact", metadata={"tier": bad})
-    assert Remember("x", "fact", metadata={"tier": "cold", "domain": "purchasing"}).metadata["tier"] == "cold"
+            WriteBack(manifest_id="m" * 16, content="the result", kind="fact", metadata={"tier": bad})
+    assert Remember(content="x", kind="fact", metadata={"tier": "cold", "domain": "purchasing"}).metadata["tier"] == "cold"

@@ -135,18 +135,18 @@ def test_a_task_id_puts_working_memory_in_the_task_scope_and_only_that_task_read
 ])
 def test_bad_sharing_fields_are_refused_with_a_typed_error(fields):
     with pytest.raises(InvalidInput):
-        Remember("a note", "note", **fields)
+        Remember(content="a note", kind="note", **fields)
     with pytest.raises(InvalidInput):
-        Capture(({"role": "user", "content": "I prefer tea"},), **fields)
+        Capture(messages=({"role": "user", "content": "I prefer tea"},), **fields)
 
 
 def test_sharing_operations_validate_their_fields():
-    assert SetVisibleTo(("acme/agent/wukong/alice", "m1"), ["sha", "bajie", "sha"]).visible_to == ("bajie", "sha")
+    assert SetVisibleTo(ref=("acme/agent/wukong/alice", "m1"), visible_to=["sha", "bajie", "sha"]).visible_to == ("bajie", "sha")
     for bad in (None, [], ["*", "x"], ["../x"]):
         with pytest.raises(InvalidInput):
-            SetVisibleTo(("acme/agent/wukong/alice", "m1"), bad)  # type: ignore[arg-type]
-    assert SetTeamMembers("red", ["b", "a", "a"]).agent_ids == ("a", "b")
+            SetVisibleTo(ref=("acme/agent/wukong/alice", "m1"), visible_to=bad)  # type: ignore[arg-type]
+    assert SetTeamMembers(team_id="red", agent_ids=["b", "a", "a"]).agent_ids == ("a", "b")
     with pytest.raises(InvalidInput):
-        SetTeamMembers("red", "wukong")
+        SetTeamMembers(team_id="red", agent_ids="wukong")
     with pytest.raises(InvalidInput):
-        AddTeamMember("red", "*")
+        AddTeamMember(team_id="red", member_agent_id="*")

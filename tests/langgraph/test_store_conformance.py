@@ -150,7 +150,7 @@ async def test_a_ttl_the_bridge_cannot_store_is_refused_not_ignored(store: Bridg
     assert await store.aget(("memories",), "k") is None
     await store.aput(("memories",), "k", {"v": 1}, ttl=5)  # a valid one is stored as the memory's expiry (here and over HTTP)
     who = await store.identity_source.identity()
-    record = await store.bridge.execute(who, FindByKey(ScopeKey.private(who.tenant_id, who.user_id), item_key(("memories",), "k")))
+    record = await store.bridge.execute(who, FindByKey(scope=ScopeKey.private(who.tenant_id, who.user_id), key=item_key(("memories",), "k")))
     assert record.expires_at is not None and 290 < record.expires_at - time.time() <= 300, record
     assert (await store.aget(("memories",), "k")).value == {"v": 1}
 

@@ -40,7 +40,7 @@ async def clocked(tmp_path: Path, keys: Keys) -> AsyncIterator[tuple[BridgeStore
 
 async def _expiry(store: BridgeStore, bridge: MemoryBridge, key: str) -> float | None:
     identity = await store.identity_source.identity()
-    record = await bridge.execute(identity, FindByKey(ScopeKey.private("acme", "alice"), item_key(("memories",), key)))
+    record = await bridge.execute(identity, FindByKey(scope=ScopeKey.private("acme", "alice"), key=item_key(("memories",), key)))
     return record.expires_at
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from adapters.scopes import ScopeKey
 from bridge.errors import NotPermitted
@@ -56,8 +56,8 @@ async def run_demo(out: TextIO, home: Path | None = None) -> bool:
 
 
 async def _scenario(bridge: MemoryBridge, keys: ApiKeyStore, provider: ApiKeyProvider, checks: Checks, out: TextIO) -> bool:
-    async def login(**binding: object) -> MemoryIdentity:
-        issued = keys.issue(**binding)  # type: ignore[arg-type]
+    async def login(**binding: Any) -> MemoryIdentity:
+        issued = keys.issue(**binding)
         return await provider.authenticate(ApiKey(issued.key))
 
     print("viking-bridge demo: two tenants, four departments, agents in Chinese and English", file=out)

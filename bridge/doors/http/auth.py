@@ -29,7 +29,7 @@ from bridge.errors import Unauthenticated
 from identity.model import MemoryIdentity
 from identity.nonces import SqliteNonceCache
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
-from identity.providers.base import ApiKey, BearerToken, GatewayRequest, IdentityProvider, narrow
+from identity.providers.base import ApiKey, BearerToken, Credential, GatewayRequest, IdentityProvider, narrow
 from identity.providers.gateway import GatewayProvider
 from identity.settings import IdentitySettings, build_provider
 
@@ -82,12 +82,12 @@ class EdgeAuthenticator:
                 raise Unauthenticated("X-VB-* identity headers are accepted only from a configured gateway that signs them")
             raise Unauthenticated(f"this service does not accept {kind} credentials (accepted: {', '.join(sorted(self.providers)) or 'none'})")
         if kind == "gateway":
-            credential: object = GatewayRequest(method, target, list(headers), content_sha256=hashlib.sha256(body).hexdigest())
+            credential: Credential = GatewayRequest(method, target, list(headers), content_sha256=hashlib.sha256(body).hexdigest())
         elif kind == "jwt":
             credential = BearerToken(authorization[0].strip().partition(" ")[2].strip())
         else:
             credential = ApiKey((api_key_header[0] if api_key_header else authorization[0].strip().partition(" ")[2]).strip())
-        identity = await provider.authenticate(credential)  # type: ignore[arg-type]
+        identity = await provider.authenticate(credential)
         sessions = [v for n, v in headers if n == SESSION_HEADER]
         if len(sessions) > 1:
             raise Unauthenticated("more than one X-Session-Id header")

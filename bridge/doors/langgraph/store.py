@@ -166,7 +166,7 @@ class BridgeStore(BaseStore):
         from bridge.doors.langgraph.service import ServiceBridge, ServiceIdentity
 
         service = ServiceBridge(url, api_key=api_key, token=token, http_client=kwargs.pop("http_client", None))
-        return cls(service, ServiceIdentity(service), **kwargs)  # type: ignore[arg-type]
+        return cls(service, ServiceIdentity(service), **kwargs)
 
     # -- BaseStore's two methods ---------------------------------------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -222,7 +222,7 @@ class BridgeStore(BaseStore):
         out: list[_Found] = []
         cursor: str | None = None
         while True:
-            page = await self.bridge.execute(identity, ListMemories(scope, cursor, _PAGE))
+            page = await self.bridge.execute(identity, ListMemories(scope=scope, cursor=cursor, limit=_PAGE))
             for m in page.memories:
                 item = _decode_record(m)
                 if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
@@ -235,7 +235,7 @@ class BridgeStore(BaseStore):
         out: list[_Found] = []
         for r in hits:
             try:
-                m = await self.bridge.execute(identity, GetMemory((scope, r.memory_id)))
+                m = await self.bridge.execute(identity, GetMemory(ref=(scope, r.memory_id)))
             except (NotPermitted, NotFound):
                 continue
             item = _decode_record(m)
@@ -247,7 +247,7 @@ class BridgeStore(BaseStore):
         """The caller's own item with this key: one `FindByKey` (O(1) in the scope's size).
         Returns the item, active or pending (None if the caller has none there), and the record."""
         try:
-            record = await self.bridge.execute(identity, FindByKey(target.scope, item_key(target.namespace, key)))
+            record = await self.bridge.execute(identity, FindByKey(scope=target.scope, key=item_key(target.namespace, key)))
         except NotFound:
             return None, None
         item = _decode_record(record)
@@ -296,7 +296,7 @@ class BridgeStore(BaseStore):
                 options.setdefault("only_scopes", tuple(t.scope for t in targets))
             for name, default in (("purpose", self.purpose), ("budget_tokens", _SEARCH_BUDGET), ("min_score", 0.0)):
                 options.setdefault(name, default)
-            result = await self.bridge.execute(identity, Recall(query, **options))
+            result = await self.bridge.execute(identity, Recall(query=query, **options))
             if not prefix:  # the whole store: every scope the bridge searched for this identity
                 scopes = {ScopeKey.parse(s) for s in result.scopes_searched}
             # the recall ranks; the items themselves (wrapper in metadata, the record's times) come
@@ -368,17 +368,17 @@ class BridgeStore(BaseStore):
         for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
             existing, record = await self._own(identity, target, key)
             if existing is None and record is not None:  # the key holds a memory that is no item here (stale, superseded): replace it
-                await self.bridge.execute(identity, Forget((ScopeKey.parse(record.scope), record.memory_id)))
+                await self.bridge.execute(identity, Forget(ref=(ScopeKey.parse(record.scope), record.memory_id)))
             created_at = None
             if existing is not None:
                 content, meta = encode(target.namespace, key, value, index=index, created_at=existing.item.created_at)
                 if ttl_s is None and getattr(record, "expires_at", None) is None and not sharing:
-                    return await self.bridge.execute(identity, EditMemory((existing.scope, existing.memory_id), content=content, metadata=meta))
+                    return await self.bridge.execute(identity, EditMemory(ref=(existing.scope, existing.memory_id), content=content, metadata=meta))
                 # EditMemory carries no expiry (nor sharing): the item is re-written with the new one
-                await self.bridge.execute(identity, Forget((existing.scope, existing.memory_id)))
+                await self.bridge.execute(identity, Forget(ref=(existing.scope, existing.memory_id)))
                 created_at = existing.item.created_at
             content, meta = encode(target.namespace, key, value, index=index, created_at=created_at)
-            op = Remember(content, self._kind(value), visibility=target.visibility, metadata=meta,
+            op = Remember(content=content, kind=self._kind(value), visibility=target.visibility, metadata=meta,
                           department_id=target.department_id, idempotency_key=ckey, ttl_s=ttl_s, **sharing)
             try:
                 written: WriteResult = await self.bridge.execute(identity, op)
@@ -387,7 +387,7 @@ class BridgeStore(BaseStore):
             except Conflict:
                 continue
             if written.scope != str(target.scope):  # never acknowledge a write the policy placed elsewhere
-                await self.bridge.execute(identity, Forget((ScopeKey.parse(written.scope), written.memory_id)))
+                await self.bridge.execute(identity, Forget(ref=(ScopeKey.parse(written.scope), written.memory_id)))
                 raise NamespaceRefused(f"the bridge would store {namespace!r} in {written.scope}, not {target.scope}; refused")
             return written
         raise Conflict(f"the put of {namespace!r}/{key!r} kept colliding with a concurrent put of the same key")
@@ -396,7 +396,7 @@ class BridgeStore(BaseStore):
         target = resolve(tuple(namespace), identity)
         found = (await self._own(identity, target, key))[0] or await self._others(identity, target, key)
         if found is not None:
-            await self.bridge.execute(identity, Forget((found.scope, found.memory_id)))
+            await self.bridge.execute(identity, Forget(ref=(found.scope, found.memory_id)))
 
     def close(self) -> None:
         with self._runner_lock:

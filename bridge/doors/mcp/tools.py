@@ -114,14 +114,14 @@ def _refs(refs: list[MemoryRefArg] | None) -> list[tuple[str, str]] | None:
 
 
 async def _remember(b: MemoryBridge, who: MemoryIdentity, a: RememberArgs) -> dict[str, Any]:
-    op = ops.Remember(content=a.content, kind=a.kind, visibility=a.visibility, department_id=a.department_id,  # type: ignore[arg-type]
+    op = ops.Remember(content=a.content, kind=a.kind, visibility=a.visibility, department_id=a.department_id,
                       idempotency_key=a.idempotency_key, metadata=a.metadata, confidence=a.confidence, memory_type=a.memory_type,
                       visible_to=None if a.visible_to is None else tuple(a.visible_to), team_id=a.team_id, expires_at=a.expires_at, ttl_s=a.ttl_s)
     return (await b.execute(who, op)).model_dump(mode="json")
 
 
 async def _recall(b: MemoryBridge, who: MemoryIdentity, a: RecallArgs) -> dict[str, Any]:
-    op = ops.Recall(query=a.query, purpose=a.purpose, budget_tokens=a.budget_tokens, kinds=a.kinds, include_scopes=a.include_scopes,  # type: ignore[arg-type]
+    op = ops.Recall(query=a.query, purpose=a.purpose, budget_tokens=a.budget_tokens, kinds=a.kinds, include_scopes=a.include_scopes,
                     manifest_id=a.manifest_id, allow_partial=a.allow_partial, min_score=a.min_score,
                     only_scopes=None if a.only_scopes is None else tuple(a.only_scopes))
     body = (await b.execute(who, op)).model_dump(mode="json", exclude={"query", "audit_seq"})
@@ -130,24 +130,24 @@ async def _recall(b: MemoryBridge, who: MemoryIdentity, a: RecallArgs) -> dict[s
 
 
 async def _forget(b: MemoryBridge, who: MemoryIdentity, a: ForgetArgs) -> dict[str, Any]:
-    return {"deleted": bool(await b.execute(who, ops.Forget((a.scope, a.memory_id))))}  # type: ignore[arg-type]
+    return {"deleted": bool(await b.execute(who, ops.Forget(ref=(a.scope, a.memory_id))))}
 
 
 async def _inject_context(b: MemoryBridge, who: MemoryIdentity, a: InjectContextArgs) -> dict[str, Any]:
-    inject = ops.Inject(child_agent_id=a.child_agent, task=a.task, depth=a.depth, memory_refs=_refs(a.memory_refs),  # type: ignore[arg-type]
+    inject = ops.Inject(child_agent_id=a.child_agent, task=a.task, depth=a.depth, memory_refs=_refs(a.memory_refs),
                         from_manifest_id=a.from_manifest_id, ttl_seconds=a.ttl_seconds, may_reinject=a.may_reinject)
-    return (await b.execute(who, reads.InjectContext(inject))).model_dump(mode="json")
+    return (await b.execute(who, reads.InjectContext(inject=inject))).model_dump(mode="json")
 
 
 async def _write_back(b: MemoryBridge, who: MemoryIdentity, a: WriteBackArgs) -> dict[str, Any]:
-    op = ops.WriteBack(manifest_id=a.manifest_id, content=a.content, kind=a.kind, visibility=a.visibility,  # type: ignore[arg-type]
+    op = ops.WriteBack(manifest_id=a.manifest_id, content=a.content, kind=a.kind, visibility=a.visibility,
                        idempotency_key=a.idempotency_key)
     return (await b.execute(who, op)).model_dump(mode="json")
 
 
 async def _list_memories(b: MemoryBridge, who: MemoryIdentity, a: ListMemoriesArgs) -> dict[str, Any]:
     scope = a.scope if a.scope is not None else ScopeKey.private(who.tenant_id, who.user_id)
-    page = await b.execute(who, reads.ListMemories(scope=scope, cursor=a.cursor, limit=a.limit, status=a.status))  # type: ignore[arg-type]
+    page = await b.execute(who, reads.ListMemories(scope=scope, cursor=a.cursor, limit=a.limit, status=a.status))
     return page.model_dump(mode="json")
 
 

@@ -102,14 +102,14 @@ ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
 
 async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
     async def run(conn: Conn) -> list[tuple[Any, ...]]:
-        return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+        return await (await conn.execute(as_query(text), params)).fetchall()
 
     return await pool.run(run, what)
 
 
 async def _count(pool: PgPool, text: str, params: Sequence[Any], what: str) -> int:
     async def run(conn: Conn) -> int:
-        return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
+        return (await conn.execute(as_query(text), params)).rowcount
 
     return await pool.run(run, what)
 

@@ -41,13 +41,13 @@ class _Pg:
 
     async def _fetch(self, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         async def run(conn: Conn) -> list[tuple[Any, ...]]:
-            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+            return await (await conn.execute(as_query(text), params)).fetchall()
 
         return await self.pool.run(run, self.what)
 
     async def _count(self, text: str, params: Sequence[Any]) -> int:
         async def run(conn: Conn) -> int:
-            return (await conn.execute(text, params)).rowcount  # type: ignore[arg-type]
+            return (await conn.execute(as_query(text), params)).rowcount
 
         return await self.pool.run(run, self.what)
 

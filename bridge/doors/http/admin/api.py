@@ -44,12 +44,12 @@ async def whoami(request: Request) -> WhoAmI:
 
 @router.get("/grants", response_model=list[GrantOut], summary="Every grant of the caller's tenant, in force unless include_inactive (tenant admin)")
 async def tenant_grants(request: Request, include_inactive: bool = False, limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[GrantOut]:
-    return [grant_out(g) for g in await execute(request, identity(request), admin_ops.TenantGrants(include_inactive, limit))]
+    return [grant_out(g) for g in await execute(request, identity(request), admin_ops.TenantGrants(include_inactive=include_inactive, limit=limit))]
 
 
 @router.get("/manifests", response_model=list[ManifestSummary], summary="Live injection manifests of the caller's tenant (tenant admin)")
 async def tenant_manifests(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[ManifestSummary]:
-    return await execute(request, identity(request), admin_ops.TenantManifests(limit))
+    return await execute(request, identity(request), admin_ops.TenantManifests(limit=limit))
 
 
 @router.get("/scopes", response_model=list[ScopeCount], summary="Memories per scope of the caller's tenant, by status (tenant admin)")
@@ -59,4 +59,4 @@ async def scope_counts(request: Request) -> list[ScopeCount]:
 
 @router.get("/memories/{memory_id}/readers", response_model=MemoryReaders, summary="Who can read one memory and why (tenant admin)")
 async def who_can_read(memory_id: str, scope: Scope, request: Request) -> MemoryReaders:
-    return await execute(request, identity(request), admin_ops.WhoCanRead((scope, memory_id)))  # type: ignore[arg-type]
+    return await execute(request, identity(request), admin_ops.WhoCanRead(ref=(scope, memory_id)))

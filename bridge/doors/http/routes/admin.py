@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api/v1", tags=["administration"])
 
 @router.post("/grants", response_model=GrantOut, status_code=201, summary="Issue a grant (tenant admin)")
 async def issue_grant(body: GrantRequest, request: Request) -> GrantOut:
-    op = ops.IssueGrant(body.grantee_user_id, body.scope, body.ttl_seconds, body.reason, body.grantee_agent_id)  # type: ignore[arg-type]
+    op = ops.IssueGrant(grantee_user_id=body.grantee_user_id, scope=body.scope, ttl_seconds=body.ttl_seconds, reason=body.reason, grantee_agent_id=body.grantee_agent_id)
     return grant_out(await execute(request, identity(request), op))
 
 
@@ -26,18 +26,18 @@ async def list_grants(
     request: Request, grantee_user_id: Annotated[str | None, Query(description="TARGET: whose grants (default: the caller's; others need admin).")] = None,
     include_inactive: bool = False,
 ) -> list[GrantOut]:
-    return [grant_out(g) for g in await execute(request, identity(request), reads.ListGrants(grantee_user_id, include_inactive))]
+    return [grant_out(g) for g in await execute(request, identity(request), reads.ListGrants(grantee_user_id=grantee_user_id, include_inactive=include_inactive))]
 
 
 @router.delete("/grants/{grant_id}", response_model=Deleted, summary="Revoke a grant (tenant admin)")
 async def revoke_grant(grant_id: str, request: Request) -> Deleted:
-    await execute(request, identity(request), ops.RevokeGrant(grant_id))
+    await execute(request, identity(request), ops.RevokeGrant(grant_id=grant_id))
     return Deleted(deleted=True)
 
 
 @router.delete("/manifests/{manifest_id}", response_model=Deleted, summary="Revoke an injection manifest and those derived from it")
 async def revoke_manifest(manifest_id: str, request: Request) -> Deleted:
-    await execute(request, identity(request), ops.RevokeManifest(manifest_id))
+    await execute(request, identity(request), ops.RevokeManifest(manifest_id=manifest_id))
     return Deleted(deleted=True)
 
 
@@ -49,7 +49,7 @@ async def start_session(request: Request) -> SessionOut:
 
 @router.post("/sessions/fork", response_model=SessionOut, summary="A new session bound to the same identity")
 async def fork_session(body: ForkRequest, request: Request) -> SessionOut:
-    bound = await execute(request, identity(request), ops.ForkSession(body.parent_session_id))
+    bound = await execute(request, identity(request), ops.ForkSession(parent_session_id=body.parent_session_id))
     return SessionOut(session_id=bound.session_id, principal=bound.principal)
 
 
@@ -58,9 +58,9 @@ async def audit(
     request: Request, action: str | None = None, memory_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100, since_seq: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[AuditOut]:
-    return [audit_out(e) for e in await execute(request, identity(request), ops.QueryAudit(action, memory_id, limit, since_seq))]
+    return [audit_out(e) for e in await execute(request, identity(request), ops.QueryAudit(action=action, memory_id=memory_id, limit=limit, since_seq=since_seq))]
 
 
 @router.post("/purge-expired", response_model=PurgeReport, summary="Delete the caller's tenant's expired memories (tenant admin; one bounded run)")
 async def purge_expired(request: Request, max_deletions: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> PurgeReport:
-    return await execute(request, identity(request), ops.PurgeExpired(max_deletions))
+    return await execute(request, identity(request), ops.PurgeExpired(max_deletions=max_deletions))

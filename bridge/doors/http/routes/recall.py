@@ -18,8 +18,8 @@ router = APIRouter(prefix="/api/v1", tags=["recall"])
 async def _recall(request: Request, body: RecallRequest) -> Response:
     who = identity(request)
     check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
-    op = ops.Recall(body.query, body.purpose, body.budget_tokens, body.kinds, body.include_scopes, body.manifest_id, body.allow_partial, body.min_score,
-                    None if body.only_scopes is None else tuple(body.only_scopes))  # type: ignore[arg-type]
+    op = ops.Recall(query=body.query, purpose=body.purpose, budget_tokens=body.budget_tokens, kinds=body.kinds, include_scopes=body.include_scopes, manifest_id=body.manifest_id, allow_partial=body.allow_partial, min_score=body.min_score,
+                    only_scopes=None if body.only_scopes is None else tuple(body.only_scopes))
     return recall_out(await execute(request, who, op))
 
 
@@ -54,8 +54,8 @@ async def _inject(request: Request, body: InjectRequest) -> InjectedContext:
     who = identity(request)
     check_caller(who, user_id=body.user_id)
     refs = None if body.memory_refs is None else [(r.scope, r.memory_id) for r in body.memory_refs]
-    inner = ops.Inject(body.agent_id, body.task, body.depth, refs, body.from_manifest_id, body.ttl_seconds, body.may_reinject)  # type: ignore[arg-type]
-    return await execute(request, who, reads.InjectContext(inner))
+    inner = ops.Inject(child_agent_id=body.agent_id, task=body.task, depth=body.depth, memory_refs=refs, from_manifest_id=body.from_manifest_id, ttl_seconds=body.ttl_seconds, may_reinject=body.may_reinject)
+    return await execute(request, who, reads.InjectContext(inject=inner))
 
 
 @router.get("/inject-context", response_model=InjectedContext, summary="Inject context into a child agent (seed 000)")

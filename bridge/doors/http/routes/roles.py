@@ -69,7 +69,7 @@ class RoleOut(BaseModel):
 async def role_inject(body: RoleInjectRequest, request: Request) -> RoleInjectOut:
     who = identity(request)
     check_caller(who, user_id=body.user_id)
-    op = RoleInject(body.agent_id, body.task, body.depth, [(r.scope, r.memory_id) for r in body.carry], body.ttl_seconds, body.may_reinject)  # type: ignore[arg-type]
+    op = RoleInject(child_agent_id=body.agent_id, task=body.task, depth=body.depth, carry=[(r.scope, r.memory_id) for r in body.carry], ttl_seconds=body.ttl_seconds, may_reinject=body.may_reinject)
     fm: FederatedManifest = await execute(request, who, op)
     m = fm.manifest
     return RoleInjectOut(

@@ -47,19 +47,19 @@ def write_team(who: MemoryIdentity, team_id: str | None, memory_type: str | None
 
 @router.put("/memories/{memory_id}/visible-to", response_model=ShareResult, summary="Narrow or widen who sees a private agent memory (seed 000 visible_to)")
 async def set_visible_to(memory_id: str, scope: Scope, body: VisibleToRequest, request: Request) -> ShareResult:
-    return await execute(request, identity(request), share_ops.SetVisibleTo((scope, memory_id), body.visible_to))  # type: ignore[arg-type]
+    return await execute(request, identity(request), share_ops.SetVisibleTo(ref=(scope, memory_id), visible_to=body.visible_to))
 
 
 @router.put("/teams/{team_id}", response_model=TeamResult, summary="Set a team's member agents (tenant admin)")
 async def set_team_members(team_id: str, body: TeamMembersRequest, request: Request) -> TeamResult:
-    return await execute(request, identity(request), share_ops.SetTeamMembers(team_id, body.agent_ids))  # type: ignore[arg-type]
+    return await execute(request, identity(request), share_ops.SetTeamMembers(team_id=team_id, agent_ids=body.agent_ids))
 
 
 @router.post("/teams/{team_id}/members", response_model=TeamResult, summary="Add an agent to a team (tenant admin)")
 async def add_team_member(team_id: str, body: TeamMemberRequest, request: Request) -> TeamResult:
-    return await execute(request, identity(request), share_ops.AddTeamMember(team_id, body.member_agent_id))
+    return await execute(request, identity(request), share_ops.AddTeamMember(team_id=team_id, member_agent_id=body.member_agent_id))
 
 
 @router.delete("/teams/{team_id}/members/{member_agent_id}", response_model=TeamResult, summary="Remove an agent from a team (tenant admin)")
 async def remove_team_member(team_id: str, member_agent_id: str, request: Request) -> TeamResult:
-    return await execute(request, identity(request), share_ops.RemoveTeamMember(team_id, member_agent_id))
+    return await execute(request, identity(request), share_ops.RemoveTeamMember(team_id=team_id, member_agent_id=member_agent_id))
