@@ -90,8 +90,8 @@ from adapters.base import (
     require_scope,
     require_scope_set,
 )
-from adapters.embedding import Embedder, default_embedder, describe_embedder, embedder_for_signature
-from adapters.envelope import RecordAlarms
+from adapters.shared.embedding import Embedder, default_embedder, describe_embedder, embedder_for_signature
+from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendError, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.local.checks import check_new, check_patch, valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
@@ -114,7 +114,7 @@ from adapters.local.records import (
 from adapters.local.schema import DB_FILENAME, SCHEMA_VERSION, create_or_upgrade, db_path, preflight, private_dir, recorded_embedder, tighten_files
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
-from identity.storage import connect_durable
+from identity.storage.sqlite import connect_durable
 
 __all__ = ["LocalBackend", "QuarantinedRow", "DB_FILENAME", "SCHEMA_VERSION"]
 

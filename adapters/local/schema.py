@@ -38,7 +38,7 @@ from pathlib import Path
 
 from adapters.errors import EmbedderMismatch, InvalidRequest
 from adapters.local.errors import CorruptStore
-from identity.storage import ensure_private_dir
+from identity.storage.sqlite import ensure_private_dir
 
 __all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "private_dir", "recorded_embedder", "tighten_files"]
 

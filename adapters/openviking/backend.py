@@ -54,10 +54,10 @@ from adapters.base import (
     StoredMemory,
     require_scope,
 )
-from adapters.cursor import CursorCodec
-from adapters.envelope import RecordAlarms, memory_id_for
+from adapters.shared.cursor import CursorCodec
+from adapters.shared.envelope import RecordAlarms, memory_id_for
 from adapters.errors import BackendError, CorruptRecord, EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
-from adapters.http import redact
+from adapters.shared.http import redact
 from adapters.openviking.client import Auth, OpenVikingClient, RetryPolicy, SecretKey
 from adapters.openviking.errors import OVConflict, OVNotFound, OVUnauthenticated
 from adapters.openviking.extraction import (
@@ -391,7 +391,7 @@ class OpenVikingBackend:
         — the memories the server extracted); pass `next_cursor` back for the next page.
 
         0.5.2 lists at most 1000 entries per `fs/ls`, so the directory is walked in name-sorted
-        windows. The cursor (signed, bound to `scope`: `adapters.cursor`) holds the last id
+        windows. The cursor (signed, bound to `scope`: `adapters.shared.cursor`) holds the last id
         returned and where it was; the walk resumes after that id even when deletions in between
         shifted the listing (it steps back until the window starts at or before the id)."""
         scope = require_scope(scope)

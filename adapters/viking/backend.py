@@ -8,7 +8,7 @@ where the ScopeSet becomes the query filter, and where every hit is checked agai
 - every ScopeKey -> one opaque principal sent as `user_id` (`mapping.principal_for`), agent
   scopes also carry an informational `assistant_id`;
 - a record's fields (kind, status, confidence, provenance, subject, metadata, our id) travel in
-  `memory_info.vb_record` (the shared envelope, `adapters.envelope`); our id is deterministic
+  `memory_info.vb_record` (the shared envelope, `adapters.shared.envelope`); our id is deterministic
   from (scope, idempotency key) and is sent as `group_id`, so id lookups and deletes are exact
   filters; a record that does not decode is dropped and alarmed (`self.alarms`), never returned;
 - the service makes event ids itself and a write is searchable only after a lag, so retries are
@@ -56,8 +56,8 @@ from adapters.base import (
     require_scope,
     require_scope_set,
 )
-from adapters.cursor import CursorCodec
-from adapters.envelope import MEMORY_ID, RecordAlarms, memory_id_for
+from adapters.shared.cursor import CursorCodec
+from adapters.shared.envelope import MEMORY_ID, RecordAlarms, memory_id_for
 from adapters.errors import (
     BackendError,
     BackendMisconfigured,
@@ -68,7 +68,7 @@ from adapters.errors import (
     Unavailable,
     UnsupportedFilter,
 )
-from adapters.http import certainly_not_applied
+from adapters.shared.http import certainly_not_applied
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from adapters.viking.client import VikingMemoryClient
 from adapters.viking.ledger import LedgerRow, WriteLedger
@@ -737,7 +737,7 @@ class VikingBackend:
         The service has no cursor and answers at most 5000 rows per search, so a page is a
         query-less search (newest first) below the cursor's time (`end_time`, inclusive), skipping
         the rows already passed at exactly that millisecond. A scope of any size is walked.
-        The cursor is signed and bound to `scope` (`adapters.cursor`): another scope's or an edited
+        The cursor is signed and bound to `scope` (`adapters.shared.cursor`): another scope's or an edited
         one is `InvalidRequest`. Only searchable rows are seen (writes appear after the lag)."""
         scope = require_scope(scope)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:

@@ -85,7 +85,7 @@ async def open_endpoint(spec: str, *, embedder: object | None = None) -> AsyncIt
 
 
 def _postgres_options(url: str) -> tuple[str, str]:
-    from identity.state_postgres import DEFAULT_SCHEMA
+    from identity.storage.postgres import DEFAULT_SCHEMA
 
     return os.environ.get("VIKING_BRIDGE_STATE_MIGRATE_URL") or url, os.environ.get("VIKING_BRIDGE_STATE_SCHEMA") or DEFAULT_SCHEMA
 

@@ -1,6 +1,6 @@
 """The bridge's own state on PostgreSQL, shared by N replicas: audit log (with write intents and
 the store marker), grants, manifests — and, over the same pool, the identity state (sessions,
-API keys, nonces; `identity.state_postgres`).
+API keys, nonces; `identity.state.postgres`).
 
 Same guarantees as `bridge/state/sqlite.py`, across machines: a write's audit row, the intent it
 closes and the store marker it advances commit in ONE transaction; `seq` is one identity column
@@ -17,7 +17,7 @@ rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.
 Durability: state-changing rows commit with the server's `synchronous_commit`; `recall` rows
 with `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash can lose the
 last read rows, never a write's). Schemas are versioned migrations applied at start-up under an
-advisory lock (`identity.state_postgres`). It never decides who may do what.
+advisory lock (`identity.storage.postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations
@@ -38,8 +38,12 @@ from bridge.state.sharing_postgres import SHARING_PG_MIGRATION, PgShares, PgTeam
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from bridge.state.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
-from identity.state_postgres import (
-    DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
+from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
+from identity.state.postgres import (
+    IDENTITY_MIGRATIONS,
+    PgApiKeyRepository,
+    PgNonceCache,
+    PgSessionRepository,
 )
 
 __all__ = ["PostgresState", "open_postgres_state", "STATE_MIGRATIONS", "ALL_MIGRATIONS"]

@@ -13,7 +13,7 @@ import psycopg
 
 from adapters.scopes import ScopeKey
 from bridge.state.sharing import EVERY_AGENT, audience_rows, group_audience, group_shares
-from identity.state_postgres import PgPool
+from identity.storage.postgres import PgPool
 
 __all__ = ["SHARING_PG_MIGRATION", "PgShares", "PgTeams"]
 

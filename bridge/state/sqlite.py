@@ -28,7 +28,7 @@ from bridge.state.sharing_sqlite import SHARING_MIGRATIONS, SqliteShares, Sqlite
 from bridge.state.records import AUDIT_ACTIONS, READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from bridge.state.usage import SqliteUsage
 from identity.model import MemoryIdentity
-from identity.migrations import apply_migrations
+from identity.storage.migrations import apply_migrations
 
 __all__ = ["SqliteState", "SqliteAuditLog", "SqliteGrants", "SqliteManifests", "AUDIT_MIGRATIONS", "GRANT_MIGRATIONS", "MANIFEST_MIGRATIONS"]
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from bridge.errors import QuotaExceeded
 from bridge.quotas import QuotaLimits, Usage
-from identity.migrations import apply_migrations
+from identity.storage.migrations import apply_migrations
 
 __all__ = ["UsageLedger", "MemoryUsage", "SqliteUsage", "PgUsage", "USAGE_MIGRATIONS", "PG_USAGE_MIGRATIONS", "TENANT_ROW"]
 

@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from identity.api_key_store import InMemoryApiKeyRepository, SqliteApiKeyRepository
+from identity.state.memory import InMemoryApiKeyRepository
+from identity.state.sqlite import SqliteApiKeyRepository
 from identity.errors import InvalidCredential, InvalidIdentityInput
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, new_session_id, require_credential
-from identity.state import ApiKeyRecord, ApiKeyRepository, StoredApiKey
+from identity.state.protocols import ApiKeyRecord, ApiKeyRepository, StoredApiKey
 
 __all__ = [
     "API_KEY_PREFIX",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from identity.errors import VikingBridgeError
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
-from identity.nonces import InMemoryNonceCache, SqliteNonceCache
+from identity.state.nonces import InMemoryNonceCache, SqliteNonceCache
 from identity.providers import (
     ApiKey,
     ApiKeyProvider,

@@ -23,7 +23,8 @@ import pytest
 
 from contract_tests.postgres_server import TestDatabase
 from identity.providers import ApiKeyStore, sign_gateway_headers
-from identity.state_postgres import PgApiKeyRepository, PgPool
+from identity.state.postgres import PgApiKeyRepository
+from identity.storage.postgres import PgPool
 from tests.service.servicekit import wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]

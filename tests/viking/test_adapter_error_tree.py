@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from adapters.base import SearchQuery, StoredMemory
-from adapters.embedding import EmbeddingError, HashingEmbedder, OpenAICompatibleEmbedder
-from adapters.envelope import dump_envelope, from_envelope, memory_id_for, to_envelope
+from adapters.shared.embedding import EmbeddingError, HashingEmbedder, OpenAICompatibleEmbedder
+from adapters.shared.envelope import dump_envelope, from_envelope, memory_id_for, to_envelope
 from adapters.errors import BackendError, Conflict, CorruptRecord, EmptyScopeError, WrongContext
 from adapters.openviking.keystore import FileKeyStore, KeyStoreError
 from adapters.openviking.record import RecordError, decode_record, encode_record

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from adapters import envelope
+from adapters.shared import envelope
 from adapters.openviking import backend as ov_backend
 from adapters.openviking import mapping as ov_mapping
 from adapters.viking import backend as vk_backend
