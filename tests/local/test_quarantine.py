@@ -12,7 +12,7 @@ import pytest
 
 from adapters.base import NewMemory, Provenance, SearchQuery, Status
 from adapters.local import LocalBackend
-from adapters.local.backend import QuarantinedRow
+from adapters.local.store import QuarantinedRow
 from adapters.local.errors import DamagedRecord
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import CorruptStorage
