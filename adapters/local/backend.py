@@ -30,12 +30,12 @@ Concurrency. Two processes may open one data directory: SQLite's WAL gives one w
 (others wait up to `busy_timeout_s`, then `StorageBusy`) and readers never block. Every
 committing transaction stamps the ScopeKeys it touched in `partition_version` with a store-wide
 change number. Each process watches `PRAGMA data_version` and, when another process has
-committed, reads only the versions newer than the last it saw and drops only those partitions
-(finding 17), so it never serves a memory another process deleted and never reloads a scope
+committed, reads only the versions newer than the last it saw and drops only those partitions,
+so it never serves a memory another process deleted and never reloads a scope
 nobody touched. Within a process, calls are serialised by a lock; SQLite work is short and runs
 inline on the event loop (a put's fsync blocks for ~1 ms).
 
-Damaged rows (finding 16). A row whose vector blob has the wrong length or holds NaN/inf, whose
+Damaged rows. A row whose vector blob has the wrong length or holds NaN/inf, whose
 status is unknown or whose JSON does not decode is quarantined: recorded in the `quarantine`
 table (persisted, seen by every process), removed from the searchable set, alarmed (logged at
 ERROR and counted by `alarms`, as in the remote adapters), reported to the `on_quarantine` hook,
@@ -48,7 +48,7 @@ the subject's quarantined rows.
 Idempotency. `(scope, idempotency_key)` is UNIQUE: a retried put returns the first record with
 `created=False`; the same key with different content is a `Conflict`, never a second memory.
 
-Embedder identity (issue 15). The store records its embedder's signature; all its vectors are in
+Embedder identity. The store records its embedder's signature; all its vectors are in
 that one space. Opened without an embedder it rebuilds the recorded one (`embedder_for_signature`;
 a new store gets `default_embedder()`), opened with another it refuses (`EmbedderMismatch`), and
 `reembed` moves the whole store to a new space in one transaction. A process that still holds

@@ -244,7 +244,7 @@ class LocalStoreBase:
             self._quarantine(damaged)
         return part
 
-    # -- quarantine (finding 16) ---------------------------------------------------------
+    # -- quarantine ---------------------------------------------------------
     def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
         """Take rows (rowid, scope text, memory id, reason) out of the searchable set, here and
         in every process; alarm for each. Recording it is best effort: if the store is busy,

@@ -1,6 +1,6 @@
 """The Viking adapter's write ledger: what makes a retried write idempotent AT THE SERVICE.
 
-Why it exists (issue 9, finding 18). Viking's `event/add` answers with an id the service makes
+Why it exists. Viking's `event/add` answers with an id the service makes
 (`data.event_id`); it accepts no client-chosen id and has no upsert for events, and a new event
 becomes searchable only after a lag. So when the answer of an add is lost (a timeout, a 5xx
 after the commit) the adapter cannot tell whether it landed, and looking it up by our memory id

@@ -59,8 +59,8 @@ _TAG = {
     Visibility.DEPARTMENT: "d",
     Visibility.TENANT: "t",
     Visibility.GLOBAL: "g",
-    Visibility.TEAM: "tm",  # issue 13: a team of agents
-    Visibility.TASK: "k",  # issue 13: one agent's working memory in one task (readable = the agent id)
+    Visibility.TEAM: "tm",  # a team of agents
+    Visibility.TASK: "k",  # one agent's working memory in one task (readable = the agent id)
 }
 RECORD_FIELD = "vb_record"  # memory_info key holding our record envelope (a JSON string)
 
@@ -132,7 +132,7 @@ class PrincipalMap:
         return list(self._by_principal)
 
 
-# -- record framing (the envelope itself is `adapters.shared.envelope`) -------------------------------
+# -- record framing (the envelope itself is `adapters.shared.envelope`) ----------------------------
 def encode_record(memory: StoredMemory) -> dict[str, Any]:
     """memory_info for an event: `summary` (what the service embeds) + the envelope as JSON."""
     return {"summary": memory.content, RECORD_FIELD: dump_envelope(to_envelope(memory))}

@@ -119,7 +119,7 @@ class VikingReads(VikingRowsBase):
                 if not isinstance(res, Exception):
                     raise res  # cancellation, interpreter exit: not a backend failure
                 # Every failure of a backend call is a failed scope, never an exception: one
-                # failing scope and all of them read the same (finding 20); the bridge raises
+                # failing scope and all of them read the same; the bridge raises
                 # RecallIncomplete with these reasons.
                 reason = self._failure_reason(res)
                 for key in task.scopes:

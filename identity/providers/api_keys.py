@@ -92,7 +92,7 @@ class ApiKeyStore:
     `issue` and `revoke` are the admin operations (see `python -m identity.admin`); `verify` is
     the hot path used by `ApiKeyProvider`.
 
-    No existence oracle (issue 9, finding 12): an unknown key id is checked against a dummy
+    No existence oracle: an unknown key id is checked against a dummy
     verifier computed once at start-up, so it costs exactly what a known id with a wrong secret
     costs — one repository lookup, one HMAC, one constant-time comparison — and fails with the
     same message.

@@ -5,7 +5,8 @@ that fails closed. Why the cap fails closed: a cache that evicts a *live* nonce 
 has just made that request replayable; refusing new requests (retryable `NonceCacheFull`,
 HTTP 503) until entries expire is the only safe answer to a flood.
 
-In-memory cost (issue 9, finding 5; the old cache rebuilt its whole dict under the lock on
+In-memory cost (the cost must not grow with the number of live nonces, or a flood slows every
+request; an earlier cache rebuilt its whole dict under the lock on
 every call above 1,024 entries): each call does one dict lookup and one append; expired
 entries are found through per-second buckets visited once each, so every entry is inspected a
 bounded number of times over its life — O(1) amortised per call, independent of how many

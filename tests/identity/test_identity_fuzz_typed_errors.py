@@ -1,5 +1,5 @@
 """Every public identity entry point answers malformed input with a member of the error tree
-(issue 9, finding 8): lone surrogates, huge integers, nested containers, None, bytes, arbitrary
+: lone surrogates, huge integers, nested containers, None, bytes, arbitrary
 objects — never `UnicodeEncodeError`, `TypeError`, `AttributeError` or a raw `ValueError` —
 and a refused call writes nothing."""
 

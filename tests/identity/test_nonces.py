@@ -1,4 +1,4 @@
-"""Gateway replay caches (issue 9, finding 5): O(1) amortised, bounded, fail closed when full,
+"""Gateway replay caches: O(1) amortised, bounded, fail closed when full,
 and shareable between processes (SQLite) behind the `NonceCache` protocol."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Store files are private: database + -wal/-shm 0600, directories created 0700 (issue 9, finding 7)."""
+"""Store files are private: database + -wal/-shm 0600, directories created 0700."""
 
 from __future__ import annotations
 

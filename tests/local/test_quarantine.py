@@ -1,4 +1,4 @@
-"""Finding 16: one damaged row never breaks a scope. It is quarantined (out of the searchable
+"""One damaged row never breaks a scope. It is quarantined (out of the searchable
 set, in every process), alarmed (log.error, a counter, a hook), listed for the bridge's audit,
 and the rest of the scope keeps being served."""
 

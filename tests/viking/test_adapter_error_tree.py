@@ -1,5 +1,5 @@
-"""Issue 10 item 6 (adapter side): the adapters' former orphans are members of the one tree, and
-issue 10 item 7: one envelope with one failure contract (dropped + alarmed, never returned).
+"""One error tree, adapter side (a caller catches one base class, so an orphan error escapes every handler): the adapters' former orphans are members of the one tree, and
+and one envelope with one failure contract (dropped + alarmed, never returned).
 
 (Kept with the Viking tests because that suite runs fast and owns the simulator; the classes
 checked here belong to every adapter.)"""

@@ -1,5 +1,5 @@
 """The one HTTP dialect (adapters/shared/http.py) both remote adapters use: one RetryPolicy, one
-redaction, one transport-error mapping, one constructor convention (issue 10 item 7)."""
+redaction, one transport-error mapping, one constructor convention."""
 
 from __future__ import annotations
 
