@@ -1,4 +1,5 @@
-"""Where memories live: the backend protocol and the built-in adapters (local, viking, openviking).
+"""Where memories live: the backend protocol and the built-in adapters (local, postgres, viking,
+openviking), with the plumbing they share in `adapters.shared`.
 
 Adapters never decide who may see what; they execute exactly the ScopeSet they are given.
 """

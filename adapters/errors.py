@@ -13,7 +13,7 @@ NotFound and the CLI / service map every backend failure without knowing the ada
      │    ├── KeyStoreError (openviking)              the key store is unreadable, too wide, undecryptable
      │    └── EmbeddingMisconfigured (embedding)      the model answers vectors of another shape
      ├── CorruptRecord ............................. CorruptStorage  a stored record that does not decode;
-     │                                                 never returned (dropped + alarmed, `adapters.envelope`)
+     │                                                 never returned (dropped + alarmed, `adapters.shared.envelope`)
      ├── NotFound .................................. NotFound       no such memory *in that scope*
      ├── Conflict .................................. Conflict       key reused for other content, a race,
      │                                                 two scopes mapped onto one backend principal
@@ -31,18 +31,15 @@ and `failure_reasons` says why (every backend call of a search that fails lands 
 raises only for a malformed query or a configuration it cannot run). The bridge raises
 `RecallIncomplete` carrying the reasons; it never presents fewer scopes as complete.
 
-Messages never contain secrets (`adapters.http.redact`). `backend` names the adapter, `scope`
+Messages never contain secrets (`adapters.shared.http.redact`). `backend` names the adapter, `scope`
 the ScopeKey involved.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from identity import errors as _root
-
-if TYPE_CHECKING:
-    from adapters.scopes import ScopeKey
 
 __all__ = [
     "BackendError",
@@ -68,7 +65,10 @@ class BackendError(_root.VikingBridgeError):
 
     retryable: bool = False
 
-    def __init__(self, message: str, *, backend: str | None = None, scope: "ScopeKey | None" = None) -> None:
+    # `scope` is the `adapters.scopes.ScopeKey` the failure happened in. It is typed `object`
+    # because this module sits below `adapters.scopes` (which raises these errors): naming the
+    # class here would make the two modules import each other. Only its text reaches a message.
+    def __init__(self, message: str, *, backend: str | None = None, scope: object | None = None) -> None:
         self.backend = backend
         self.scope = scope
         prefix = f"[{backend}] " if backend else ""

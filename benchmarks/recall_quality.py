@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.embedding import Embedder, HashingEmbedder, HybridEmbedder, UniversalSentenceEncoder, semantic_encoder_available  # noqa: E402
+from adapters.shared.embedding import Embedder, HashingEmbedder, HybridEmbedder, UniversalSentenceEncoder, semantic_encoder_available  # noqa: E402
 from adapters.local import LocalBackend  # noqa: E402
 from adapters.scopes import ScopeKey  # noqa: E402
 from bridge.facade import MemoryBridge  # noqa: E402
@@ -189,7 +189,7 @@ async def pipeline_rankings(ds: Dataset, embedder: Embedder, home: Path) -> tupl
 # -- the run ----------------------------------------------------------------------------------
 
 def embedders(weights: tuple[float, ...] = (0.3, 0.5, 0.7)) -> dict[str, Callable[[], Embedder]]:
-    from adapters.embedding import DEFAULT_LEXICAL_WEIGHT
+    from adapters.shared.embedding import DEFAULT_LEXICAL_WEIGHT
 
     made: dict[str, Callable[[], Embedder]] = {"hashing": lambda: HashingEmbedder(384)}
     if semantic_encoder_available():

@@ -153,7 +153,7 @@ class HttpBridge:
         body.update({k: v for k, v in (("memory_type", memory_type), ("visible_to", None if visible_to is None else list(visible_to)), ("team_id", team_id)) if v is not None})
         return CaptureResult(**await self._call(identity, "POST", "/api/v1/capture", body=body))
 
-    # -- sharing and teams (issue 13) and the read API the sharing tests use -------------------
+    # -- sharing and teams and the read API the sharing tests use -------------------
     async def set_visible_to(self, identity: MemoryIdentity, ref: Any, visible_to: Sequence[str]) -> Any:
         from bridge.handlers.sharing import ShareResult
 

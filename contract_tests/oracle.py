@@ -8,7 +8,7 @@ A world is a pure function of its seed (`build_world(seed)`), so a failure's see
 exactly (`--contract-seed SEED`). Ids deliberately include escaping traps and prefixes
 (`ann` / `ann_` / `anna` / `a%n`, `eng` / `eng_`, unicode).
 
-Multi-agent (issue 13), drawn from a second generator seeded by the same seed so the worlds of
+Multi-agent, drawn from a second generator seeded by the same seed so the worlds of
 the first part stay what they were: tasks some people work in (from their credential), teams of
 agents per tenant (loaded with `apply_team_membership`), writes with `memory_type` /
 `visible_to` / `team_id`, and later changes of `visible_to` by their owner, an admin or an
@@ -305,7 +305,7 @@ def may_read(
     raise AssertionError(scope)
 
 
-# -- expiry (issue 13 item 4) -----------------------------------------------------------------
+# -- expiry -----------------------------------------------------------------
 # Drawn from a generator of its own (seeded from the world's seed), so the rest of a world — and
 # the other oracle extensions — stay exactly what they were for every seed.
 EXPIRY_SALT = 0x5EED_E0F1

@@ -1,11 +1,13 @@
-"""Security and reliability guarantees of issue 9 that every adapter must prove.
+"""Security and reliability guarantees every adapter must prove (each is a way a memory could
+leak, or change or vanish without an audit row, whatever the backend):
 
-Finding 1: no tenant's admin changes a memory it may not forget (global memory included), and
-promotion only widens. Finding 2: revoking a manifest ends every manifest derived from it.
-Finding 3: erasure pages through any scope size, audits what it removed even when it stops
-early, and a re-run finishes. Finding 14: a write that lost its audit row to a crash is audited
-as `recovered` when the bridge next opens. Finding 18: a retried write whose first attempt landed
-(the response was lost) is stored once.
+- no tenant's admin changes a memory it may not forget (global memory included), and
+  promotion only widens;
+- revoking a manifest ends every manifest derived from it;
+- erasure pages through any scope size, audits what it removed even when it stops early, and a
+  re-run finishes;
+- a write that lost its audit row to a crash is audited as `recovered` when the bridge next opens;
+- a retried write whose first attempt landed (the response was lost) is stored once.
 """
 
 from __future__ import annotations
@@ -41,11 +43,11 @@ async def _all_by(env: ContractEnv, tenant: str, user: str) -> dict[str, str]:
     return found
 
 
-# -- finding 1 -------------------------------------------------------------------------------
+# -- an admin changes only what it may forget; promotion only widens -------------------------------
 
 
 async def test_another_tenants_admin_cannot_supersede_a_global_memory(contract: ContractEnv) -> None:
-    """Finding 1 (HIGH): globex's admin (no global_admin, not a global-writer tenant) promoting
+    """Globex's admin (no global_admin, not a global-writer tenant) promoting
     a global memory into its tenant is refused; the global original stays active and every
     tenant keeps seeing it."""
     ids, bridge = contract.ids, contract.bridge
@@ -66,7 +68,7 @@ async def test_another_tenants_admin_cannot_supersede_a_global_memory(contract: 
 
 
 async def test_promotion_never_narrows_a_tenant_memory(contract: ContractEnv) -> None:
-    """Finding 1: an admin 'promoting' acme/tenant to a workspace is refused and the tenant copy
+    """An admin 'promoting' acme/tenant to a workspace is refused and the tenant copy
     stays visible to members outside that workspace."""
     ids, bridge = contract.ids, contract.bridge
     admin = await ids.login("dave", roles=("admin",), workspace="alpha")
@@ -79,7 +81,7 @@ async def test_promotion_never_narrows_a_tenant_memory(contract: ContractEnv) ->
     await contract.recall(outsider, "Tenant policy MFA on every account", must_see=[policy.memory_id], budget_tokens=BIG)
 
 
-# -- finding 2 -------------------------------------------------------------------------------
+# -- revoking a manifest ends its derived manifests ------------------------------------------------
 
 
 async def _reinjection(env: ContractEnv):
@@ -107,14 +109,14 @@ async def _assert_manifest_ended(env: ContractEnv, grandchild, memory, manifest_
 
 
 async def test_revoking_a_manifest_ends_every_manifest_derived_from_it(contract: ContractEnv) -> None:
-    """Finding 2: the grand-child's manifest dies with its source."""
+    """The grand-child's manifest dies with its source."""
     parent, _, grandchild, memory, source, derived = await _reinjection(contract)
     await contract.bridge.revoke_manifest(parent, source.manifest_id)
     await _assert_manifest_ended(contract, grandchild, memory, derived.manifest_id, "its source is revoked")
 
 
 async def test_the_issuer_and_a_tenant_admin_can_revoke_a_derived_manifest(contract: ContractEnv) -> None:
-    """Finding 2: the original issuer can revoke the grand-child's manifest directly; so can a
+    """The original issuer can revoke the grand-child's manifest directly; so can a
     tenant admin; another tenant's admin cannot."""
     parent, child, grandchild, memory, source, derived = await _reinjection(contract)
     with pytest.raises(ManifestError):
@@ -127,7 +129,7 @@ async def test_the_issuer_and_a_tenant_admin_can_revoke_a_derived_manifest(contr
         await contract.bridge.recall(child, PLAN, manifest_id=source.manifest_id)
 
 
-# -- finding 3 and the erasure audit ----------------------------------------------------------
+# -- erasure at any scope size, and its audit ------------------------------------------------------
 
 
 async def _bob_and_carol(env: ContractEnv, n: int):
@@ -141,7 +143,7 @@ async def _bob_and_carol(env: ContractEnv, n: int):
 
 
 async def test_erasure_pages_through_every_scope_and_audits_what_it_removed(contract: ContractEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Finding 3: with pages far smaller than the scopes, erasure still removes every memory of
+    """With pages far smaller than the scopes, erasure still removes every memory of
     the subject, none of anyone else's, and one `forget_subject` row names each removed id."""
     _require(contract, "list_page")
     monkeypatch.setattr(erasure, "PAGE_SIZE", 2)
@@ -158,7 +160,7 @@ async def test_erasure_pages_through_every_scope_and_audits_what_it_removed(cont
 
 
 async def test_an_interrupted_erasure_is_audited_and_a_rerun_finishes(contract: ContractEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Finding 3: a backend failing mid-erasure leaves one row with complete=False and exactly
+    """A backend failing mid-erasure leaves one row with complete=False and exactly
     the ids removed so far (each really gone); a re-run removes the rest."""
     _require(contract, "list_page")
     monkeypatch.setattr(erasure, "PAGE_SIZE", 2)
@@ -188,7 +190,7 @@ async def test_an_interrupted_erasure_is_audited_and_a_rerun_finishes(contract: 
     assert [r.detail["complete"] for r in rows] == [True, False]
 
 
-# -- findings 14 and 18 -------------------------------------------------------------------------
+# -- no write without its audit row; a retried write lands once ------------------------------------
 
 
 class SimulatedCrash(BaseException):
@@ -201,7 +203,7 @@ def _reopened(env: ContractEnv) -> MemoryBridge:
 
 
 async def test_a_write_that_lost_its_audit_row_to_a_crash_is_recovered(contract: ContractEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Finding 14: every stored memory has its audit row — a write committed by the backend
+    """Every stored memory has its audit row — a write committed by the backend
     whose audit row was never written is audited as `recovered` at the next open."""
     _require(contract, "find_by_idempotency_key")
     alice = await contract.ids.login("alice")
@@ -230,7 +232,7 @@ async def test_a_write_that_lost_its_audit_row_to_a_crash_is_recovered(contract:
 
 
 async def test_a_retried_write_whose_first_attempt_landed_is_stored_once(contract: ContractEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Finding 18: the first put lands but its response is lost (a retryable error reaches the
+    """The first put lands but its response is lost (a retryable error reaches the
     caller); the caller's retry with the same idempotency key returns that memory and the
     backend holds exactly one physical copy."""
     alice = await contract.ids.login("alice")

@@ -1,4 +1,4 @@
-"""Expiry and storage quotas (issue 13 items 4 and 5; seed 000 §3 `expires_at`, §7 quotas).
+"""Expiry and storage quotas (seed 000 §3 `expires_at`, §7 quotas).
 
 Expiry: a memory past its `expires_at` — judged by the bridge's clock, which the bridge passes in
 every `SearchQuery` — is never a candidate: not for any purpose or kind filter, not through a

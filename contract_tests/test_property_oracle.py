@@ -8,7 +8,7 @@ expected); for every recall:
 - any returned memory the oracle forbids is a failure (seed, identity, memory named);
 - a memory the oracle allows whose exact content is the query must be found (big budget);
 - an include_scopes without an active grant must raise NotPermitted;
-- multi-agent (issue 13): teams are loaded with `apply_team_membership`, people with a task log
+- multi-agent: teams are loaded with `apply_team_membership`, people with a task log
   in through signed gateway headers naming it, writes carry `memory_type` / `visible_to` /
   `team_id`, and `visible_to` changes are refused or applied as the oracle says.
 - expiry (`oracle.expiry_plan`): some writes carry a `ttl_s`, the bridge's (fake) clock moves on

@@ -1,4 +1,4 @@
-"""Role files on every backend (issue 13): who may inject into whom, re-injection, read-only.
+"""Role files on every backend: who may inject into whom, re-injection, read-only.
 
 With a role file loaded, a child cannot inject for itself or into an agent its role does not
 list, cannot modify a memory injected into it, and re-injection needs the role's permission

@@ -1,4 +1,4 @@
-"""Multi-agent sharing, teams and task isolation (seed 000 sections 3, 5 and 6; issue 13 items 1-3).
+"""Multi-agent sharing, teams and task isolation (seed 000 sections 3, 5 and 6).
 
 A private agent memory stays in its author's scope; `visible_to` adds named agents of the same
 user as readers of exactly that memory (an exact-id ScopeSet entry every backend enforces in its
@@ -74,7 +74,7 @@ async def test_memory_visible_to_a_and_b_is_never_returned_to_c(contract: Contra
 
 
 async def test_narrowing_visible_to_hides_it_at_once(contract: ContractEnv) -> None:
-    """Seed 000 section 3 + issue 13: narrowing visible_to takes effect at the next query (the
+    """Seed 000 section 3: narrowing visible_to takes effect at the next query (the
     memory never moved, the share record changed); widening again restores it."""
     bridge = contract.bridge
     wukong, bajie, shared, _ = await _shared(contract)
@@ -96,7 +96,7 @@ async def test_narrowing_visible_to_hides_it_at_once(contract: ContractEnv) -> N
 
 
 async def test_only_the_owner_or_an_admin_changes_visible_to(contract: ContractEnv) -> None:
-    """Issue 13: a non-owner agent (even one in the audience) cannot widen or narrow another
+    """A non-owner agent (even one in the audience) cannot widen or narrow another
     agent's memory; the refusal is audited; a tenant admin can."""
     bridge, ids = contract.bridge, contract.ids
     wukong, bajie, shared, withheld = await _shared(contract)
@@ -111,7 +111,7 @@ async def test_only_the_owner_or_an_admin_changes_visible_to(contract: ContractE
 
 
 async def test_tenant_b_admin_cannot_change_tenant_a_shares_or_teams(contract: ContractEnv) -> None:
-    """Issue 13: an admin of tenant B can neither change visible_to of a tenant-A memory nor make
+    """An admin of tenant B can neither change visible_to of a tenant-A memory nor make
     its agents members of a tenant-A team (team operations act in the admin's own tenant only)."""
     bridge, ids = contract.bridge, contract.ids
     wukong, bajie, shared, withheld = await _shared(contract)

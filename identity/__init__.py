@@ -42,7 +42,7 @@ from identity.providers import (
     VerificationKey,
     narrow,
 )
-from identity.nonces import InMemoryNonceCache, SqliteNonceCache
+from identity.state.nonces import InMemoryNonceCache, SqliteNonceCache
 from identity.request import establish_identity
 from identity.sessions import (
     InMemorySessionRegistry,
@@ -51,7 +51,7 @@ from identity.sessions import (
     SessionRegistry,
     SqliteSessionRegistry,
 )
-from identity.state import ApiKeyRepository, NonceCache, SessionRepository
+from identity.state.protocols import ApiKeyRepository, NonceCache, SessionRepository
 
 __all__ = [
     "ApiKey",

@@ -25,7 +25,8 @@ def _open_store(db: str | None) -> ApiKeyStore | None:
     """The key store the service reads: PostgreSQL when the state is shared, else the SQLite file."""
     url = os.environ.get(STATE_URL_ENV)
     if url and not db:
-        from identity.state_postgres import PgApiKeyRepository, PgPool
+        from identity.state.postgres import PgApiKeyRepository
+        from identity.storage.postgres import PgPool
 
         schema = os.environ.get(STATE_SCHEMA_ENV) or "viking_bridge"
         return ApiKeyStore(PgApiKeyRepository(PgPool(url, schema=schema, max_size=1), owns_pool=True))

@@ -19,7 +19,7 @@ LIKE wildcards, glob stars); allowing them forces every adapter to treat ids as 
 values, and the contract suite proves that `john_doe` never matches `john-doe` and `foo` never
 matches `foobar`. What a backend cannot carry verbatim, its adapter must encode injectively.
 
-Look-alikes and invisibles (issue 9, finding 9). An id names a principal to *humans* too (an
+Look-alikes and invisibles. An id names a principal to *humans* too (an
 admin granting access, an audit reader), so two ids that render alike must not both be valid:
 
 - NFKC-stable: `NFKC(id) == id`. This refuses fullwidth `ａｄｍｉｎ`, math-bold `𝐚𝐝𝐦𝐢𝐧`, ligatures

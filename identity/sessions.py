@@ -14,7 +14,7 @@ sessions — fail closed; start a new one.
 
 This module never widens an identity: every method returns the caller's own identity, at most
 with a different session id. The rules live here (`SessionBinder`); where bindings are kept is
-a `SessionRepository` (`identity.session_store`: in-memory, SQLite; PostgreSQL later).
+a `SessionRepository` (`identity.state.memory`, `identity.state.sqlite` or `identity.state.postgres`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from identity.errors import InvalidIdentityInput, SessionIdentityMismatch, Unkno
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import new_session_id
-from identity.session_store import InMemorySessionRepository, SqliteSessionRepository
-from identity.state import SessionBinding, SessionRepository
+from identity.state.memory import InMemorySessionRepository
+from identity.state.sqlite import SqliteSessionRepository
+from identity.state.protocols import SessionBinding, SessionRepository
 
 __all__ = [
     "InMemorySessionRegistry",
@@ -63,7 +64,7 @@ def _require_identity(identity: object, action: str) -> MemoryIdentity:
 
 
 class SessionBinder:
-    """The rules over any `SessionRepository` (in-memory, SQLite, later PostgreSQL).
+    """The rules over any `SessionRepository` (in memory, SQLite or PostgreSQL).
 
     A binding never changes once stored, so the fingerprints this process has already seen
     stored are remembered: continuing a known session costs a dict lookup, not a database

@@ -28,7 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, V
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from identity.errors import IdentityConfigurationError
-from identity.nonces import DEFAULT_MAX_NONCES, InMemoryNonceCache, SqliteNonceCache
+from identity.state.nonces import DEFAULT_MAX_NONCES, InMemoryNonceCache, SqliteNonceCache
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import IdentityProvider
 from identity.providers.dev import PRODUCTION_ADVICE, DevEnvironmentProvider, resolve_mode
@@ -36,7 +36,7 @@ from identity.providers.gateway import MIN_SECRET_BYTES, GatewayProvider
 from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, JwksCache, StaticKeys, VerificationKey
 from identity.providers.jwt import ClaimMapping, JwtProvider
 from identity.sessions import InMemorySessionRegistry, SessionRegistry, SqliteSessionRegistry
-from identity.state import NonceCache
+from identity.state.protocols import NonceCache
 
 __all__ = [
     "ApiKeySettings",

@@ -3,7 +3,7 @@
 Everything malformed becomes `InvalidRequest` (a member of the one error tree, and a
 `ValueError`): a wrong type, a lone surrogate SQLite cannot encode, an id outside the identity
 grammar, a limit that is not a positive integer. Never a TypeError or UnicodeEncodeError from
-deep inside (issue 9, finding 8's class).
+deep inside.
 
 This module never touches the database and never decides who may see what.
 """

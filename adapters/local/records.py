@@ -3,7 +3,7 @@
 Encoding refuses what SQLite or JSON cannot hold faithfully (lone surrogates, integers JSON will
 not print) as `InvalidRequest` before anything is written. Decoding never guesses: a row whose
 status is unknown or whose JSON does not parse raises `RowDamage` naming what is wrong, and the
-backend quarantines that row instead of failing the whole scope (issue 9, finding 16).
+backend quarantines that row instead of failing the whole scope.
 
 This module never touches the database and never decides who may see a row.
 """

@@ -10,8 +10,8 @@ Schema 2 (this build) adds to schema 1, in the same database file:
 - `counters`: `writes` (committed puts, updates and deletes: the `StoreMarker` high-water mark)
   and `changes` (one per committing transaction: the sequence partition versions are drawn from);
 - `partition_version`: per ScopeKey, the `changes` value of the last transaction that touched it,
-  so another process drops only the partitions that changed (finding 17);
-- `quarantine`: rows that cannot be served (finding 16), kept for audit and erasure;
+  so another process drops only the partitions that changed;
+- `quarantine`: rows that cannot be served, kept for audit and erasure;
 - meta `store_id` (random, made with the store) and `cursor_key` (signs `list_page` cursors).
 A schema-1 store is upgraded in place at open, in one transaction; a schema-1 build refuses a
 schema-2 store at open (so no old writer can commit without bumping the counters). A schema-1
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from adapters.errors import EmbedderMismatch, InvalidRequest
 from adapters.local.errors import CorruptStore
-from identity.storage import ensure_private_dir
+from identity.storage.sqlite import ensure_private_dir
 
 __all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "private_dir", "recorded_embedder", "tighten_files"]
 
@@ -121,7 +121,7 @@ def preflight(directory: Path, *, expect_existing: bool) -> None:
 
 
 def private_dir(directory: Path) -> None:
-    """Create the store directory 0700, warning about a wider existing one (finding 7)."""
+    """Create the store directory 0700, warning about a wider existing one."""
     ensure_private_dir(directory)
 
 

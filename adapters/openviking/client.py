@@ -11,8 +11,8 @@ repr, a log line or an exception message.
 
 Envelopes: `{"status":"ok","result":...}` -> result; `{"status":"error","error":{code,message}}`
 -> the typed exception for `code` (see `adapters.openviking.errors`).
-Transport, retries and redaction are the shared HTTP layer (`adapters.http`): `http_client=` an
-`httpx.AsyncClient` or `transport=` an httpx transport; `adapters.http.RetryPolicy` retries 429,
+Transport, retries and redaction are the shared HTTP layer (`adapters.shared.http`): `http_client=` an
+`httpx.AsyncClient` or `transport=` an httpx transport; `adapters.shared.http.RetryPolicy` retries 429,
 503/5xx and transport errors with backoff and jitter, honouring Retry-After; calls that are not
 idempotent are retried only when the server cannot have acted (connect errors, 429, 503).
 """
@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import httpx
 
 from adapters.errors import BackendMisconfigured, InvalidRequest
-from adapters.http import REDACTED, RetryPolicy, http_client_for, parse_retry_after, redact, send
+from adapters.shared.http import REDACTED, RetryPolicy, http_client_for, parse_retry_after, redact, send
 from adapters.openviking.errors import (
     OpenVikingError,
     OVNotSent,
@@ -38,7 +38,7 @@ from adapters.openviking.errors import (
     error_for,
 )
 
-__all__ = ["SecretKey", "Auth", "RetryPolicy", "OpenVikingClient", "TaskTimeout"]  # RetryPolicy: adapters.http
+__all__ = ["SecretKey", "Auth", "RetryPolicy", "OpenVikingClient", "TaskTimeout"]  # RetryPolicy: adapters.shared.http
 
 _API = "/api/v1"
 

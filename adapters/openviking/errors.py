@@ -35,7 +35,7 @@ from adapters.errors import (
     RetryLater,
     Unavailable,
 )
-from adapters.http import status_category
+from adapters.shared.http import status_category
 
 __all__ = [
     "OpenVikingError", "OVInvalidArgument", "OVNotFound", "OVConflict", "OVFailedPrecondition",
@@ -126,7 +126,7 @@ _BY_CODE: dict[str, type[OpenVikingError]] = {
 }
 #: OpenViking's own meaning of a few statuses (its API answers them with an envelope code too).
 _BY_STATUS: dict[int, type[OpenVikingError]] = {401: OVUnauthenticated, 410: OVFailedPrecondition, 412: OVFailedPrecondition, 503: OVNotReady}
-#: The shared HTTP status categories (`adapters.http.status_category`) as OpenViking leaves.
+#: The shared HTTP status categories (`adapters.shared.http.status_category`) as OpenViking leaves.
 _LEAF_OF_CATEGORY: dict[type[BackendError], type[OpenVikingError]] = {
     InvalidRequest: OVInvalidArgument, PermissionDenied: OVPermissionDenied, NotFound: OVNotFound,
     Conflict: OVConflict, RateLimited: OVRateLimited, Unavailable: OVServerError,

@@ -27,7 +27,7 @@ Memory files: `viking://user/<user>/memories/vb/<memory id>.md`, or for an agent
 scope `viking://user/<user>/peers/<peer>/memories/vb/<memory id>.md`. A task scope is a peer of
 its own inside the user (hashed over agent and task, so neither another task nor the agent's
 own scope shares its directory), which keeps erasure of the user's tree complete. Memory ids are
-`adapters.envelope.memory_id_for(scope, idempotency key)` (`m` + 32 hex, the same for every
+`adapters.shared.envelope.memory_id_for(scope, idempotency key)` (`m` + 32 hex, the same for every
 remote adapter), so a retried put lands on the same file.
 Every URI segment is re-validated against the OpenViking grammar right before the URI is built;
 `.`/`..`, slashes and anything else are rejected with `InvalidRequest` before any request.
@@ -40,7 +40,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from adapters.envelope import MEMORY_ID, memory_id_for
+from adapters.shared.envelope import MEMORY_ID, memory_id_for
 from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey, Visibility
 from identity.ids import InvalidIdError, validate_id

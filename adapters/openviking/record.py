@@ -1,7 +1,7 @@
 """How a StoredMemory is framed into an OpenViking file, and read back.
 
 The file is the memory's content preceded by ONE header line holding the record envelope
-(`adapters.envelope`, shared with every remote adapter):
+(`adapters.shared.envelope`, shared with every remote adapter):
 
     <!--viking-bridge {"v":1,"id":"m…","scope":"acme/user/u17","kind":"fact",…}-->
     The user's favourite tea is sencha.
@@ -14,7 +14,7 @@ The header's `scope` and `id` are never *trusted*: the adapter derives both from
 from __future__ import annotations
 
 from adapters.base import StoredMemory
-from adapters.envelope import dump_envelope, from_envelope, load_envelope, to_envelope
+from adapters.shared.envelope import dump_envelope, from_envelope, load_envelope, to_envelope
 from adapters.errors import CorruptRecord
 from adapters.scopes import ScopeKey
 

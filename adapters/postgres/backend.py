@@ -44,14 +44,14 @@ from adapters.base import (
     Capabilities, Hit, ListPage, MemoryPatch, NewMemory, Provenance, SearchQuery, SearchResult, Status, StoredMemory,
     require_scope, require_scope_set,
 )
-from adapters.cursor import CursorCodec
-from adapters.embedding import Embedder, HashingEmbedder
-from adapters.envelope import RecordAlarms
+from adapters.shared.cursor import CursorCodec
+from adapters.shared.embedding import Embedder, HashingEmbedder
+from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
 from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
-from identity.state_postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations, schema_is_current
+from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations, schema_is_current
 
 __all__ = ["PostgresBackend"]
 

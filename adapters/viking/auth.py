@@ -26,7 +26,7 @@ from urllib.parse import quote
 import httpx
 
 from adapters.errors import BackendMisconfigured
-from adapters.http import REDACTED
+from adapters.shared.http import REDACTED
 
 __all__ = ["ApiKeyAuth", "SignerV4Auth", "VikingAuth", "sign_v4", "canonical_request_v4"]
 

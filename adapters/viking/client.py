@@ -2,14 +2,14 @@
 
 It speaks the service's wire format and nothing else — it knows no ScopeKey and never decides
 who may see what (that is `adapters.viking.backend` + the bridge). It must never log, repr or
-raise a secret: messages are redacted (`adapters.http.redact`) of every secret the auth holds.
+raise a secret: messages are redacted (`adapters.shared.http.redact`) of every secret the auth holds.
 
-Transport, retries and redaction are the shared HTTP layer (`adapters.http`): pass an
+Transport, retries and redaction are the shared HTTP layer (`adapters.shared.http`): pass an
 `httpx.AsyncClient` (`http_client=`, pooled, owned by the caller) or an httpx transport (e.g.
 `httpx.MockTransport(simulator.handler)`). Bodies are serialised once and sent as `content=`
 bytes, so SignerV4 hashes exactly what is sent.
 
-Retries (`adapters.http.RetryPolicy`): 429, HTTP 5xx, 1000025, 1000028, 1000029 and network
+Retries (`adapters.shared.http.RetryPolicy`): 429, HTTP 5xx, 1000025, 1000028, 1000029 and network
 errors; 1000023 (index initialising) is surfaced as `RetryLater` at once (it takes minutes). A
 write that is not idempotent (`event/add`, `profile/add`) is retried only when the server
 certainly did not apply it (rate limited, connection never established); its caller owns the
@@ -25,7 +25,7 @@ from typing import Any, Literal, Mapping, Sequence
 import httpx
 
 from adapters.errors import InvalidRequest
-from adapters.http import RetryPolicy, http_client_for, parse_retry_after, redact, send
+from adapters.shared.http import RetryPolicy, http_client_for, parse_retry_after, redact, send
 from adapters.viking.auth import ApiKeyAuth, SignerV4Auth, VikingAuth
 from adapters.viking.errors import VikingNotSent, VikingUnavailable, error_for
 
@@ -85,7 +85,7 @@ class VikingMemoryClient:
 
     # -- plumbing -----------------------------------------------------------------------
     def scrub(self, text: str) -> str:
-        """`text` without any secret of this client's auth (`adapters.http.redact`)."""
+        """`text` without any secret of this client's auth (`adapters.shared.http.redact`)."""
         return redact(text, self._secrets)
 
     async def _send_once(self, method: str, path: str, body: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:

@@ -35,7 +35,7 @@ from adapters.errors import (
     RetryLater,
     Unavailable,
 )
-from adapters.http import status_category
+from adapters.shared.http import status_category
 
 __all__ = [
     "VikingError",
@@ -118,7 +118,7 @@ class VikingNotSent(NotSent, VikingUnavailable):
     """The request never reached the service (connect failure): safe to retry any write."""
 
 
-#: The shared HTTP status categories (`adapters.http.status_category`) as Viking leaves. A bare
+#: The shared HTTP status categories (`adapters.shared.http.status_category`) as Viking leaves. A bare
 #: 404 / 409 without a Viking code is a wrong URL or a gateway, never "no such memory".
 _LEAF_OF_CATEGORY: dict[type[BackendError], type["VikingError"]] = {
     InvalidRequest: VikingInvalidRequest,

@@ -1,6 +1,6 @@
 """The Viking adapter's write ledger: what makes a retried write idempotent AT THE SERVICE.
 
-Why it exists (issue 9, finding 18). Viking's `event/add` answers with an id the service makes
+Why it exists. Viking's `event/add` answers with an id the service makes
 (`data.event_id`); it accepts no client-chosen id and has no upsert for events, and a new event
 becomes searchable only after a lag. So when the answer of an add is lost (a timeout, a 5xx
 after the commit) the adapter cannot tell whether it landed, and looking it up by our memory id
@@ -22,7 +22,7 @@ the row when none landed), and clears the mark. It runs a few rows at the start 
 on demand. The ledger also lets a put or `find_by_idempotency_key` answer "it landed" for a write
 that was acknowledged but is not yet searchable.
 
-Durable: one small SQLite file in the adapter's state dir (`identity.storage.connect_durable`:
+Durable: one small SQLite file in the adapter's state dir (`identity.storage.sqlite.connect_durable`:
 WAL, synchronous=FULL), created 0600; without a state dir it lives in memory (one process).
 It never decides who may see what and holds no memory content beyond the record it sent.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from adapters.errors import BackendMisconfigured, Unavailable
-from identity.storage import connect_durable
+from identity.storage.sqlite import connect_durable
 
 __all__ = ["WriteLedger", "LedgerRow", "LEDGER_FILE"]
 

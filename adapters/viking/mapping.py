@@ -1,6 +1,6 @@
 """ScopeKey <-> Viking principal and session ids, and the framing of the record envelope.
 
-Memory ids and the envelope itself are shared by every remote adapter (`adapters.envelope`):
+Memory ids and the envelope itself are shared by every remote adapter (`adapters.shared.envelope`):
 ids are `m` + 32 hex of (scope, idempotency key), sent as the event's `group_id`; the envelope
 travels as JSON in `memory_info.vb_record` next to `summary` (what the service embeds).
 
@@ -27,7 +27,7 @@ import re
 from typing import Any, Mapping
 
 from adapters.base import NewMemory, Provenance, StoredMemory
-from adapters.envelope import dump_envelope, from_envelope, load_envelope, memory_id_for, to_envelope
+from adapters.shared.envelope import dump_envelope, from_envelope, load_envelope, memory_id_for, to_envelope
 from adapters.errors import BackendMisconfigured, Conflict
 from adapters.scopes import ScopeKey, Visibility
 
@@ -59,8 +59,8 @@ _TAG = {
     Visibility.DEPARTMENT: "d",
     Visibility.TENANT: "t",
     Visibility.GLOBAL: "g",
-    Visibility.TEAM: "tm",  # issue 13: a team of agents
-    Visibility.TASK: "k",  # issue 13: one agent's working memory in one task (readable = the agent id)
+    Visibility.TEAM: "tm",  # a team of agents
+    Visibility.TASK: "k",  # one agent's working memory in one task (readable = the agent id)
 }
 RECORD_FIELD = "vb_record"  # memory_info key holding our record envelope (a JSON string)
 
@@ -132,7 +132,7 @@ class PrincipalMap:
         return list(self._by_principal)
 
 
-# -- record framing (the envelope itself is `adapters.envelope`) -------------------------------
+# -- record framing (the envelope itself is `adapters.shared.envelope`) ----------------------------
 def encode_record(memory: StoredMemory) -> dict[str, Any]:
     """memory_info for an event: `summary` (what the service embeds) + the envelope as JSON."""
     return {"summary": memory.content, RECORD_FIELD: dump_envelope(to_envelope(memory))}

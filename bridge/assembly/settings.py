@@ -198,7 +198,7 @@ class BridgeSettings(BaseSettings):
 
     def make_embedder(self) -> Any:
         """The embedder `VIKING_BRIDGE_EMBEDDER` names, or None for `auto` (the backend decides)."""
-        from adapters import embedding as emb
+        from adapters.shared import embedding as emb
 
         if self.embedder == "auto":
             return None

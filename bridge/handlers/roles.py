@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from adapters.base import SearchQuery, Status
 from adapters.errors import BackendError
-from adapters.embedding import relevance_floor
+from adapters.shared.embedding import relevance_floor
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
 from bridge.errors import ManifestError, RecallIncomplete, RoleRefused
 from bridge.handlers.injection import inject as inject_handler

@@ -29,7 +29,7 @@ EXIT_ERROR = 2
 
 def embedder_named(name: str) -> Any:
     """The embedder `name` means, built like `VIKING_BRIDGE_EMBEDDER` (its `_URL`, `_MODEL`, ...)."""
-    from adapters.embedding import default_embedder
+    from adapters.shared.embedding import default_embedder
     from bridge.assembly.settings import load_bridge_settings
 
     choices = ("auto", "hashing", "semantic", "hybrid", "openai")

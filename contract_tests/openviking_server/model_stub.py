@@ -2,7 +2,7 @@
 
 It serves exactly two endpoints, deterministically:
 
-- `POST /v1/embeddings`: vectors from `adapters.embedding.HashingEmbedder` (the same vectors the
+- `POST /v1/embeddings`: vectors from `adapters.shared.embedding.HashingEmbedder` (the same vectors the
   local store uses), so the server's ranking is reproducible and needs no model download;
 - `POST /v1/chat/completions`: a deterministic reply. To OpenViking 0.5.2's session-commit
   extraction prompt it answers in the format that server parses — a "restricted Python memory
@@ -23,7 +23,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from adapters.embedding import HashingEmbedder
+from adapters.shared.embedding import HashingEmbedder
 
 __all__ = ["ModelStub"]
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import numpy as np
 
-from adapters.embedding import HashingEmbedder
+from adapters.shared.embedding import HashingEmbedder
 
 __all__ = ["VikingSimulator", "Fault", "StoredEvent", "SimError"]
 

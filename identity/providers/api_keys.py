@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from identity.api_key_store import InMemoryApiKeyRepository, SqliteApiKeyRepository
+from identity.state.memory import InMemoryApiKeyRepository
+from identity.state.sqlite import SqliteApiKeyRepository
 from identity.errors import InvalidCredential, InvalidIdentityInput
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, new_session_id, require_credential
-from identity.state import ApiKeyRecord, ApiKeyRepository, StoredApiKey
+from identity.state.protocols import ApiKeyRecord, ApiKeyRepository, StoredApiKey
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -91,7 +92,7 @@ class ApiKeyStore:
     `issue` and `revoke` are the admin operations (see `python -m identity.admin`); `verify` is
     the hot path used by `ApiKeyProvider`.
 
-    No existence oracle (issue 9, finding 12): an unknown key id is checked against a dummy
+    No existence oracle: an unknown key id is checked against a dummy
     verifier computed once at start-up, so it costs exactly what a known id with a wrong secret
     costs — one repository lookup, one HMAC, one constant-time comparison — and fails with the
     same message.

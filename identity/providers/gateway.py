@@ -49,7 +49,7 @@ from urllib.parse import quote, unquote
 
 from identity.errors import ExpiredCredential, IdentityConfigurationError, InvalidCredential, Unauthenticated
 from identity.model import MemoryIdentity
-from identity.nonces import InMemoryNonceCache
+from identity.state.nonces import InMemoryNonceCache
 from identity.providers.base import (
     GatewayRequest,
     credential_id,
@@ -57,7 +57,7 @@ from identity.providers.base import (
     new_session_id,
     require_credential,
 )
-from identity.state import NonceCache
+from identity.state.protocols import NonceCache
 
 __all__ = ["GatewayProvider", "NonceCache", "SIGNED_HEADERS", "canonical_string", "encode_id", "sign_gateway_headers"]
 

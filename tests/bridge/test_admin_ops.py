@@ -1,4 +1,4 @@
-"""The admin console's operations (issue 15) at the library level: tenant admins only, their own
+"""The admin console's operations at the library level: tenant admins only, their own
 tenant only, and "who can read this" agrees with the policy identity by identity."""
 
 from __future__ import annotations

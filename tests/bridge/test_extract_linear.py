@@ -1,4 +1,4 @@
-"""The rule extractor stays linear on attacker-controlled text (issue 9, finding 4), keeps its
+"""The rule extractor stays linear on attacker-controlled text, keeps its
 behaviour on ordinary text, and is safe to run in worker threads.
 
 Linearity is shown three ways, none by a wall-clock threshold:

@@ -1,10 +1,10 @@
-"""Issue 9 findings 14 and 19: every stored memory has its audit row, and a store that is not
+"""Every stored memory has its audit row, and a store that is not
 the one the audit log describes is refused.
 
-14: memory and audit live in two files with no atomic commit between them. A crash between
+Memory and audit live in two files with no atomic commit between them. A crash between
 `backend.put` and the audit row leaves a durable write intent; the next open finds the write by
 its idempotency key and audits it as `recovered` (an intent whose write never landed is closed,
-with no audit row). 19: a truncated or deleted store, or a deleted bridge state, is refused on
+with no audit row). A truncated or deleted store, or a deleted bridge state, is refused on
 first use as `CorruptStorage` naming the files; only `reinitialise=True` gets past it.
 """
 
@@ -125,7 +125,7 @@ async def _capture(b: MemoryBridge):
 
 @pytest.mark.parametrize("write_path", [_promote, _write_back, _capture], ids=["promote", "write_back", "capture"])
 async def test_every_write_path_recovers_its_audit_row_after_a_crash(tmp_path, write_path):
-    """Finding 14, the whole class: promotion, write-back and capture all store through the one
+    """Promotion, write-back and capture all store through the one
     write path, so a crash after the backend's commit is recovered for each of them too."""
     home = tmp_path / "home"
     b = MemoryBridge.open_local(home)
@@ -151,7 +151,7 @@ async def test_every_write_path_recovers_its_audit_row_after_a_crash(tmp_path, w
         await reopened.aclose()
 
 
-# -- finding 19: store binding ---------------------------------------------------------------
+# -- store binding ----------------------------------------------------------------------------
 
 
 async def _home_with_three_writes(tmp_path: Path) -> Path:
@@ -224,7 +224,7 @@ async def test_an_intact_home_reopens(tmp_path):
 
 @pytest.mark.parametrize("swap", ["another-store", "older-backup"])
 async def test_a_swapped_or_rolled_back_store_is_refused(tmp_path, swap):
-    """Finding 19, the rest of its class: a valid store that is not this one (copied from another
+    """A valid store that is not this one (copied from another
     home) or this one from an older backup (fewer committed writes than the audit recorded)."""
     home = tmp_path / "home"
     b = MemoryBridge.open_local(home)
@@ -268,7 +268,7 @@ def _crash_on_audit_of(b: MemoryBridge, crashing_action: str) -> None:
 
 
 async def test_a_forget_whose_audit_row_was_lost_to_a_crash_is_audited_at_reopen(tmp_path):
-    """Finding 14's class: a hard delete is a change too; no memory disappears unaudited."""
+    """A hard delete is a change too; no memory disappears unaudited."""
     home = tmp_path / "home"
     b = MemoryBridge.open_local(home)
     doomed = await b.remember(ALICE, "forget me", "note")
@@ -306,7 +306,7 @@ async def test_a_forget_that_never_reached_the_backend_leaves_no_recovered_row(t
 
 
 async def test_an_erasure_killed_midway_is_audited_as_interrupted_at_reopen(tmp_path):
-    """Finding 3 + 14: a kill -9 mid-erasure runs no `finally`; the announced intent still says
+    """A kill -9 mid-erasure runs no `finally`; the announced intent still says
     an erasure started and did not finish, so the next open records it and a re-run completes it."""
     home = tmp_path / "home"
     admin = make_identity("dave", roles=("admin",))

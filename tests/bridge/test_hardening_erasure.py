@@ -1,4 +1,4 @@
-"""Issue 9 finding 3: erasure works at any scope size, is resumable and idempotent, and audits
+"""Erasure works at any scope size, is resumable and idempotent, and audits
 what it did even when it stops early.
 
 Before the fix a walk limit made every `forget_subject` of the tenant raise once one member had

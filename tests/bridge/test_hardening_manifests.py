@@ -1,8 +1,9 @@
-"""Issue 9 findings 2 and 11: manifest revocation cascades, and manifests stay bounded.
+"""Manifest revocation cascades, and manifests stay bounded (a manifest that outlives its source
+would keep granting reads nobody may give any more; unbounded manifests are a denial of service).
 
-Finding 2: a re-injection (`may_reinject`) creates a grand-child manifest that must end with its
+A re-injection (`may_reinject`) creates a grand-child manifest that must end with its
 source — revoked, expired or erased — and the original issuer and tenant admins can revoke the
-whole chain. Finding 11: expired and revoked manifests are purged as new ones are made, a user's
+whole chain. Expired and revoked manifests are purged as new ones are made, a user's
 agents hold at most `Limits.max_active_manifests_per_user` live manifests, and `forget` touches
 only the manifests that hold the forgotten id (the `manifest_entries` index, not a JSON scan).
 """
@@ -130,7 +131,7 @@ async def test_erased_users_manifests_are_gone(clocked):
             await load_manifest_for(b.runtime, child, manifest_id)
 
 
-# -- finding 11: bounded manifests ---------------------------------------------------------
+# -- bounded manifests ------------------------------------------------------------------------
 
 
 def _entry_rows(b: MemoryBridge, where: str = "", params: tuple = ()) -> int:

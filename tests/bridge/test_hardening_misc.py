@@ -1,10 +1,11 @@
-"""Issue 9 findings 10, 13 and 20 (bridge side).
+"""Refusals, capture counts and failed fan-outs in the bridge: the cases where a wrong answer
+would look like success.
 
-10: every refusal is audited — `fork_session` and `audit_events` on another identity's session
-raise `SessionIdentityMismatch` AND leave a `denied` row. 13: `capture`'s `skipped` counts
+Every refusal is audited — `fork_session` and `audit_events` on another identity's session
+raise `SessionIdentityMismatch` AND leave a `denied` row. `capture`'s `skipped` counts
 messages that yielded nothing even without message ids; an idempotency conflict names the
 caller's key, never the internal hashed one; a memory scoring 0.0 is never returned and
-`min_score` raises the floor. 20: a recall fails closed the same way whether one scope or the
+`min_score` raises the floor. A recall fails closed the same way whether one scope or the
 whole fan-out failed — `RecallIncomplete` carrying the backend's reasons, audited as `denied`.
 """
 
@@ -33,7 +34,7 @@ async def _denied(b: MemoryBridge, operation: str) -> list:
     return [r for r in rows if r.detail.get("operation") == operation]
 
 
-# -- finding 10 -------------------------------------------------------------------------------
+# -- every refusal is audited ----------------------------------------------------------------------
 
 
 async def test_audit_query_on_another_identitys_session_is_refused_and_audited(bridge):
@@ -89,7 +90,7 @@ async def refusal_world(bridge):
 
 @pytest.mark.parametrize("operation", sorted(_refusals({k: type("X", (), {"ref": None, "grant_id": "g", "manifest_id": "m"})() for k in ("bob_note", "pending", "manifest", "grant")})))
 async def test_every_policy_refusal_of_every_operation_is_audited(refusal_world, operation):
-    """Finding 10, the whole class: whatever the operation, a refusal leaves a `denied` row
+    """Whatever the operation, a refusal leaves a `denied` row
     naming the operation, the refused identity and the error."""
     from bridge import NotPermitted
 
@@ -109,7 +110,7 @@ async def test_every_policy_refusal_of_every_operation_is_audited(refusal_world,
     ("inject", ("worker", "task")), ("audit_events", ()),
 ])
 async def test_every_operation_on_another_identitys_session_is_refused_and_audited(bridge, method, args):
-    """Finding 10, the whole class: a session bound to alice refuses every operation by bob,
+    """A session bound to alice refuses every operation by bob,
     each refusal audited, and nothing is written."""
     await bridge.recall(make_identity(session="s-alice"), "bind the session")  # first use binds s-alice to alice
     intruder = make_identity("bob", session="s-alice", roles=("admin",))
@@ -121,7 +122,7 @@ async def test_every_operation_on_another_identitys_session_is_refused_and_audit
         assert not await bridge.backend.list(key), f"a refused {method} wrote into {key}"
 
 
-# -- finding 13 -------------------------------------------------------------------------------
+# -- capture counts, conflicts, zero scores --------------------------------------------------------
 
 
 async def test_capture_counts_skipped_messages_without_message_ids(bridge):
@@ -173,7 +174,7 @@ async def test_min_score_raises_the_relevance_floor(bridge):
     assert raised == {close.memory_id}, f"min_score={floor:.3f} should keep only the close match"
 
 
-# -- finding 20 -------------------------------------------------------------------------------
+# -- a failed fan-out fails closed -----------------------------------------------------------------
 
 
 async def test_whole_fanout_failure_is_recall_incomplete_with_reasons_and_audited(bridge, monkeypatch):
@@ -212,7 +213,7 @@ async def test_one_failed_scope_carries_its_failure_reasons(bridge, monkeypatch)
 
 @pytest.mark.parametrize("failure", ["whole-fanout", "one-scope"])
 async def test_an_injection_by_search_fails_closed_like_a_recall(bridge, monkeypatch, failure):
-    """Finding 20, the same class in the other search: a depth-based injection whose search
+    """A depth-based injection whose search
     failed (wholly or for one scope) raises RecallIncomplete with the reasons, audited, and
     makes no manifest from what happened to come back."""
     parent = make_identity(agent="orchestrator")

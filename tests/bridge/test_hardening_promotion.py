@@ -1,4 +1,4 @@
-"""Issue 9 finding 1: a promotion never changes a memory the caller may not forget.
+"""A promotion never changes a memory the caller may not forget.
 
 Rule (bridge/policy/__init__.py `decide_promotion`, `may_change_status`): an operation may change the
 status of a memory only where the caller may also forget it; a promotion never supersedes a
@@ -140,7 +140,7 @@ async def test_admin_approval_still_supersedes_a_source_of_its_own_tenant(world)
 
 
 async def test_no_status_change_crosses_a_tenant(world):
-    """Finding 1, the rest of its class: every status-changing operation (approve, forget,
+    """Every status-changing operation (approve, forget,
     promote) refuses a memory of another tenant, whatever roles the caller's IdP asserts."""
     b, shared = world
     pending = await b.remember(make_identity("alice"), "every service exposes /health", "standard")

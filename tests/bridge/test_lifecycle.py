@@ -1,4 +1,4 @@
-"""Expiry and storage quotas in the bridge itself (issue 13 items 4 and 5): validation, the write
+"""Expiry and storage quotas in the bridge itself: validation, the write
 path's quota reservation, the purge's intents and recovery, the guard's second wall, settings,
 and the local store's schema upgrade. The backend-facing guarantees are in
 contract_tests/test_lifecycle.py (every adapter)."""

@@ -75,7 +75,7 @@ async def test_depth_search_injection_and_write_back_lineage(bridge, make_identi
 
 
 async def test_manifest_lifetime_is_bounded_and_reinjection_never_outlives_its_source(bridge, make_identity):
-    """Review finding 3: no infinite manifests, no re-injection chains that outlive the parent's."""
+    """No infinite manifests, no re-injection chains that outlive the parent's."""
     parent = make_identity(agent="orchestrator")
     child = make_identity(agent="worker")
     m = await bridge.remember(parent, "plan: split the migration", "note", visibility="agent")

@@ -1,4 +1,4 @@
-"""Seed 003's purpose orderings hold on the demo's own memories (issue 13 item 9).
+"""Seed 003's purpose orderings hold on the demo's own memories.
 
 "Coding puts current project decisions first; chat puts the user's profile and preferences
 first": measured before this change, semantic similarity swamped the purpose weights (the

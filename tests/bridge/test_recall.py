@@ -216,7 +216,7 @@ async def test_guard_drops_statuses_that_were_not_asked_for(tmp_path, make_ident
 
 
 async def test_audit_rows_are_filtered_by_user_not_by_the_ambiguous_display_principal(bridge, make_identity):
-    """Review finding 7: `alice` + agent `acme.com@chat` and `alice@acme.com` + agent `chat`
+    """`alice` + agent `acme.com@chat` and `alice@acme.com` + agent `chat`
     share the display principal `acme/alice@acme.com@chat`; they must not share audit rows."""
     victim = make_identity("alice@acme.com", agent="chat")
     attacker = make_identity("alice", agent="acme.com@chat")

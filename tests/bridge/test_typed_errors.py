@@ -1,4 +1,4 @@
-"""Issue 9 finding 8: every public method of `MemoryBridge` answers malformed input with a member
+"""Every public method of `MemoryBridge` answers malformed input with a member
 of the one error tree (`identity.errors.VikingBridgeError`), and a refused call writes nothing.
 
 A hypothesis property per method: each example keeps most arguments valid (so the call reaches
@@ -90,7 +90,7 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         "audit_events": ([("identity", ADMIN)], {"action": "write", "memory_id": None, "limit": 10, "since_seq": 0}),
         "start_session": ([("identity", ADMIN)], {}),
         "fork_session": ([("identity", ADMIN), ("parent_session_id", ADMIN.session_id)], {}),
-        # the read API (issue 11)
+        # the read API
         "get_memory": ([("identity", ADMIN), ("ref", ref)], {}),
         "find_by_key": ([("identity", ADMIN), ("scope", "acme/ws/alpha"), ("key", "k-1")], {}),
         "list_memories": ([("identity", ADMIN), ("scope", "acme/ws/alpha")], {"cursor": None, "limit": 10, "status": "active"}),
@@ -99,15 +99,15 @@ def _signatures(w: dict[str, Any]) -> dict[str, tuple[list[tuple[str, Any]], dic
         "reject": ([("identity", ADMIN), ("ref", w["pending"].ref)], {}),
         "list_grants": ([("identity", ADMIN)], {"grantee_user_id": None, "include_inactive": False}),
         "inject_context": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {"depth": "minimal"}),
-        # sharing and teams (issue 13)
+        # sharing and teams
         "set_visible_to": ([("identity", ADMIN), ("ref", w["proc"].ref), ("visible_to", ["reviewer"])], {}),
         "set_team_members": ([("admin", ADMIN), ("team_id", "red"), ("agent_ids", ["assistant", "reviewer"])], {}),
         "add_team_member": ([("admin", ADMIN), ("team_id", "red"), ("member_agent_id", "worker")], {}),
         "remove_team_member": ([("admin", ADMIN), ("team_id", "red"), ("member_agent_id", "worker")], {}),
-        # role files and federated injection (issue 13)
+        # role files and federated injection
         "role_inject": ([("parent", ADMIN), ("child_agent_id", "reviewer"), ("task", "staging")], {
             "depth": "minimal", "carry": [ref], "ttl_seconds": 60, "may_reinject": False}),
-        # expiry and quotas (issue 13)
+        # expiry and quotas
         "purge_expired": ([("identity", ADMIN)], {"max_deletions": 10}),
     }
 

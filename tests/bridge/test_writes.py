@@ -115,7 +115,7 @@ async def test_forget_subject_removes_grants_and_keeps_unrelated_manifests(bridg
 
 
 async def test_erasure_walks_scopes_larger_than_a_page_and_nobody_can_block_it(bridge, make_identity, monkeypatch):
-    """Security finding 3: a member filling a workspace must not make erasure raise half-done."""
+    """A member filling a workspace must not make erasure raise half-done."""
     import bridge.handlers.erasure as erasure
 
     monkeypatch.setattr(erasure, "PAGE_SIZE", 3)
@@ -223,7 +223,7 @@ async def test_reserved_metadata_keys_are_refused(bridge, make_identity):
 
 
 async def test_approving_a_proposal_cannot_supersede_someone_elses_memory(bridge, make_identity):
-    """Review finding 1: a proposal's lineage is bridge-written and re-checked at approval."""
+    """A proposal's lineage is bridge-written and re-checked at approval."""
     admin = make_identity("dave", roles=("admin",))
     policy_memory = await bridge.remember(admin, "Tenant policy: MFA everywhere", "fact", visibility="tenant")
     mallory = make_identity("mallory")

@@ -1,4 +1,4 @@
-"""No API key id existence oracle (issue 9, finding 12): an unknown key id costs exactly the
+"""No API key id existence oracle: an unknown key id costs exactly the
 work of a known id with a wrong secret. Proven by counting operations, not by timing."""
 
 from __future__ import annotations

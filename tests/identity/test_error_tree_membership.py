@@ -1,4 +1,4 @@
-"""Every raise in identity/** is a member of the one error tree (issue 10, item 6)."""
+"""Every raise in identity/** is a member of the one error tree."""
 
 from __future__ import annotations
 

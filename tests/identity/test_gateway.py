@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from identity.errors import ExpiredCredential, IdentityConfigurationError, InvalidCredential, Unauthenticated
-from identity.nonces import InMemoryNonceCache as NonceCache
+from identity.state.nonces import InMemoryNonceCache as NonceCache
 from identity.providers import GatewayProvider, GatewayRequest, sign_gateway_headers
 from identity.providers.gateway import _sign, canonical_string
 

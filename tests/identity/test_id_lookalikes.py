@@ -1,4 +1,4 @@
-"""Look-alike and invisible ids are refused (issue 9, finding 9), checked against the Unicode
+"""Look-alike and invisible ids are refused, checked against the Unicode
 TR39 confusables data rather than a hand-made list. The rule is documented in `identity.ids`."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every public identity entry point answers malformed input with a member of the error tree
-(issue 9, finding 8): lone surrogates, huge integers, nested containers, None, bytes, arbitrary
+: lone surrogates, huge integers, nested containers, None, bytes, arbitrary
 objects — never `UnicodeEncodeError`, `TypeError`, `AttributeError` or a raw `ValueError` —
 and a refused call writes nothing."""
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from identity.errors import VikingBridgeError
 from identity.ids import validate_id
 from identity.model import MemoryIdentity
-from identity.nonces import InMemoryNonceCache, SqliteNonceCache
+from identity.state.nonces import InMemoryNonceCache, SqliteNonceCache
 from identity.providers import (
     ApiKey,
     ApiKeyProvider,

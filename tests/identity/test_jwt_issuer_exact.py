@@ -1,4 +1,4 @@
-"""The issuer is matched exactly (issue 9, finding 6; CVE-2024-53861 made PyJWT 2.10.0 match a
+"""The issuer is matched exactly (a prefix or substring match would accept a look-alike issuer's tokens; CVE-2024-53861 made PyJWT 2.10.0 match a
 substring): substrings, superstrings, look-alike prefixes and list-valued `iss` are refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""JWT / OIDC bearer provider: accepted path, claim mapping, and every rejection issue 2 lists."""
+"""JWT / OIDC bearer provider: accepted path, claim mapping, and every way a token must be refused (a bearer token is the identity, so each gap is an impersonation)."""
 
 from __future__ import annotations
 

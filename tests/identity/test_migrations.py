@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from identity.errors import ConfigurationError, IncompatibleSchema, StorageUnavailable, Unavailable
-from identity.migrations import apply_migrations, describe, schema_version, split_statements
+from identity.storage.migrations import apply_migrations, describe, schema_version, split_statements
 from identity.providers.api_keys import ApiKeyStore
 from identity.sessions import SqliteSessionRegistry
-from identity.storage import connect_durable
+from identity.storage.sqlite import connect_durable
 
 V1 = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"
 V2 = "ALTER TABLE notes ADD COLUMN author TEXT NOT NULL DEFAULT ''; CREATE INDEX notes_author ON notes(author)"
@@ -167,7 +167,7 @@ def test_processes_opening_at_once_apply_each_step_exactly_once(tmp_path: Path) 
 # -- the identity stores use it -------------------------------------------------------------
 
 def test_api_key_store_created_before_migrations_is_adopted_and_keeps_its_keys(tmp_path: Path) -> None:
-    from identity.api_key_store import MIGRATIONS
+    from identity.state.sqlite import API_KEY_MIGRATIONS as MIGRATIONS
 
     path = tmp_path / "keys.sqlite3"
     store = ApiKeyStore(path)

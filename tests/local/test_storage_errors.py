@@ -1,6 +1,6 @@
-"""Finding 15: raw SQLite errors leave the local store only as members of the error tree —
+"""Raw SQLite errors leave the local store only as members of the error tree —
 a held lock is retryable, a full disk is an operator's job, a damaged file names itself — and
-every other failure of the store is typed too (finding 8's class, item G)."""
+every other failure of the store is typed too (a raw driver error tells the caller nothing it can act on and may carry a path or a value)."""
 
 from __future__ import annotations
 

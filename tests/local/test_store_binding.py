@@ -1,4 +1,4 @@
-"""Finding 19 (store side) and finding 7: a store that should exist is never silently replaced
+"""A store that should exist is never silently replaced
 by a new empty one, and the store's directory and files are private to their owner."""
 
 from __future__ import annotations

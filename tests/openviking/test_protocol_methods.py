@@ -1,6 +1,6 @@
 """The protocol's newer methods on OpenViking (put.created, find_by_idempotency_key, list_page)
 against the real 0.5.2 server, and — with a scripted transport, no server — the fail-closed
-shape of a search (finding 20) and the public error tree (finding 21)."""
+shape of a search and the public error tree."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _error(status: int, code: str, message: str) -> httpx.Response:
 
 
 async def test_every_scope_failing_and_one_scope_failing_have_the_same_shape() -> None:
-    """Finding 20, OpenViking side: a 'bad request' answer for one scope used to escape as an
+    """A 'bad request' answer for one scope used to escape as an
     exception while a 503 was a failed scope; now every per-scope failure is a failed scope,
     with a reason that carries no secret (the server echoes the key here)."""
     bob_user = None

@@ -14,11 +14,12 @@ import pytest
 
 from contract_tests.postgres_server import TestDatabase
 from identity.errors import Conflict, InvalidCredential, InvalidInput, NonceCacheFull, Unavailable
-from identity.nonces import SqliteNonceCache
+from identity.state.nonces import SqliteNonceCache
 from identity.providers import ApiKey, ApiKeyProvider, ApiKeyStore, GatewayProvider, GatewayRequest, sign_gateway_headers
 from identity.sessions import SessionBinder
-from identity.state import NonceCache, SessionBinding
-from identity.state_postgres import PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate, IDENTITY_MIGRATIONS
+from identity.state.protocols import NonceCache, SessionBinding
+from identity.state.postgres import PgApiKeyRepository, PgNonceCache, PgSessionRepository, IDENTITY_MIGRATIONS
+from identity.storage.postgres import PgPool, migrate
 from tests.identity.test_sessions import (  # noqa: F401  (re-run here over PostgreSQL through the `registry` fixture below)
     test_any_access_deciding_change_cannot_continue,
     test_first_use_binds_and_same_identity_continues,

@@ -7,7 +7,7 @@ from cryptography.fernet import Fernet
 
 from adapters.errors import BackendMisconfigured
 from adapters.openviking.client import SecretKey
-from adapters.postgres.keystore import PgKeyStore
+from adapters.openviking.keystore_postgres import PgKeyStore
 from contract_tests.postgres_server import TestDatabase
 from tests.postgres.pgkit import connect
 

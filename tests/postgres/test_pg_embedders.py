@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import embedding as emb
+from adapters.shared import embedding as emb
 from adapters.base import NewMemory, Provenance, SearchQuery
-from adapters.embedding import HashingEmbedder
+from adapters.shared.embedding import HashingEmbedder
 from adapters.errors import EmbedderMismatch
 from adapters.postgres import PostgresBackend
 from adapters.scopes import ScopeKey, ScopeSet

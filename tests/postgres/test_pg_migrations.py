@@ -1,4 +1,4 @@
-"""PostgreSQL migrations (identity.state_postgres.apply_pg_migrations): under an advisory lock, in
+"""PostgreSQL migrations (identity.storage.postgres.apply_pg_migrations): under an advisory lock, in
 one transaction, never downgraded — the SQLite runner's guarantees, across machines."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from contract_tests.postgres_server import TestDatabase
 from identity.errors import ConfigurationError, IncompatibleSchema
-from identity.state_postgres import migrate
+from identity.storage.postgres import migrate
 from tests.postgres.pgkit import connect
 
 SLOW = (

@@ -1,5 +1,5 @@
 """Two service replicas (two real HTTP server processes) on one PostgreSQL database, end to end
-(issue 12 item 4): a grant issued through one is honoured by the other; a gateway nonce used on
+: a grant issued through one is honoured by the other; a gateway nonce used on
 one is refused on the other; a session bound on one is enforced on the other; the audit log is
 one sequence; SIGKILL one replica in the middle of writes and every acknowledged write is present
 exactly once afterwards. Each replica is a real `viking-bridge serve` process configured only by
@@ -23,7 +23,8 @@ import pytest
 
 from contract_tests.postgres_server import TestDatabase
 from identity.providers import ApiKeyStore, sign_gateway_headers
-from identity.state_postgres import PgApiKeyRepository, PgPool
+from identity.state.postgres import PgApiKeyRepository
+from identity.storage.postgres import PgPool
 from tests.service.servicekit import wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Issue 13 over HTTP (a real service process): team membership by a tenant admin, team writes
+"""Multi-agent sharing and teams over HTTP (a real service process): team membership by a tenant admin, team writes
 refused for non-members (403 problem+json), `visible_to` on a write and in recall results,
 narrowing through PUT .../visible-to, and task isolation from a signed gateway header."""
 

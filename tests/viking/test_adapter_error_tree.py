@@ -1,5 +1,5 @@
-"""Issue 10 item 6 (adapter side): the adapters' former orphans are members of the one tree, and
-issue 10 item 7: one envelope with one failure contract (dropped + alarmed, never returned).
+"""One error tree, adapter side (a caller catches one base class, so an orphan error escapes every handler): the adapters' former orphans are members of the one tree, and
+and one envelope with one failure contract (dropped + alarmed, never returned).
 
 (Kept with the Viking tests because that suite runs fast and owns the simulator; the classes
 checked here belong to every adapter.)"""
@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from adapters.base import SearchQuery, StoredMemory
-from adapters.embedding import EmbeddingError, HashingEmbedder, OpenAICompatibleEmbedder
-from adapters.envelope import dump_envelope, from_envelope, memory_id_for, to_envelope
+from adapters.shared.embedding import EmbeddingError, HashingEmbedder, OpenAICompatibleEmbedder
+from adapters.shared.envelope import dump_envelope, from_envelope, memory_id_for, to_envelope
 from adapters.errors import BackendError, Conflict, CorruptRecord, EmptyScopeError, WrongContext
 from adapters.openviking.keystore import FileKeyStore, KeyStoreError
 from adapters.openviking.record import RecordError, decode_record, encode_record

@@ -1,5 +1,5 @@
-"""The one HTTP dialect (adapters/http.py) both remote adapters use: one RetryPolicy, one
-redaction, one transport-error mapping, one constructor convention (issue 10 item 7)."""
+"""The one HTTP dialect (adapters/shared/http.py) both remote adapters use: one RetryPolicy, one
+redaction, one transport-error mapping, one constructor convention."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from adapters.errors import InvalidRequest, NotSent, RateLimited, RetryLater, Unavailable
-from adapters.http import REDACTED, RetryPolicy, http_client_for, redact, send
+from adapters.shared.http import REDACTED, RetryPolicy, http_client_for, redact, send
 from adapters.openviking.client import OpenVikingClient
 from adapters.openviking.client import RetryPolicy as OpenVikingRetryPolicy
 from adapters.viking import RetryPolicy as VikingRetryPolicy

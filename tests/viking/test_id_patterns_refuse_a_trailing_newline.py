@@ -7,19 +7,19 @@ import re
 
 import pytest
 
-from adapters import envelope
-from adapters.openviking import backend as ov_backend
+from adapters.shared import envelope
+from adapters.openviking import capture as ov_capture
 from adapters.openviking import mapping as ov_mapping
-from adapters.viking import backend as vk_backend
+from adapters.viking import rows as vk_rows
 from adapters.viking import mapping as vk_mapping
 
 PATTERNS = {
     "envelope.MEMORY_ID": (envelope.MEMORY_ID, "m" + "0" * 32),
-    "viking.backend._EXTRACTED_ID": (vk_backend._EXTRACTED_ID, "xabc"),
+    "viking.rows.EXTRACTED_ID": (vk_rows.EXTRACTED_ID, "xabc"),
     "viking.mapping.VIKING_ID": (vk_mapping.VIKING_ID, "vbu_alice"),
     "viking.mapping._PREFIX": (vk_mapping._PREFIX, "vbu"),
-    "openviking.backend._SESSION_ID": (ov_backend._SESSION_ID, "vb-" + "0" * 40),
-    "openviking.backend._ARCHIVE": (ov_backend._ARCHIVE, "archive_1"),
+    "openviking.capture._SESSION_ID": (ov_capture._SESSION_ID, "vb-" + "0" * 40),
+    "openviking.capture._ARCHIVE": (ov_capture._ARCHIVE, "archive_1"),
     "openviking.mapping.OV_NAME": (ov_mapping.OV_NAME, "alice"),
     "openviking.mapping._NAMESPACE": (ov_mapping._NAMESPACE, "vb"),
 }

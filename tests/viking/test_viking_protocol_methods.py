@@ -1,5 +1,5 @@
 """The protocol's newer methods on Viking (put.created, list_page, find_by_idempotency_key), the
-one fail-closed shape of a search (finding 20) and the public error tree (finding 21)."""
+one fail-closed shape of a search and the public error tree."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def _q(*scopes: ScopeKey) -> SearchQuery:
 
 
 async def test_every_scope_failing_and_one_scope_failing_have_the_same_shape(sim: VikingSimulator, backend: VikingBackend) -> None:
-    """Finding 20: search never raises for per-scope backend failures; it names every failed
+    """Search never raises for per-scope backend failures; it names every failed
     scope with a reason, so the bridge raises RecallIncomplete carrying them (never
     VikingUnavailable for 'all failed' and a partial result for 'one failed')."""
     await backend.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
@@ -123,7 +123,7 @@ async def test_failure_reasons_carry_no_secret() -> None:
 
 
 async def test_no_private_class_escapes_as_an_error_type() -> None:
-    """Finding 21: a connect failure used to surface as `adapters.viking.client._NotSent`."""
+    """A connect failure used to surface as `adapters.viking.client._NotSent`."""
 
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)

@@ -51,7 +51,7 @@ async def test_retries_are_bounded_then_typed(sim: VikingSimulator, backend: Vik
     with pytest.raises(RateLimited):
         await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
     assert len(waits.calls) == 3
-    # through the adapter the same typed failure is a failed scope, never an exception (finding 20)
+    # through the adapter the same typed failure is a failed scope, never an exception
     result = await backend.search(q(ALICE))
     assert result.failed_scopes == (ALICE,) and "RateLimited" in result.failure_reasons[0]
 
@@ -68,7 +68,7 @@ async def test_retry_after_beyond_the_cap_is_not_waited_for(sim: VikingSimulator
 async def test_index_initialising_surfaces_as_retry_later_without_retrying(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("code", code=1000023, path="/search", times=1))
     before = len(sim.calls_to("/search"))
-    result = await backend.search(q(ALICE))  # a failed scope (finding 20), typed RetryLater in its reason
+    result = await backend.search(q(ALICE))  # a failed scope, typed RetryLater in its reason
     assert result.failed_scopes == (ALICE,) and "RetryLater" in result.failure_reasons[0]
     assert len(sim.calls_to("/search")) - before == 1 and waits.calls == []
     sim.inject(Fault("code", code=1000023, path="/search", times=1))
@@ -127,7 +127,7 @@ async def test_fan_out_with_one_failing_collection_is_an_explicit_partial(sim: V
 
 
 async def test_fan_out_where_everything_fails_is_the_same_explicit_partial(sim: VikingSimulator, backend: VikingBackend) -> None:
-    """Finding 20: every scope failing reads like one scope failing — failed_scopes + reasons for
+    """Every scope failing reads like one scope failing — failed_scopes + reasons for
     all of them, no exception — so the bridge raises RecallIncomplete carrying the reasons."""
     sim.inject(Fault("http", status=503, path="/search", times=-1))
     result = await backend.search(q(ALICE, GLOBAL))

@@ -1,4 +1,4 @@
-"""Finding 18: retried writes are idempotent AT THE SERVICE, even under faults and search lag.
+"""Retried writes are idempotent AT THE SERVICE, even under faults and search lag.
 
 Viking's event/add makes its own ids and a new event is searchable only after a lag, so a write
 whose answer was lost cannot be found by the retry; the adapter's write ledger records every call

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bridge.errors import Unauthenticated
 from identity.model import MemoryIdentity
-from identity.nonces import SqliteNonceCache
+from identity.state.nonces import SqliteNonceCache
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import ApiKey, BearerToken, Credential, GatewayRequest, IdentityProvider, narrow
 from identity.providers.gateway import GatewayProvider

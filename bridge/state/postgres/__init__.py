@@ -1,6 +1,6 @@
 """The bridge's own state on PostgreSQL, shared by N replicas: audit log (with write intents and
 the store marker), grants, manifests — and, over the same pool, the identity state (sessions,
-API keys, nonces; `identity.state_postgres`).
+API keys, nonces; `identity.state.postgres`).
 
 Same guarantees as `bridge/state/sqlite/__init__.py`, across machines: a write's audit row, the intent it
 closes and the store marker it advances commit in ONE transaction; `seq` is one identity column
@@ -17,7 +17,7 @@ rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.
 Durability: state-changing rows commit with the server's `synchronous_commit`; `recall` rows
 with `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash can lose the
 last read rows, never a write's). Schemas are versioned migrations applied at start-up under an
-advisory lock (`identity.state_postgres`). It never decides who may do what.
+advisory lock (`identity.storage.postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations
@@ -28,24 +28,27 @@ import uuid
 from typing import Any, Iterable, Sequence
 from urllib.parse import unquote, urlsplit
 
-import psycopg
-
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError
 from bridge.state.protocols import WriteIntent
+from bridge.state.postgres.manifests import PgManifests
+from bridge.state.postgres.queries import Conn, count, fetch
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
-from bridge.state.common import check_audit_action, walk_chain
-from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.common import check_audit_action
+from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant
 from bridge.state.postgres.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
-from identity.state_postgres import (
-    DEFAULT_SCHEMA, IDENTITY_MIGRATIONS, PgApiKeyRepository, PgNonceCache, PgPool, PgSessionRepository, migrate,
+from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
+from identity.state.postgres import (
+    IDENTITY_MIGRATIONS,
+    PgApiKeyRepository,
+    PgNonceCache,
+    PgSessionRepository,
 )
 
 __all__ = ["PostgresState", "open_postgres_state", "STATE_MIGRATIONS", "ALL_MIGRATIONS"]
 
-Conn = psycopg.AsyncConnection
 
 STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audit", ("""
@@ -98,20 +101,6 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
 ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
-
-
-async def _fetch(pool: PgPool, text: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
-    async def run(conn: Conn) -> list[tuple[Any, ...]]:
-        return await (await conn.execute(as_query(text), params)).fetchall()
-
-    return await pool.run(run, what)
-
-
-async def _count(pool: PgPool, text: str, params: Sequence[Any], what: str) -> int:
-    async def run(conn: Conn) -> int:
-        return (await conn.execute(as_query(text), params)).rowcount
-
-    return await pool.run(run, what)
 
 
 def _event(row: Sequence[Any]) -> AuditEvent:
@@ -188,20 +177,20 @@ class PgAuditLog:
                 params.append(value)
         text += " ORDER BY seq DESC LIMIT %s"
         params.append(limit)
-        return [_event(r) for r in await _fetch(self.pool, text, params, "audit log")]
+        return [_event(r) for r in await fetch(self.pool, text, params, "audit log")]
 
     async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:
         intent_id = uuid.uuid4().hex
         row = (intent_id, identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action, str(scope), backend_key, time.time())
-        await _count(self.pool, "INSERT INTO write_intents VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row, "audit log")
+        await count(self.pool, "INSERT INTO write_intents VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row, "audit log")
         return intent_id
 
     async def open_intents(self) -> Sequence[WriteIntent]:
-        rows = await _fetch(self.pool, "SELECT * FROM write_intents WHERE created_at <= %s ORDER BY created_at", (time.time() - self.intent_grace_s,), "audit log")
+        rows = await fetch(self.pool, "SELECT * FROM write_intents WHERE created_at <= %s ORDER BY created_at", (time.time() - self.intent_grace_s,), "audit log")
         return [WriteIntent(i, t, a, u, f, s, act, ScopeKey.parse(scope), key, c) for i, t, a, u, f, s, act, scope, key, c in rows]
 
     async def close_intent(self, intent_id: str) -> None:
-        await _count(self.pool, "DELETE FROM write_intents WHERE intent_id = %s", (intent_id,), "audit log")
+        await count(self.pool, "DELETE FROM write_intents WHERE intent_id = %s", (intent_id,), "audit log")
 
     async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
@@ -224,15 +213,15 @@ class PgAuditLog:
         return await self.pool.run(run, "audit log")
 
     async def bound_store(self) -> StoreMarker | None:
-        rows = await _fetch(self.pool, "SELECT store_id, writes FROM store_binding", (), "audit log")
+        rows = await fetch(self.pool, "SELECT store_id, writes FROM store_binding", (), "audit log")
         return StoreMarker(rows[0][0], int(rows[0][1])) if rows else None
 
     async def bind_store(self, marker: StoreMarker) -> None:
-        await _count(self.pool, "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
+        await count(self.pool, "INSERT INTO store_binding (only_row, store_id, writes) VALUES (1, %s, %s) ON CONFLICT (only_row) DO UPDATE"
                      " SET store_id = excluded.store_id, writes = excluded.writes", (marker.store_id, marker.writes), "audit log")
 
     async def has_rows(self) -> bool:
-        return bool(await _fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
+        return bool(await fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
 
 
 _GRANT_COLUMNS = "grant_id, tenant_id, grantee_user_id, grantee_agent_id, scope, issued_by, reason, issued_at, expires_at, revoked_at"
@@ -248,11 +237,11 @@ class PgGrants:
         return Grant(gid, tenant, user, agent, ScopeKey.parse(scope), by, reason, issued, expires, revoked)
 
     async def _rows(self, text: str, params: tuple) -> list[Grant]:
-        return [self._grant(r) for r in await _fetch(self.pool, text, params, "grant store")]
+        return [self._grant(r) for r in await fetch(self.pool, text, params, "grant store")]
 
     async def add(self, grant: Grant) -> None:
         g = grant
-        await _count(self.pool, f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
+        await count(self.pool, f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
                      (g.grant_id, g.tenant_id, g.grantee_user_id, g.grantee_agent_id, str(g.scope), g.issued_by, g.reason, g.issued_at, g.expires_at), "grant store")
 
     async def get(self, grant_id: str) -> Grant | None:
@@ -263,96 +252,13 @@ class PgGrants:
         return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id))
 
     async def revoke(self, grant_id: str, at: float) -> bool:
-        return await _count(self.pool, "UPDATE grants SET revoked_at = %s WHERE grant_id = %s AND revoked_at IS NULL", (at, grant_id), "grant store") > 0
+        return await count(self.pool, "UPDATE grants SET revoked_at = %s WHERE grant_id = %s AND revoked_at IS NULL", (at, grant_id), "grant store") > 0
 
     async def purge_grantee(self, tenant_id: str, user_id: str) -> int:
-        return await _count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
+        return await count(self.pool, "DELETE FROM grants WHERE tenant_id = %s AND grantee_user_id = %s", (tenant_id, user_id), "grant store")
 
     async def for_tenant(self, tenant_id: str, *, limit: int = 1000) -> list[Grant]:
         return await self._rows(f"SELECT {_GRANT_COLUMNS} FROM grants WHERE tenant_id = %s ORDER BY issued_at DESC LIMIT %s", (tenant_id, limit))
-
-
-_MANIFEST_COLUMNS = "manifest_id, tenant_id, user_id, parent_agent_id, child_agent_id, task, depth, may_reinject, created_at, expires_at, parent_manifest_id, revoked_at"
-
-
-class PgManifests:
-    def __init__(self, pool: PgPool) -> None:
-        self.pool = pool
-
-    async def _count(self, text: str, params: tuple) -> int:
-        return await _count(self.pool, text, params, "manifest store")
-
-    async def add(self, manifest: InjectionManifest) -> None:
-        m = manifest
-
-        async def run(conn: Conn) -> None:
-            await conn.execute(
-                f"INSERT INTO manifests ({_MANIFEST_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (m.manifest_id, m.tenant_id, m.user_id, m.parent_agent_id, m.child_agent_id, m.task, m.depth.value, m.may_reinject,
-                 m.created_at, m.expires_at, m.parent_manifest_id, m.revoked_at),
-            )
-            if m.entries:
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "INSERT INTO manifest_entries (manifest_id, position, scope, memory_id) VALUES (%s, %s, %s, %s)",
-                        [(m.manifest_id, n, str(key), mid) for n, (key, mid) in enumerate(m.entries)],
-                    )
-
-        await self.pool.run(run, "manifest store")
-
-    async def get(self, manifest_id: str) -> InjectionManifest | None:
-        async def run(conn: Conn) -> InjectionManifest | None:
-            row = await (await conn.execute(f"SELECT {_MANIFEST_COLUMNS} FROM manifests WHERE manifest_id = %s", (manifest_id,))).fetchone()
-            if row is None:
-                return None
-            entries = await (await conn.execute("SELECT scope, memory_id FROM manifest_entries WHERE manifest_id = %s ORDER BY position", (manifest_id,))).fetchall()
-            mid, tenant, user, parent_agent, child_agent, task, depth, reinject, created, expires, parent_manifest, revoked = row
-            return InjectionManifest(
-                mid, tenant, user, parent_agent, child_agent, task, InjectDepth(depth), tuple((ScopeKey.parse(k), e) for k, e in entries),
-                bool(reinject), created, expires, parent_manifest, revoked,
-            )
-
-        return await self.pool.run(run, "manifest store")
-
-    async def chain(self, manifest: InjectionManifest) -> list[InjectionManifest]:
-        return await walk_chain(self.get, manifest)
-
-    async def revoke_tree(self, manifest_id: str, at: float) -> int:
-        return await self._count(
-            "WITH RECURSIVE tree(id) AS (SELECT %s::text UNION SELECT m.manifest_id FROM manifests m JOIN tree ON m.parent_manifest_id = tree.id)"
-            " UPDATE manifests SET revoked_at = %s WHERE manifest_id IN (SELECT id FROM tree) AND revoked_at IS NULL",
-            (manifest_id, at),
-        )
-
-    async def purge_memory_ids(self, memory_ids: set[str]) -> int:
-        if not memory_ids:
-            return 0
-
-        async def run(conn: Conn) -> int:
-            rows = await (await conn.execute("DELETE FROM manifest_entries WHERE memory_id = ANY(%s) RETURNING manifest_id", (sorted(memory_ids),))).fetchall()
-            return len({r[0] for r in rows})
-
-        return await self.pool.run(run, "manifest store")
-
-    async def purge_user(self, tenant_id: str, user_id: str) -> int:
-        return await self._count("DELETE FROM manifests WHERE tenant_id = %s AND user_id = %s", (tenant_id, user_id))
-
-    async def purge_expired(self, now: float, limit: int = 1000) -> int:
-        return await self._count(
-            "DELETE FROM manifests WHERE manifest_id IN (SELECT manifest_id FROM manifests WHERE expires_at <= %s OR revoked_at IS NOT NULL"
-            " LIMIT %s FOR UPDATE SKIP LOCKED)", (now, limit),
-        )
-
-    async def count_active(self, tenant_id: str, user_id: str, now: float) -> int:
-        rows = await _fetch(self.pool, "SELECT count(*) FROM manifests WHERE tenant_id = %s AND user_id = %s AND expires_at > %s AND revoked_at IS NULL",
-                            (tenant_id, user_id, now), "manifest store")
-        return int(rows[0][0])
-
-    async def live_for_tenant(self, tenant_id: str, now: float, *, memory_id: str | None = None, limit: int = 1000) -> list[InjectionManifest]:
-        holding = " AND manifest_id IN (SELECT manifest_id FROM manifest_entries WHERE memory_id = %s)" if memory_id is not None else ""
-        rows = await _fetch(self.pool, f"SELECT manifest_id FROM manifests WHERE tenant_id = %s AND revoked_at IS NULL AND expires_at > %s{holding} ORDER BY created_at DESC LIMIT %s",
-                            (tenant_id, now, *([memory_id] if memory_id is not None else []), limit), "manifest store")
-        return [m for m in [await self.get(r[0]) for r in rows] if m is not None]
 
 
 def _user_of(url: str) -> str:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-import psycopg
 
 from adapters.scopes import ScopeKey
 from bridge.state.common import audience_rows, group_audience, group_shares
 from bridge.vocabulary import EVERY_AGENT
-from identity.state_postgres import PgPool
+from bridge.state.postgres.queries import Conn, count, fetch
+from identity.storage.postgres import PgPool
 
 __all__ = ["SHARING_PG_MIGRATION", "PgShares", "PgTeams"]
 
-Conn = psycopg.AsyncConnection
 
 SHARING_PG_MIGRATION: tuple[str, tuple[str, ...]] = ("sharing", ("""
     CREATE TABLE shares (
@@ -40,16 +39,10 @@ class _Pg:
         self.pool = pool
 
     async def _fetch(self, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        async def run(conn: Conn) -> list[tuple[Any, ...]]:
-            return await (await conn.execute(as_query(text), params)).fetchall()
-
-        return await self.pool.run(run, self.what)
+        return await fetch(self.pool, text, params, self.what)
 
     async def _count(self, text: str, params: Sequence[Any]) -> int:
-        async def run(conn: Conn) -> int:
-            return (await conn.execute(as_query(text), params)).rowcount
-
-        return await self.pool.run(run, self.what)
+        return await count(self.pool, text, params, self.what)
 
 
 class PgShares(_Pg):

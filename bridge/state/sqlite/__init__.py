@@ -29,7 +29,7 @@ from bridge.state.common import check_audit_action, walk_chain
 from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from bridge.state.sqlite.usage import SqliteUsage
 from identity.model import MemoryIdentity
-from identity.migrations import apply_migrations
+from identity.storage.migrations import apply_migrations
 
 __all__ = ["SqliteState", "SqliteAuditLog", "SqliteGrants", "SqliteManifests", "AUDIT_MIGRATIONS", "GRANT_MIGRATIONS", "MANIFEST_MIGRATIONS"]
 

@@ -8,13 +8,13 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from identity.storage import connect_durable, storage_error
+from identity.storage.sqlite import connect_durable, storage_error
 
 
 class Database:
     """A serialised connection; `transaction()` is BEGIN IMMEDIATE ... COMMIT/ROLLBACK.
 
-    Every SQLite failure leaves as a member of the error tree (`identity.storage.storage_error`:
+    Every SQLite failure leaves as a member of the error tree (`identity.storage.sqlite.storage_error`:
     a held lock or a full disk is `StorageUnavailable`, a damaged file `CorruptStorage` naming it).
     """
 

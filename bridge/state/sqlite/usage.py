@@ -7,7 +7,7 @@ from typing import Any
 from bridge.state.common import check_quota
 from bridge.state.records import QuotaLimits, Usage
 from bridge.state.protocols import TENANT_ROW
-from identity.migrations import apply_migrations
+from identity.storage.migrations import apply_migrations
 
 
 USAGE_MIGRATIONS: tuple[str, ...] = (

@@ -40,7 +40,7 @@ import httpx
 import numpy as np
 
 from adapters.errors import BackendError, BackendMisconfigured, Unavailable
-from adapters.http import http_client_for
+from adapters.shared.http import http_client_for
 
 __all__ = [
     "Embedder", "HashingEmbedder", "UniversalSentenceEncoder", "HybridEmbedder", "OpenAICompatibleEmbedder",

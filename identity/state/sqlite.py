@@ -1,64 +1,99 @@
-"""Where API keys live: `ApiKeyRepository` implementations (in-memory, SQLite).
+"""Identity state in SQLite files: session bindings and API keys (one process or several
+sharing a file on one machine).
 
-They keep the integrity rules of `identity.state.ApiKeyRepository` — a key id is never reused
-or replaced, a revocation is final — and decide nothing else: hashing, verification and what
-a revoked key means are `identity.providers.api_keys`' job. Only verifiers (salt + HMAC digest)
-are stored, never a plaintext key.
+They keep the integrity rules of `identity.state.protocols`: **bind once** for sessions (two
+processes racing to bind one id agree on one winner), and for API keys a key id is never reused
+or replaced and a revocation is final. They decide nothing else: whether a presented identity
+may continue a session is `identity.sessions`' job; hashing, verification and what a revoked
+key means are `identity.providers.api_keys`'. Only verifiers (salt + HMAC digest) are stored,
+never a plaintext key. Every driver failure leaves as a member of the error tree
+(`identity.storage.sqlite.storage_error`), never a raw `sqlite3` exception.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import threading
 from pathlib import Path
 
 from identity.errors import Conflict, CorruptStorage
-from identity.state import ApiKeyRecord, StoredApiKey
-from identity.migrations import open_identity_store
-from identity.storage import storage_error
+from identity.state.protocols import ApiKeyRecord, SessionBinding, StoredApiKey
+from identity.storage.migrations import open_identity_store
+from identity.storage.sqlite import storage_error
 
-__all__ = ["InMemoryApiKeyRepository", "MIGRATIONS", "SqliteApiKeyRepository"]
-
-
-class InMemoryApiKeyRepository:
-    """For tests and embedded use; forgets every key on exit."""
-
-    def __init__(self) -> None:
-        self._keys: dict[str, StoredApiKey] = {}
-        self._lock = threading.Lock()
-
-    def insert(self, key: StoredApiKey) -> None:
-        with self._lock:
-            if key.record.key_id in self._keys:
-                raise Conflict(f"API key id {key.record.key_id} already exists")
-            self._keys[key.record.key_id] = key
-
-    def lookup(self, key_id: str) -> StoredApiKey | None:
-        with self._lock:
-            return self._keys.get(key_id)
-
-    def revoke(self, key_id: str, at: float) -> bool:
-        with self._lock:
-            stored = self._keys.get(key_id)
-            if stored is None or stored.record.revoked:
-                return False
-            record = dataclasses.replace(stored.record, revoked_at=at)
-            self._keys[key_id] = dataclasses.replace(stored, record=record)
-            return True
-
-    def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
-        with self._lock:
-            found = [k.record for k in self._keys.values() if tenant_id is None or k.record.tenant_id == tenant_id]
-        return sorted(found, key=lambda r: r.created_at)
-
-    def close(self) -> None:
-        return None
+__all__ = ["API_KEY_MIGRATIONS", "SESSION_MIGRATIONS", "SqliteApiKeyRepository", "SqliteSessionRepository"]
 
 
 #: Migration 1 is the table as it was before migrations existed (`IF NOT EXISTS` adopts old files).
-MIGRATIONS: tuple[str, ...] = (
+SESSION_MIGRATIONS: tuple[str, ...] = (
+    """
+CREATE TABLE IF NOT EXISTS session_bindings (
+    tenant_id         TEXT NOT NULL,
+    session_id        TEXT NOT NULL,
+    fingerprint       TEXT NOT NULL,
+    user_id           TEXT NOT NULL,
+    agent_id          TEXT NOT NULL,
+    parent_session_id TEXT,
+    created_at        REAL NOT NULL,
+    PRIMARY KEY (tenant_id, session_id)
+)
+""",
+)
+
+_SESSION_COLUMNS = "tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at"
+
+
+class SqliteSessionRepository:
+    """Bindings persisted in SQLite (WAL, synchronous=FULL): a restart never frees a session id.
+
+    Bind-once is `INSERT OR IGNORE` + read-back, so two processes racing to bind the same id
+    agree on one winner.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db = open_identity_store(self.path, "session_bindings", SESSION_MIGRATIONS, "session registry")
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def bind_if_absent(self, binding: SessionBinding) -> SessionBinding:
+        with self._lock:
+            try:
+                self._db.execute(
+                    f"INSERT OR IGNORE INTO session_bindings ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    (
+                        binding.tenant_id, binding.session_id, binding.fingerprint, binding.user_id,
+                        binding.agent_id, binding.parent_session_id, binding.created_at,
+                    ),
+                )
+                stored = self._get(binding.tenant_id, binding.session_id)
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "session registry") from None
+        if stored is None:  # the row we just inserted (or lost to) vanished: the file is not ours
+            raise CorruptStorage(f"session registry at {self.path} lost a binding it just stored", path=str(self.path))
+        return stored
+
+    def get(self, tenant_id: str, session_id: str) -> SessionBinding | None:
+        with self._lock:
+            try:
+                return self._get(tenant_id, session_id)
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "session registry") from None
+
+    def _get(self, tenant_id: str, session_id: str) -> SessionBinding | None:
+        row = self._db.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM session_bindings WHERE tenant_id = ? AND session_id = ?",
+            (tenant_id, session_id),
+        ).fetchone()
+        return SessionBinding(*row) if row else None
+
+
+#: Migration 1 is the table as it was before migrations existed (`IF NOT EXISTS` adopts old files).
+API_KEY_MIGRATIONS: tuple[str, ...] = (
     """
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id             TEXT PRIMARY KEY,
@@ -79,7 +114,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
 """,
 )
 
-_COLUMNS = (
+_API_KEY_COLUMNS = (
     "key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles,"
     " permission_version, label, created_at, revoked_at"
 )
@@ -114,7 +149,7 @@ class SqliteApiKeyRepository:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = open_identity_store(self.path, "api_keys", MIGRATIONS, "API key store")
+        self._db = open_identity_store(self.path, "api_keys", API_KEY_MIGRATIONS, "API key store")
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -148,7 +183,7 @@ class SqliteApiKeyRepository:
 
     def lookup(self, key_id: str) -> StoredApiKey | None:
         with self._lock:
-            row = self._run(f"SELECT scheme, salt, digest, {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+            row = self._run(f"SELECT scheme, salt, digest, {_API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
         if row is None:
             return None
         scheme, salt, digest, *rest = row
@@ -160,7 +195,7 @@ class SqliteApiKeyRepository:
         return cur.rowcount == 1
 
     def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
-        query = f"SELECT {_COLUMNS} FROM api_keys"
+        query = f"SELECT {_API_KEY_COLUMNS} FROM api_keys"
         args: tuple[str, ...] = ()
         if tenant_id is not None:
             query += " WHERE tenant_id = ?"

@@ -1,11 +1,12 @@
 """Replay caches for gateway nonces: in-memory (one process) and SQLite (processes sharing a file).
 
-Both implement `identity.state.NonceCache`: atomic check-and-insert, expiry, and a hard cap
+Both implement `identity.state.protocols.NonceCache`: atomic check-and-insert, expiry, and a hard cap
 that fails closed. Why the cap fails closed: a cache that evicts a *live* nonce to make room
 has just made that request replayable; refusing new requests (retryable `NonceCacheFull`,
 HTTP 503) until entries expire is the only safe answer to a flood.
 
-In-memory cost (issue 9, finding 5; the old cache rebuilt its whole dict under the lock on
+In-memory cost (the cost must not grow with the number of live nonces, or a flood slows every
+request; an earlier cache rebuilt its whole dict under the lock on
 every call above 1,024 entries): each call does one dict lookup and one append; expired
 entries are found through per-second buckets visited once each, so every entry is inspected a
 bounded number of times over its life — O(1) amortised per call, independent of how many
@@ -27,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from identity.errors import InvalidInput, NonceCacheFull
-from identity.migrations import open_identity_store
-from identity.storage import storage_error
+from identity.storage.migrations import open_identity_store
+from identity.storage.sqlite import storage_error
 
 __all__ = ["DEFAULT_MAX_NONCES", "InMemoryNonceCache", "SqliteNonceCache"]
 
@@ -38,7 +39,8 @@ DEFAULT_MAX_NONCES = 250_000
 _MAX_NONCE_LENGTH = 256
 
 
-def _checked(nonce: object, expires_at: object) -> tuple[str, float]:
+def checked_nonce(nonce: object, expires_at: object) -> tuple[str, float]:
+    """`(nonce, expires_at)` validated (every cache, in any store, refuses the same inputs)."""
     if not isinstance(nonce, str) or not nonce or len(nonce) > _MAX_NONCE_LENGTH:
         raise InvalidInput(f"a nonce is a non-empty string of at most {_MAX_NONCE_LENGTH} characters")
     if not nonce.isascii() and not _encodable(nonce):
@@ -79,7 +81,7 @@ class InMemoryNonceCache:
         return len(self._live)
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
-        nonce, expires_at = _checked(nonce, expires_at)
+        nonce, expires_at = checked_nonce(nonce, expires_at)
         now = self._clock()
         with self._lock:
             self._sweep(now)
@@ -173,7 +175,7 @@ class SqliteNonceCache:
             return int(self._db.execute("SELECT n FROM nonce_count").fetchone()[0])
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
-        nonce, expires_at = _checked(nonce, expires_at)
+        nonce, expires_at = checked_nonce(nonce, expires_at)
         now = self._clock()
         with self._lock:
             db = self._db

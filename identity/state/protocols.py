@@ -1,4 +1,4 @@
-"""Identity state behind protocols: sessions, API keys, nonces (issue 10, item 5).
+"""Identity state behind protocols: sessions, API keys, nonces.
 
 Why: the rules (who may continue a session, whether a key verifies, whether a request is a
 replay) must not care where the state lives. Today there are in-memory and SQLite

@@ -59,7 +59,7 @@ __all__ = [
     "http_client_for",
 ]
 
-log = logging.getLogger("adapters.http")
+log = logging.getLogger("adapters.shared.http")
 T = TypeVar("T")
 
 #: The one text a secret is replaced with, in messages, reprs and logs of every adapter.

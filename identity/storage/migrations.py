@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from identity.errors import ConfigurationError, IdentityConfigurationError, IncompatibleSchema, VikingBridgeError
-from identity.storage import connect_durable, storage_error
+from identity.storage.sqlite import connect_durable, storage_error
 
 __all__ = ["Migration", "apply_migrations", "database_path", "describe", "open_identity_store", "schema_version", "split_statements"]
 

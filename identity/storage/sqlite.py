@@ -6,7 +6,7 @@ crash", "two processes may share the file" and "nobody else on the machine can r
 same thing everywhere. It lives in `identity`, the bottom layer, so every package can use it
 without a dependency cycle.
 
-Privacy (issue 9, finding 7): memories, audit rows, grants, session bindings and key hashes
+Privacy: memories, audit rows, grants, session bindings and key hashes
 must not be readable by other local users. The database file is created 0600 *before* SQLite
 opens it (an `os.open` with an explicit mode, no process-wide umask change, so other threads
 are unaffected); SQLite gives its `-wal` and `-shm` files the database file's mode, and

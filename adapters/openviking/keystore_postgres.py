@@ -19,7 +19,7 @@ import psycopg
 
 from adapters.errors import BackendMisconfigured
 from adapters.openviking.client import SecretKey
-from identity.state_postgres import DEFAULT_SCHEMA, PgPool, migrate
+from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
 
 __all__ = ["PgKeyStore", "KEYSTORE_MIGRATIONS"]
 

@@ -1,0 +1,328 @@
+"""The open local store underneath `LocalBackend`: one SQLite connection, its write
+transactions, cross-process cache coherence, the numpy partition cache, row decoding and
+quarantine.
+
+Why a base class of its own: every concern of the backend (writes, search, listing,
+maintenance) stands on these few primitives, and keeping them in one place means there is one
+definition of "a write transaction", "a stale partition" and "a damaged row". `guarded` wraps
+every public method of every concern: the closed-store check, SQLite errors mapped into the
+tree, a damaged row quarantined.
+
+What it must never do: decide who may see what (it loads the partition of the ScopeKey it is
+given, nothing wider), serve a partition another process has changed without reloading it, or
+let a raw `sqlite3` error or a damaged row escape unmapped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import inspect
+import logging
+import sqlite3
+import time
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from adapters.base import Status, StoredMemory
+from adapters.errors import BackendError, EmbedderMismatch, NotFound, Unavailable
+from adapters.local.errors import CorruptStore, DamagedRecord, storage_error, storage_errors
+from adapters.local.partitions import Partition
+from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RowDamage, encodable_text, lenient_text, row_to_memory
+from adapters.local.schema import recorded_embedder
+from adapters.scopes import ScopeKey
+
+#: One logger for the whole local backend, whichever concern logs.
+log = logging.getLogger("adapters.local.backend")
+
+
+_STATUS_CODE_BY_VALUE = {s.value: code for s, code in _STATUS_CODES.items()}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QuarantinedRow:
+    """A row taken out of the searchable set. Carries ids and a reason, never content."""
+
+    scope: str  # the stored scope text (it may itself be what does not parse)
+    memory_id: str
+    reason: str
+    detected_at: float
+
+
+@dataclasses.dataclass
+class _Touch:
+    """What one write transaction changed: the scopes to stamp and the writes to count."""
+
+    scopes: set[str] = dataclasses.field(default_factory=set)
+    writes: int = 0
+
+
+def guarded(method: Callable) -> Callable:
+    """Every public method: closed-store check, SQLite errors mapped, a damaged row quarantined.
+    (A plain try/except rather than `storage_errors`: this wraps the recall hot path.)"""
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def run(self: "LocalStoreBase", *args: Any, **kwargs: Any) -> Any:
+            if self._closed:
+                self._ensure_open()
+            try:
+                return await method(self, *args, **kwargs)
+            except (sqlite3.Error, OSError) as exc:
+                raise storage_error(exc, self._db_file) from exc
+            except RowDamage as damage:
+                raise self._damaged(damage) from None
+
+        return run
+
+    @functools.wraps(method)
+    def run_sync(self: "LocalStoreBase", *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            self._ensure_open()
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise storage_error(exc, self._db_file) from exc
+        except RowDamage as damage:
+            raise self._damaged(damage) from None
+
+    return run_sync
+
+
+def vector_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+@functools.lru_cache(maxsize=64)
+def allowed_status_codes(statuses: frozenset[Status]) -> tuple[int, ...]:
+    return tuple(sorted(_STATUS_CODES[s] for s in statuses))
+
+
+class LocalStoreBase:
+    """Connection, transactions, partition cache and row decoding shared by every concern of `LocalBackend`."""
+
+    # -- transactions and cross-process cache coherence ---------------------------------
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the original error is the one to report
+                self._db.execute("ROLLBACK")
+
+    def _counter(self, name: str) -> int:
+        row = self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise CorruptStore(f"the store's {name!r} counter is missing or damaged", path=self._db_file)
+        return row[0]
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[_Touch]:
+        """One write transaction. BEGIN IMMEDIATE takes the write lock up front (two processes
+        never interleave); under it, foreign changes are absorbed first, so stamping the touched
+        scopes can never hide another process's change to the same scope. The touched scopes
+        get a new change number and `writes` grows in the same transaction as the data."""
+        touch = _Touch()
+        self._db.execute("BEGIN IMMEDIATE")
+        change = None
+        try:
+            self._absorb_foreign_changes()
+            yield touch
+            if touch.scopes:
+                change = self._counter("changes") + 1
+                self._db.execute("UPDATE counters SET value = ? WHERE name = 'changes'", (change,))
+                if touch.writes:
+                    self._db.execute("UPDATE counters SET value = value + ? WHERE name = 'writes'", (touch.writes,))
+                self._db.executemany(
+                    "INSERT INTO partition_version (scope, version) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET version = excluded.version",
+                    [(s, change) for s in sorted(touch.scopes)],
+                )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        if change is not None:
+            self._seen_changes = change  # every change below it was absorbed under the write lock
+
+    def _current_data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _absorb_foreign_changes(self) -> None:
+        """Drop exactly the partitions another connection changed since we last looked.
+        data_version is read BEFORE the versions, so a commit between the two is seen now or
+        makes the next check differ; it is never missed."""
+        self._data_version = self._current_data_version()
+        changed = self._db.execute("SELECT scope, version FROM partition_version WHERE version > ?", (self._seen_changes,)).fetchall()
+        if not changed:
+            return
+        if recorded_embedder(self._db) != self.embedder.signature:  # another process re-embedded the store
+            self._partitions.clear()
+            raise EmbedderMismatch(
+                f"store at {self.path} was re-embedded with {recorded_embedder(self._db)!r} while this process had it open "
+                f"with {self.embedder.signature!r}; reopen it", backend=self.name,
+            )
+        if self._partitions:
+            by_text = {str(k): k for k in self._partitions}
+            for scope_text, _ in changed:
+                key = by_text.get(scope_text)
+                if key is not None:
+                    del self._partitions[key]
+        self._seen_changes = max(self._seen_changes, max(v for _, v in changed))
+
+    def _refresh_if_changed_elsewhere(self) -> None:
+        if self._current_data_version() != self._data_version:
+            self._absorb_foreign_changes()
+
+    # -- reading rows that may hold damaged text --------------------------------------------
+    def _fetchall(self, sql: str, params: Sequence[object] = ()) -> tuple[list[tuple], bool]:
+        """Rows of a query, and whether they were read leniently. TEXT that is not UTF-8 (a
+        damaged page, a foreign writer) fails the whole fetch with sqlite3's default decoder;
+        only then is the query re-run with surrogate escapes, so `row_to_memory(check_text=True)`
+        can refuse exactly the damaged rows. The common path keeps sqlite3's C decoder."""
+        try:
+            return self._db.execute(sql, params).fetchall(), False
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        self._db.text_factory = lenient_text
+        try:
+            return self._db.execute(sql, params).fetchall(), True
+        finally:
+            self._db.text_factory = str
+
+    def _fetchone(self, sql: str, params: Sequence[object] = ()) -> tuple[tuple | None, bool]:
+        rows, lenient = self._fetchall(sql, params)
+        return (rows[0] if rows else None), lenient
+
+    # -- partitions ---------------------------------------------------------------------
+    def _kind_code(self, kind: str) -> int:
+        code = self._kind_codes.get(kind)
+        if code is None:
+            code = self._kind_codes[kind] = len(self._kind_codes) + 1
+        return code
+
+    def _partition(self, scope: ScopeKey) -> Partition:
+        part = self._partitions.get(scope)
+        if part is not None:
+            return part
+        self.partition_loads[scope] += 1
+        rows, lenient = self._fetchall(
+            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob' FROM memories m WHERE m.scope = ?"
+            " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
+            (str(scope),),
+        )
+        dim = self.embedder.dimension
+        want = 4 * dim
+        good: list[tuple] = []
+        damaged: list[tuple[int, str, str, str]] = []
+        for r in rows:
+            if lenient and not all(encodable_text(t) for t in (r[1], r[3])):
+                damaged.append((r[0], str(scope), r[1], "a text column is not valid UTF-8"))
+            elif r[2] not in _STATUS_CODE_BY_VALUE:
+                damaged.append((r[0], str(scope), r[1], "unknown status"))
+            elif not r[5] or not isinstance(r[4], bytes):
+                damaged.append((r[0], str(scope), r[1], "vector is not stored as a blob"))
+            elif len(r[4]) != want:
+                damaged.append((r[0], str(scope), r[1], f"vector has {len(r[4])} bytes, expected {want}"))
+            else:
+                good.append(r)
+        if good:
+            matrix = np.frombuffer(b"".join(r[4] for r in good), dtype=np.float32).reshape(len(good), dim)
+            broken = ~np.isfinite(matrix).all(axis=1)
+            if broken.any():
+                damaged += [(good[i][0], str(scope), good[i][1], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
+                good = [r for r, bad in zip(good, broken.tolist()) if not bad]
+                matrix = matrix[~broken]
+        if good:
+            rowids = np.fromiter((r[0] for r in good), dtype=np.int64, count=len(good))
+            status = np.fromiter((_STATUS_CODE_BY_VALUE[r[2]] for r in good), dtype=np.int8, count=len(good))
+            kind = np.fromiter((self._kind_code(r[3]) for r in good), dtype=np.int32, count=len(good))
+            part = Partition.from_rows(dim, rowids, status, kind, matrix)
+        else:
+            part = Partition(dim)
+        self._partitions[scope] = part
+        if damaged:
+            self._quarantine(damaged)
+        return part
+
+    # -- quarantine ---------------------------------------------------------
+    def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        """Take rows (rowid, scope text, memory id, reason) out of the searchable set, here and
+        in every process; alarm for each. Recording it is best effort: if the store is busy,
+        the rows are still out of this process's partitions and the alarm still fires."""
+        now = time.time()
+        for rowid, scope_text, _, _ in rows:
+            for key, part in self._partitions.items():
+                if str(key) == scope_text:
+                    part.remove(rowid)
+        fresh = list(rows)
+        if not self._db.in_transaction:
+            try:
+                with storage_errors(self._db_file), self._write() as touch:
+                    fresh = []
+                    for rowid, scope_text, mid, reason in rows:
+                        cur = self._db.execute(
+                            "INSERT OR IGNORE INTO quarantine (row_ref, scope, memory_id, reason, detected_at) VALUES (?, ?, ?, ?, ?)",
+                            (rowid, scope_text, mid, reason, now),
+                        )
+                        if cur.rowcount:
+                            fresh.append((rowid, scope_text, mid, reason))
+                            touch.scopes.add(scope_text)
+            except BackendError as exc:
+                log.error("could not record %d quarantined row(s) in %s: %s", len(rows), self._db_file, exc)
+        for _, scope_text, mid, reason in fresh:
+            self.alarms.raise_alarm(scope_text, f"memory {mid} quarantined in {self._db_file}: {reason}")
+            if self._on_quarantine is not None:
+                try:
+                    self._on_quarantine(QuarantinedRow(scope_text, mid, reason, now))
+                except Exception:  # an alarm hook must not take recall down with it
+                    log.exception("on_quarantine hook failed")
+
+    def _damaged(self, damage: RowDamage) -> DamagedRecord:
+        ref = getattr(damage, "row_ref", None)
+        if ref is not None:
+            with self._lock:
+                self._quarantine([(*ref, damage.reason)])
+        scope_text, memory_id = (ref[1], ref[2]) if ref is not None else (None, None)
+        return DamagedRecord(f"memory {memory_id!r} of scope {scope_text} cannot be read: {damage.reason}; it is quarantined", path=self._db_file, memory_id=memory_id)
+
+    def _decode(self, row: tuple, scope_key: ScopeKey | None = None, *, check_text: bool = False) -> StoredMemory:
+        try:
+            return row_to_memory(row, scope_key, check_text=check_text)
+        except RowDamage as damage:
+            damage.row_ref = (row[0], row[2], row[1])  # type: ignore[attr-defined]
+            raise
+
+    def _decode_all(self, rows: Iterable[tuple], *, check_text: bool = False) -> list[StoredMemory]:
+        """Decode rows, quarantining (and skipping) the ones that do not decode."""
+        out: list[StoredMemory] = []
+        damaged: list[tuple[int, str, str, str]] = []
+        for row in rows:
+            try:
+                out.append(row_to_memory(row, check_text=check_text))
+            except RowDamage as damage:
+                damaged.append((row[0], row[2], row[1], damage.reason))
+        if damaged:
+            self._quarantine(damaged)
+        return out
+
+    @guarded
+    async def quarantined(self) -> list[QuarantinedRow]:
+        """Every quarantined row of the store (ids and reasons only; an operator/audit view)."""
+        with self._lock:
+            rows = self._db.execute("SELECT scope, memory_id, reason, detected_at FROM quarantine ORDER BY detected_at, row_ref").fetchall()
+        return [QuarantinedRow(*r) for r in rows]
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise Unavailable("the local store is closed", backend=self.name)
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        """The embedder's vectors, checked: the wrong shape or a NaN must never reach a partition."""
+        return await self._embed_for(self.embedder, texts)
+
+    def _fetch(self, scope: ScopeKey, memory_id: str) -> tuple[tuple, StoredMemory]:
+        """The row of `memory_id` in `scope` and its decoded record (`RowDamage` if it is damaged)."""
+        row, lenient = self._fetchone(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (str(scope), memory_id))
+        if row is None:
+            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+        return row, self._decode(row, scope, check_text=lenient)
