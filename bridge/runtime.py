@@ -16,8 +16,8 @@ from bridge.capture.extract import Extractor, RuleExtractor
 from bridge.operations.limits import Limits
 from bridge.policy import Policy
 from bridge.policy.quotas import QuotaConfig
-from bridge.recall.budget import BudgetConfig, TokenCounter
-from bridge.recall.rank import RankingConfig
+from bridge.recall.config import BudgetConfig, TokenCounter
+from bridge.recall.config import RankingConfig
 from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
 from identity.sessions import SessionRegistry

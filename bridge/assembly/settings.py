@@ -64,8 +64,8 @@ from bridge.errors import ConfigurationError
 from bridge.operations.limits import Limits
 from bridge.policy import Policy, PolicyConfig
 from bridge.policy.quotas import QuotaConfig, QuotaLimits
-from bridge.recall.budget import BudgetConfig
-from bridge.recall.rank import FreshnessConfig, RankingConfig
+from bridge.recall.config import BudgetConfig
+from bridge.recall.config import FreshnessConfig, RankingConfig
 
 __all__ = ["BridgeSettings", "load_bridge_settings", "default_home"]
 

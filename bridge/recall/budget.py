@@ -15,15 +15,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 from adapters.scopes import Visibility
-from bridge.recall.rank import RankedHit
+from bridge.recall.config import BudgetConfig, TokenCounter
+from bridge.recall.context import BudgetedItem
+from bridge.recall.context import RankedHit
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 _SPECIFICITY = {
     Visibility.PRIVATE: 0,
@@ -36,10 +34,6 @@ _SPECIFICITY = {
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-class TokenCounter(Protocol):
-    def count(self, text: str) -> int: ...
-
-
 class EstimatingTokenCounter:
     def count(self, text: str) -> int:
         if text.isascii():  # fast path: no CJK possible
@@ -47,22 +41,6 @@ class EstimatingTokenCounter:
         cjk = len(_CJK.findall(text))
         rest = len(text) - cjk
         return cjk + math.ceil(rest / 4)
-
-
-@dataclass(frozen=True)
-class BudgetConfig:
-    max_tokens: int = 1200
-    per_item_overhead: int = 24  # the provenance label each rendered item carries
-    kind_quotas: dict[str, int] = field(default_factory=dict)  # kind -> max items
-    max_items: int = 50
-
-
-@dataclass(slots=True)
-class BudgetedItem:
-    ranked: RankedHit
-    tokens: int
-    duplicates: list[RankedHit] = field(default_factory=list)
-    conflicts_with: list[RankedHit] = field(default_factory=list)
 
 
 def fold_spaces(text: str) -> str:
@@ -156,5 +134,5 @@ def assemble(
     return chosen, used
 
 
-def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     ctx.chosen, ctx.tokens_used = assemble(ctx.ranked, ctx.budget, rt.token_counter, presorted=True)

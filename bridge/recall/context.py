@@ -1,19 +1,38 @@
-"""The one object a recall's stages pass along; each stage fills the fields it owns."""
+"""What a recall's stages share: the one object they pass along (`RecallContext`, each stage fills
+the fields it owns), the records that flow between them (`RankedHit`, `BudgetedItem`,
+`GuardAlarm`), and `RecallRuntime` — the part of the bridge's runtime a stage may read. Stages
+depend on this module and on `config.py`, never on each other's internals or on the runtime class,
+so no stage can reach a part of the bridge a recall has no business with."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
-from adapters.base import Hit, SearchQuery, SearchResult
+from adapters.base import Hit, MemoryBackend, SearchQuery, SearchResult
 from adapters.scopes import ScopeSet
 from bridge.results import RecalledMemory, RecallResult
 from bridge.operations import Recall
-from bridge.recall.budget import BudgetConfig, BudgetedItem
-from bridge.recall.guard import GuardAlarm
-from bridge.recall.rank import RankedHit
+from bridge.operations.limits import Limits
+from bridge.policy import Policy
+from bridge.recall.config import BudgetConfig, RankingConfig, TokenCounter
+from bridge.state.protocols import BridgeState
 from identity.model import MemoryIdentity
 
-__all__ = ["RecallContext"]
+__all__ = ["RecallContext", "RecallRuntime", "RankedHit", "BudgetedItem", "GuardAlarm", "FACTOR_NAMES"]
+
+
+class RecallRuntime(Protocol):
+    """What a recall stage reads from the bridge's runtime (`bridge.runtime.BridgeRuntime` is one)."""
+
+    backend: MemoryBackend
+    state: BridgeState
+    policy: Policy
+    ranking: RankingConfig
+    budget: BudgetConfig
+    limits: Limits
+    token_counter: TokenCounter | None
+    clock: Callable[[], float]
 
 
 @dataclass(slots=True)
@@ -53,3 +72,39 @@ class RecallContext:
             expired_dropped=self.expired_dropped,
             audit_seq=self.audit_seq,
         )
+
+
+FACTOR_NAMES = ("semantic", "scope", "confidence", "freshness", "status", "kind")
+
+
+@dataclass(slots=True)
+class RankedHit:
+    """One scored hit. Not frozen (a frozen init costs a setattr per field, for every candidate
+    of every recall); nothing mutates it after ranking."""
+
+    hit: Hit
+    score: float
+    factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
+    lead: bool = False  # promoted by its purpose's lead class (`lead_first`)
+
+    def explain(self) -> dict[str, float]:
+        explained = dict(zip(FACTOR_NAMES, self.factors))
+        if self.lead:
+            explained["lead"] = 1.0
+        return explained
+
+
+@dataclass(slots=True)
+class BudgetedItem:
+    ranked: RankedHit
+    tokens: int
+    duplicates: list[RankedHit] = field(default_factory=list)
+    conflicts_with: list[RankedHit] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GuardAlarm:
+    memory_id: str
+    claimed_scope: str
+    stored_scope: str
+    reason: str

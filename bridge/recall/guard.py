@@ -8,25 +8,14 @@ filter is caught, removed and reported as an alarm instead of reaching a prompt.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeSet
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import GuardAlarm
+from bridge.recall.context import RecallContext, RecallRuntime
 
 log = logging.getLogger("viking_bridge")
-
-
-@dataclass(frozen=True)
-class GuardAlarm:
-    memory_id: str
-    claimed_scope: str
-    stored_scope: str
-    reason: str
 
 
 def guard_hits(
@@ -75,7 +64,7 @@ def drop_expired(hits: list[Hit], now: float, *, backend_filters: bool) -> tuple
     return kept, [], len(gone)
 
 
-async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     """Drop (and audit, and log) every hit outside the ScopeSet or the asked statuses/kinds, and
     every expired hit (at the search's own `now`)."""
     assert ctx.result is not None and ctx.scopes is not None and ctx.query is not None

@@ -6,17 +6,14 @@ scope is readable (own scope, a grant, a manifest and who injected it), so no se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from adapters.base import Status
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from bridge.results import MemoryRef, RecalledMemory
-from bridge.recall.budget import BudgetedItem
-from bridge.recall.rank import RankedHit
+from bridge.recall.context import BudgetedItem
+from bridge.recall.context import RankedHit
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["label", "label_all", "stage"]
 
@@ -62,7 +59,7 @@ def label(item: BudgetedItem, scopes: ScopeSet) -> RecalledMemory:
     return label_all([item], scopes)[0]
 
 
-def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     scopes = ctx.scopes
     assert scopes is not None
     ctx.items = label_all(ctx.chosen, scopes)

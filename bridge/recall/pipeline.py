@@ -20,23 +20,22 @@ records each stage's nanoseconds (and "result": building the RecallResult) for
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from bridge.results import RecallResult
 from bridge.operations import Recall
 from bridge.recall import budget, guard, label, rank, render, scopes, search, visibility
-from bridge.recall.budget import BudgetConfig, min_item_tokens
-from bridge.recall.context import RecallContext
+from bridge.recall.config import BudgetConfig
+from bridge.recall.budget import min_item_tokens
+from bridge.recall.context import RecallContext, RecallRuntime
 from bridge.errors import InvalidInput
 from identity.model import MemoryIdentity
 
-if TYPE_CHECKING:
-    from bridge.runtime import BridgeRuntime
 
 __all__ = ["STAGES", "run_recall"]
 
 
-async def audit_stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+async def audit_stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None
     ctx.audit_seq = await rt.state.audit.append(
         ctx.identity, "recall",
@@ -47,7 +46,7 @@ async def audit_stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
     )
 
 
-STAGES: tuple[tuple[str, Callable[[BridgeRuntime, RecallContext], Any]], ...] = (
+STAGES: tuple[tuple[str, Callable[[RecallRuntime, RecallContext], Any]], ...] = (
     ("scopes", scopes.stage),
     ("search", search.stage),
     ("guard", guard.stage),
@@ -60,7 +59,7 @@ STAGES: tuple[tuple[str, Callable[[BridgeRuntime, RecallContext], Any]], ...] = 
 )
 
 
-def _budget_for(rt: BridgeRuntime, op: Recall) -> BudgetConfig:
+def _budget_for(rt: RecallRuntime, op: Recall) -> BudgetConfig:
     if op.budget_tokens is None:
         return rt.budget
     b = rt.budget
@@ -70,7 +69,7 @@ def _budget_for(rt: BridgeRuntime, op: Recall) -> BudgetConfig:
     return config
 
 
-async def run_recall(rt: BridgeRuntime, identity: MemoryIdentity, op: Recall, *, timings: dict[str, int] | None = None) -> RecallResult:
+async def run_recall(rt: RecallRuntime, identity: MemoryIdentity, op: Recall, *, timings: dict[str, int] | None = None) -> RecallResult:
     ctx = RecallContext(identity, op, _budget_for(rt, op))
     if timings is None:
         for _, stage in STAGES:

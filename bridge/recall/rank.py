@@ -24,95 +24,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeKey, ScopeSet
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
-from bridge.vocabulary import Kind, Purpose
+from bridge.recall.config import FreshnessConfig, RankingConfig
+from bridge.recall.context import RankedHit
+from bridge.recall.context import RecallContext, RecallRuntime
+from bridge.vocabulary import Purpose
 
 _STATUS_WEIGHT = {Status.ACTIVE: 1.0, Status.PENDING: 0.5, Status.SUPERSEDED: 0.3, Status.FORGOTTEN: 0.0}
-
-
-@dataclass(frozen=True)
-class FreshnessConfig:
-    """Exponential decay with a grace period; profiles and standards age slowly."""
-
-    half_life_days: float = 90.0
-    grace_days: float = 7.0
-    slow_kinds: frozenset[str] = frozenset({"profile", "preference", "standard", "decision"})
-    slow_factor: float = 4.0
-    floor: float = 0.3
-
-
-_CHAT_KINDS = {Kind.PROFILE: 1.0, Kind.PREFERENCE: 1.0, Kind.EVENT: 0.95}
-_CODING_KINDS = {Kind.DECISION: 1.0, Kind.FACT: 1.0, Kind.PROCEDURE: 0.97, Kind.EXPERIENCE: 0.95, Kind.STANDARD: 0.93, Kind.PREFERENCE: 0.9}
-
-
-@dataclass(frozen=True)
-class LeadClass:
-    """The memories a purpose puts first: these kinds in these visibilities (seed 003)."""
-
-    kinds: frozenset[str]
-    visibilities: frozenset[str]
-
-    def holds(self, kind: str, visibility: str) -> bool:
-        return kind in self.kinds and visibility in self.visibilities
-
-
-_LEADS = {
-    # chat: "user profile/preferences > current user events > workspace > department > tenant > global"
-    Purpose.CHAT: LeadClass(frozenset({"profile", "preference"}), frozenset({"private"})),
-    # coding: "current project facts/decisions > workspace commands and debugging experience > ..."
-    Purpose.CODING: LeadClass(frozenset({"fact", "decision"}), frozenset({"workspace"})),
-}
-
-
-@dataclass(frozen=True)
-class RankingConfig:
-    """What ranking weighs besides the scope weight: kind per purpose, freshness, the floor."""
-
-    kind_weights: dict[Purpose, dict[Kind, float]] = field(
-        default_factory=lambda: {Purpose.CHAT: dict(_CHAT_KINDS), Purpose.CODING: dict(_CODING_KINDS)}
-    )
-    other_kind_weight: float = 0.9
-    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
-    min_score: float = 0.0
-    #: the class each purpose puts first (None: plain product order for that purpose)
-    leads: dict[Purpose, LeadClass | None] = field(default_factory=lambda: dict(_LEADS))
-    #: a lead-class hit leads only if its semantic score is >= lead_band x the best one
-    lead_band: float = 0.25
-
-    def __post_init__(self) -> None:
-        # keyed by the kind's string value: no enum construction per hit on the recall path
-        object.__setattr__(self, "_by_value", {p: {k.value: w for k, w in ws.items()} for p, ws in self.kind_weights.items()})
-
-    def kind_weight(self, purpose: Purpose, kind: str) -> float:
-        return self._by_value[purpose].get(kind, self.other_kind_weight)  # type: ignore[attr-defined]
-
-
-FACTOR_NAMES = ("semantic", "scope", "confidence", "freshness", "status", "kind")
-
-
-@dataclass(slots=True)
-class RankedHit:
-    """One scored hit. Not frozen (a frozen init costs a setattr per field, for every candidate
-    of every recall); nothing mutates it after ranking."""
-
-    hit: Hit
-    score: float
-    factors: tuple[float, ...] = ()  # in FACTOR_NAMES order, for explaining a rank
-    lead: bool = False  # promoted by its purpose's lead class (`lead_first`)
-
-    def explain(self) -> dict[str, float]:
-        explained = dict(zip(FACTOR_NAMES, self.factors))
-        if self.lead:
-            explained["lead"] = 1.0
-        return explained
 
 
 def freshness(created_at: float, kind: str, now: float, config: FreshnessConfig) -> float:
@@ -192,7 +113,7 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
 _DEFAULT = RankingConfig()
 
 
-def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None, "the scopes stage runs before ranking"
     ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)
     ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)

@@ -9,14 +9,11 @@ memory cannot close the block, start a new item or impersonate a label.
 from __future__ import annotations
 
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING
 
 from bridge.results import RecalledMemory
 from bridge.recall.budget import fold_spaces
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 
 def _escape(text: str) -> str:
@@ -48,5 +45,5 @@ def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, 
     return "\n".join(lines)
 
 
-def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     ctx.context = render_context(ctx.identity.principal, ctx.op.purpose.value, ctx.items, partial=bool(ctx.failed))

@@ -9,7 +9,6 @@ a scope of the manifest, or one an active grant covers): it narrows, never widen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from adapters.scopes import ScopeSet
 from bridge.errors import ManifestError, NotPermitted
@@ -17,14 +16,12 @@ from bridge.recall.visibility import readable_with_shares
 from bridge.state.records import InjectionManifest
 from identity.model import MemoryIdentity
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["stage", "load_manifest_for"]
 
 
-async def load_manifest_for(rt: BridgeRuntime, child: MemoryIdentity, manifest_id: str) -> InjectionManifest:
+async def load_manifest_for(rt: RecallRuntime, child: MemoryIdentity, manifest_id: str) -> InjectionManifest:
     """The manifest if it is usable by exactly this child now; `ManifestError` otherwise."""
     manifest = await rt.state.manifests.get(manifest_id)
     if manifest is None:
@@ -33,7 +30,7 @@ async def load_manifest_for(rt: BridgeRuntime, child: MemoryIdentity, manifest_i
     return manifest
 
 
-async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     op, identity = ctx.op, ctx.identity
     grants = []
     if op.include_scopes:

@@ -8,20 +8,17 @@ raises instead of reporting per-scope failures is treated the same way: closed, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from adapters.base import SearchQuery
 from adapters.errors import BackendError
 from bridge.errors import RecallIncomplete
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["stage"]
 
 
-async def stage(rt: BridgeRuntime, ctx: RecallContext) -> None:
+async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None
     # `now`: the bridge's clock; every adapter excludes memories expired by then inside its query
     ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds, now=rt.clock())

@@ -9,7 +9,6 @@ It never widens anything the policy did not decide (`bridge/policy/sharing.py`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from adapters.scopes import ScopeSet
 from bridge.results import RecalledMemory
@@ -17,14 +16,12 @@ from bridge.policy.sharing import SHAREABLE, memory_type_of, visible_to_of, with
 from bridge.vocabulary import Purpose
 from identity.model import MemoryIdentity
 
-if TYPE_CHECKING:
-    from bridge.recall.context import RecallContext
-    from bridge.runtime import BridgeRuntime
+from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["readable_with_shares", "label_visibility", "stage"]
 
 
-async def readable_with_shares(rt: BridgeRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
+async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
     """`base` plus the reader's teams and exactly the memories shared with it (two indexed
     state lookups; the entries' `memory_ids` are enforced inside every backend's query)."""
     shares = await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)
@@ -32,7 +29,7 @@ async def readable_with_shares(rt: BridgeRuntime, identity: MemoryIdentity, purp
     return with_shares_and_teams(rt.policy, identity, purpose, base, shares, teams)
 
 
-async def label_visibility(rt: BridgeRuntime, scopes: ScopeSet, items: list[RecalledMemory]) -> list[RecalledMemory]:
+async def label_visibility(rt: RecallRuntime, scopes: ScopeSet, items: list[RecalledMemory]) -> list[RecalledMemory]:
     """Each item's `memory_type` (from the entry it was read through) and `visible_to` (one
     audience lookup per agent place among the items)."""
     if not items:
@@ -59,6 +56,6 @@ async def label_visibility(rt: BridgeRuntime, scopes: ScopeSet, items: list[Reca
     return items
 
 
-async def stage(rt: "BridgeRuntime", ctx: "RecallContext") -> None:
+async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None
     ctx.items = await label_visibility(rt, ctx.scopes, ctx.items)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Iterable, Mapping, Union
+from typing import Iterable, Mapping, Protocol, Union
 
 from bridge.errors import InvalidInput
 from bridge.roles.book import RoleBook
@@ -24,10 +24,14 @@ from bridge.state.protocols import BridgeState
 from identity.errors import InvalidInput as IdentityInvalidInput
 from identity.ids import validate_id
 
-if TYPE_CHECKING:
-    from bridge.facade import MemoryBridge
-
 __all__ = ["TeamMembership", "apply_team_membership", "role_team_membership", "apply_role_teams"]
+
+
+class HasState(Protocol):
+    """A `MemoryBridge` as far as a loader needs it: its state (so this module never imports the facade)."""
+
+    @property
+    def state(self) -> BridgeState: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class TeamMembership:
 
 
 async def apply_team_membership(
-    target: Union["MemoryBridge", BridgeState],
+    target: Union[HasState, BridgeState],
     tenant_id: str,
     membership: TeamMembership | Mapping[str, Iterable[str]],
 ) -> TeamMembership:

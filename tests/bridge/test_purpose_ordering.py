@@ -15,7 +15,8 @@ import pytest
 from adapters.base import SearchQuery
 from bridge.doors.cli.demo import run_demo
 from bridge.facade import MemoryBridge
-from bridge.recall.rank import FACTOR_NAMES, lead_first, rank_hits
+from bridge.recall.context import FACTOR_NAMES
+from bridge.recall.rank import lead_first, rank_hits
 from bridge.vocabulary import Purpose
 from tests.kit import make_identity
 

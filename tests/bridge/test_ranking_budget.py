@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from adapters.base import Hit, Provenance, Status, StoredMemory
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
-from bridge.recall.budget import BudgetConfig, EstimatingTokenCounter, assemble
+from bridge.recall.config import BudgetConfig
+from bridge.recall.budget import EstimatingTokenCounter, assemble
 from bridge.results import RecalledMemory
-from bridge.recall.rank import FreshnessConfig, RankingConfig, freshness, rank_hits
+from bridge.recall.config import FreshnessConfig, RankingConfig
+from bridge.recall.rank import freshness, rank_hits
 from bridge.recall.render import render_context
 from bridge.vocabulary import Purpose
 

@@ -118,7 +118,7 @@ async def test_budget_limits_the_rendered_items(bridge, make_identity):
 
 
 async def test_kind_quota_and_kind_filter(tmp_path, make_identity):
-    from bridge.recall.budget import BudgetConfig
+    from bridge.recall.config import BudgetConfig
 
     b = MemoryBridge.open_local(tmp_path / "h", budget=BudgetConfig(kind_quotas={"note": 2}))
     alice = make_identity()

@@ -36,10 +36,14 @@ from bridge.errors import NotPermitted, RecallIncomplete
 from bridge.results import MemoryRef, RecalledMemory
 from bridge.operations import Recall
 from bridge.recall import budget, guard, label, rank, render, scopes, search
-from bridge.recall.budget import BudgetConfig, BudgetedItem, assemble, fold_spaces
+from bridge.recall.config import BudgetConfig
+from bridge.recall.context import BudgetedItem
+from bridge.recall.budget import assemble, fold_spaces
 from bridge.recall.context import RecallContext
 from bridge.recall.pipeline import STAGES, audit_stage, run_recall
-from bridge.recall.rank import FreshnessConfig, RankedHit, RankingConfig, freshness, rank_hits
+from bridge.recall.config import FreshnessConfig, RankingConfig
+from bridge.recall.context import RankedHit
+from bridge.recall.rank import freshness, rank_hits
 from bridge.runtime import BridgeRuntime
 from bridge.state.memory import MemoryState
 from bridge.state.records import AuditView
