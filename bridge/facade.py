@@ -141,7 +141,7 @@ class MemoryBridge(OperationMethods, ReadMethods):
             log.exception("could not audit a refused %s", operation)
 
     async def _audit_quarantine(self, identity: MemoryIdentity) -> None:
-        """A damaged record the backend took out of service (issue 9 finding 16): one audit row
+        """A damaged record the backend took out of service, so an operator learns of it: one audit row
         each, in the name of the caller whose operation found it; ids and reasons, no content."""
         rows, self.runtime.quarantined[:] = list(self.runtime.quarantined), []
         for row in rows:

@@ -53,7 +53,7 @@ class OperationMethods:
         """One purge run over the caller's tenant (tenant admins); returns a `PurgeReport`."""
         return await self.execute(identity, ops.PurgeExpired(max_deletions=max_deletions))
 
-    # -- sharing and teams (issue 13; bridge/operations/sharing.py) --
+    # -- sharing and teams (bridge/operations/sharing.py) --
     async def set_visible_to(self, identity: MemoryIdentity, ref: Ref, visible_to: Sequence[str]) -> Any:
         return await self.execute(identity, share_ops.SetVisibleTo(ref=ref, visible_to=visible_to))
 
@@ -114,7 +114,7 @@ class OperationMethods:
 
 
 class ReadMethods:
-    """Sugar of the read API (issue 11); `MemoryBridge` gains these by inheriting this class
+    """Sugar of the read API; `MemoryBridge` gains these by inheriting this class
     (or a door builds the operations itself)."""
 
     async def execute(self, identity: MemoryIdentity, op: ops.Operation) -> Any:

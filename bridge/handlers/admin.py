@@ -1,4 +1,4 @@
-"""Handlers of the admin console's operations (issue 15): tenant grants, live manifests,
+"""Handlers of the admin console's operations: tenant grants, live manifests,
 per-scope counts, and who can read a memory.
 
 Every permission is the policy's (`bridge/policy/reads.py`: `require_tenant_admin`,

@@ -45,7 +45,7 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
         memory = await rt.backend.get(key, memory_id)
         if memory.status is not Status.ACTIVE:
             raise ManifestError(f"{key}#{memory_id} is {memory.status.value}; only active memories can be injected")
-        if memory.expired(rt.clock()):  # expiry (issue 13): an expired memory is gone for everyone
+        if memory.expired(rt.clock()):  # an expired memory is gone for everyone, even before the purge deletes it
             raise ManifestError(f"{key}#{memory_id} has expired; it cannot be injected")
         entries.append((key, memory_id))
     return entries
@@ -55,7 +55,7 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
     scopes = rt.policy.readable_scopes(parent, Purpose.CHAT)
     try:
         result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit, now=rt.clock()))
-    except BackendError as exc:  # the whole fan-out failed: the same type as one failed scope (finding 20)
+    except BackendError as exc:  # the whole fan-out failed: the same type as one failed scope, so a caller handles one error
         if not exc.retryable:
             raise
         raise RecallIncomplete(f"injection search failed closed: the backend could not search any scope: {exc}", tuple(scopes.keys), (str(exc),)) from exc

@@ -1,4 +1,4 @@
-"""Handlers of the read API (issue 11): get, list, the approval queue, edit, reject, grants, and
+"""Handlers of the read API: get, list, the approval queue, edit, reject, grants, and
 seed 000's inject-context.
 
 Every permission is the policy's (`bridge/policy/__init__.py`, `bridge/policy/reads.py`); this module
@@ -99,7 +99,7 @@ async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:
 
 
 async def _read_reason(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, memory_id: str | None = None) -> str:
-    """`read_reason`, plus what state decides (issue 13): a team the agent belongs to, and (for
+    """`read_reason`, plus what only the state can decide: a team the agent belongs to, and (for
     one memory by reference) a memory shared with this agent by visible_to."""
     if key.tenant_id == identity.tenant_id and key.visibility is Visibility.TEAM:
         if key.owner_id in await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id):

@@ -1,4 +1,4 @@
-"""Handlers of issue 13 items 1-2: where a write with `memory_type` / `visible_to` / `team_id`
+"""Handlers of sharing and teams: where a write with `memory_type` / `visible_to` / `team_id`
 lands and whom it is shared with; changing `visible_to`; team membership.
 
 Every decision is `bridge/policy/sharing.py`'s; this module loads what those decisions need from

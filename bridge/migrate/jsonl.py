@@ -1,11 +1,11 @@
-"""Export to and import from JSON Lines (issue 15 item 3; the format is in docs/migration.md).
+"""Export to and import from JSON Lines (the format is in docs/migration.md).
 
     {"format": "viking-bridge-export", "version": 1, "tenant_id": ..., "exported_by": ..., "exported_at": ...}
     {"type": "memory", "memory_id": ..., "scope": ..., "kind": ..., "status": ..., "content": ..., ...}
     ...
     {"type": "end", "count": N, "sha256": "<hex digest of the memory lines, each with its newline>"}
 
-An export holds what the caller may export (`read_policy.export_scopes`/`exports`: a tenant
+An export holds what the caller may export (`bridge.policy.reads.export_scopes`/`exports`: a tenant
 admin their tenant, anyone else their own memories) and is audited. The end line makes a
 truncated or edited file detectable: `read_export` refuses one before anything is imported.
 

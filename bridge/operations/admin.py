@@ -1,4 +1,4 @@
-"""The admin console's operations (issue 15): tenant-wide views a tenant admin needs.
+"""The admin console's operations: tenant-wide views a tenant admin needs.
 
 Grants in force across the tenant, live injection manifests, per-scope memory counts, and "who
 can read this memory and why". Same rules as `bridge/operations/__init__.py`: frozen dataclasses

@@ -1,4 +1,4 @@
-"""The export operation (issue 15 item 3): what a caller may take out of the bridge.
+"""The export operation (the right of access, and moving a tenant): what a caller may take out of the bridge.
 
 Same rules as `bridge/operations/__init__.py`: frozen, validated when built, no field naming the caller;
 whose memories an export holds is `bridge/policy/reads.py`'s (`export_scopes`, `exports`).
@@ -17,4 +17,4 @@ __all__ = ["ExportMemories"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExportMemories(Operation):
-    """Every memory the identity may export, streamed scope by scope (see `read_policy.exports`)."""
+    """Every memory the identity may export, streamed scope by scope (see `bridge.policy.reads.exports`)."""

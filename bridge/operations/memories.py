@@ -23,7 +23,7 @@ from bridge.vocabulary import Kind
 class Remember(Operation):
     """Store an explicit memory. Where it lands is decided by the policy from the identity.
 
-    Seed 000 (issue 13): `memory_type` "team" writes the team `team_id` (members only),
+    Seed 000: `memory_type` "team" writes the team `team_id` (members only),
     "private" the agent's own place; `visible_to` names other agents of the same user that may
     read a private memory (`["*"]`: all of them) — see bridge/policy/sharing.py.
 

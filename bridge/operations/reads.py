@@ -1,4 +1,4 @@
-"""The read API's operations (issue 11): get by reference, list a scope with cursors, the
+"""The read API's operations: get by reference, list a scope with cursors, the
 approval queue, in-place edit, reject, list grants, seed 000's inject-context.
 
 Same rules as `bridge/operations/__init__.py`: frozen dataclasses validated when built, no field naming

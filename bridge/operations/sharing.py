@@ -1,4 +1,4 @@
-"""The operations of issue 13 items 1-2 as data: change a memory's `visible_to`, set or change a
+"""The sharing operations as data: change a memory's `visible_to`, set or change a
 team's members — plus the validators of the sharing fields `Remember` and `Capture` carry.
 
 Like `bridge/operations/__init__.py`: frozen, validated at construction, no field naming the caller. The

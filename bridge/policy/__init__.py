@@ -48,7 +48,7 @@ ROLE_ADMIN, ROLE_APPROVER, ROLE_GLOBAL_ADMIN = Role.ADMIN.value, Role.APPROVER.v
 _CHAT_WEIGHTS = {
     Visibility.PRIVATE: 1.00, Visibility.AGENT: 0.97, Visibility.WORKSPACE: 0.95,
     Visibility.DEPARTMENT: 0.85, Visibility.TENANT: 0.70, Visibility.GLOBAL: 0.50,
-    Visibility.TASK: 0.98, Visibility.TEAM: 0.95,  # issue 13: the task's working memory, team memory
+    Visibility.TASK: 0.98, Visibility.TEAM: 0.95,  # seed 000's task working memory and team memory
 }
 _CODING_WEIGHTS = {
     Visibility.WORKSPACE: 1.00, Visibility.AGENT: 0.95, Visibility.DEPARTMENT: 0.90,

@@ -1,4 +1,4 @@
-"""Who may read what by reference: the permission rules of the read API (issue 11).
+"""Who may read what by reference: the permission rules of the read API.
 
 Pure functions over `bridge.policy.Policy`, kept beside it so the policy module stays one screen
 of rules per concern: get a memory by reference, list a scope, the approval queue, in-place
@@ -88,7 +88,7 @@ def exports(identity: MemoryIdentity, key: ScopeKey, status: Status, author_user
     return identity.user_id in (author_user_id, subject_user_id)
 
 
-# -- the admin console (issue 15): tenant-admin views, and "who can read this and why" ---------
+# -- the admin console: tenant-admin views, and "who can read this and why" ---------
 __all__ += ["require_tenant_admin", "may_inspect", "Audience", "Reader", "default_audience", "readers_of"]
 
 
@@ -197,7 +197,7 @@ def readers_of(
         audience = default_audience(policy, key)
         if audience is not None:
             out.append(Reader(audience.describe(), f"{key} is one of their default scopes ({key.visibility.value})", "default scope"))
-        if key.visibility in (Visibility.AGENT, Visibility.TASK):  # bridge/sharing_policy.SHAREABLE
+        if key.visibility in (Visibility.AGENT, Visibility.TASK):  # bridge/policy/sharing.py SHAREABLE
             for agent in sorted(shared_with):
                 who = f"every agent acting for user {key.user_id}" if agent == "*" else f"agent {agent} acting for user {key.user_id}"
                 out.append(Reader(who, f"agent {key.owner_id} shared it with them (visible_to)", "share"))
@@ -228,6 +228,6 @@ def readers_of(
     return out
 def may_purge_expired(identity: MemoryIdentity) -> None:
     """Purging a tenant's expired memories (`PurgeExpired`): its admins only — the purge deletes
-    in every scope of the tenant, which no member may do. (Beside the read rules: policy.py is full.)"""
+    in every scope of the tenant, which no member may do. (Kept beside the read rules so bridge/policy/__init__.py stays under its size limit.)"""
     if not identity.has_role(Role.ADMIN):
         raise NotPermitted(f"purging expired memories needs the {ROLE_ADMIN!r} role")

@@ -1,4 +1,4 @@
-"""Who may share what, and who reads a team (issue 13 items 1-3), as pure functions beside
+"""Who may share what, and who reads a team, as pure functions beside
 `bridge/policy/__init__.py`.
 
 Seed 000's vocabulary, mapped onto places so every backend enforces it inside its query:

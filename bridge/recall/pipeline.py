@@ -53,7 +53,7 @@ STAGES: tuple[tuple[str, Callable[[RecallRuntime, RecallContext], Any]], ...] = 
     ("rank", rank.stage),
     ("budget", budget.stage),
     ("label", label.stage),
-    ("visibility", visibility.stage),  # memory_type / visible_to per item (issue 13)
+    ("visibility", visibility.stage),  # memory_type / visible_to per item, so a reader sees how each was shared
     ("render", render.stage),
     ("audit", audit_stage),
 )

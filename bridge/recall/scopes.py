@@ -39,7 +39,7 @@ async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
         grants = [rt.policy.authorise_grant(identity, key, held, now) for key in op.include_scopes]
     manifest = None if op.manifest_id is None else await load_manifest_for(rt, identity, op.manifest_id)
     base = rt.policy.readable_scopes(identity, op.purpose, grants=grants, manifest=manifest)
-    scopes = await readable_with_shares(rt, identity, op.purpose, base)  # shares and teams (issue 13)
+    scopes = await readable_with_shares(rt, identity, op.purpose, base)  # teams the agent belongs to and memories shared with it
     if op.only_scopes is not None:
         extra = [k for k in op.only_scopes if k not in scopes]
         if extra:  # named, and readable neither by default, by share nor by manifest: each needs an active grant

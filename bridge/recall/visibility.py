@@ -1,4 +1,4 @@
-"""Recall and sharing (issue 13): the reader's teams and the memories shared with it join its
+"""Recall and sharing: the reader's teams and the memories shared with it join its
 ScopeSet (stage "scopes"), and each labelled item gets its `memory_type` and `visible_to`
 (stage "visibility", after "label").
 

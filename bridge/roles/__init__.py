@@ -4,6 +4,7 @@
     loader.py      TOML -> `Roles`, every mistake a `RoleFileError` naming the file and the field
     router.py      task text -> primary + auxiliary domains (`IntentRouter`; `KeywordRouter`)
     planner.py     candidates -> the manifest's memory refs under per-domain tier budgets
+    book.py        `RoleBook`: the loaded file's roles, teams and router (data; no permission)
     teams.py       team membership as data, and the role file's teams applied at open
 
 Who may inject into whom is `bridge/policy/roles.py`; the operation is

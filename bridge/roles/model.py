@@ -10,7 +10,7 @@ Seed 002's `AgentMemoryScope` table, as data:
 A memory's domain and tier are metadata keys set when it is written (`DOMAIN_KEY`, `TIER_KEY`;
 a memory without a tier is `warm`, one without a domain is in no domain and never routed).
 This module validates shape and cross-references only; it never reads a file (loader.py) and
-never decides a permission (permissions.py).
+never decides a permission (bridge/policy/roles.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which memories go into a child's manifest: per-domain tier budgets over permitted candidates.
 
 Pure: it gets candidates the parent may already read (searched and listed through the parent's
-own scopes by federation.py) and only chooses among them — it can drop, never add. For each
+own scopes by bridge/handlers/roles.py) and only chooses among them — it can drop, never add. For each
 domain of the route (primary: budget x multiplier; auxiliary: x multiplier x auxiliary share,
 rounded down), it fills each tier the role reads with that tier's best candidates, then the
 reserve slots with the best leftovers of any of the role's tiers. "Best" is task relevance

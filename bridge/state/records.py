@@ -22,8 +22,8 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
     "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
-    "share", "team",  # a memory's visible_to changed; a team's membership changed (issue 13)
-    "expired",  # the purge deleted an expired memory (issue 13 item 4)
+    "share", "team",  # a memory's visible_to changed; a team's membership changed
+    "expired",  # the purge deleted an expired memory
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite/__init__.py).
 READ_ACTIONS = frozenset({"recall"})

@@ -1,4 +1,4 @@
-"""The memory service: the bridge as the one authenticated HTTP boundary (issue 11).
+"""The memory service: the bridge as the one authenticated HTTP boundary.
 
     request -> limits (body/query size) -> EdgeAuthenticator (credential -> MemoryIdentity)
             -> rate limit (per identity) -> route: one request model -> one operation

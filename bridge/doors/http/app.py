@@ -49,7 +49,7 @@ __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 log = logging.getLogger("viking_bridge.service")
 API_VERSION = "1.0.0"
 ROUTERS = (recall, memories, admin, ops, roles, sharing, console)
-PUBLIC_PATHS = ops.PUBLIC_PATHS | console.PUBLIC_PATHS  # the console's page holds no data (issue 15)
+PUBLIC_PATHS = ops.PUBLIC_PATHS | console.PUBLIC_PATHS  # the console's page holds no data, so it needs no credential
 #: A random tag of this worker process, sent as `X-Served-By` (tests prove cross-worker
 #: guarantees with it; it reveals nothing, not even the pid).
 WORKER_TAG = uuid.uuid4().hex[:12]
@@ -241,7 +241,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         ctx: ServiceContext = app.state.ctx
         await ctx.bridge.aopen()  # open checks before the first request, not during it
         purger = None
-        if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expiry (issue 13): bridge/doors/http/maintenance.py
+        if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
             keys = [k.get_secret_value() for k in service_settings.purge_api_keys]
             purger = asyncio.ensure_future(purge_loop(ctx.bridge, ctx.auth, keys, service_settings.purge_interval_seconds))
         try:

@@ -26,7 +26,7 @@ __all__ = [
 CALLER_AGENT = "Optional assertion: the authenticated caller's agent id. Accepted only when equal to it (identity comes from the credential); anything else is 403."
 CALLER_USER = "Optional assertion: the authenticated caller's user id. Accepted only when equal to it; anything else is 403."
 CALLER_TEAM = "Optional assertion: the caller's team, i.e. the workspace its credential names. Accepted only when equal; else 403."
-#: issue 13: team_id on a write narrows it to a team (team memory) the caller's agent belongs to.
+#: team_id on a write narrows it to a team (team memory) the caller's agent belongs to.
 TEAM_FIELD = (
     "Optional: the caller's team. Accepted only when equal to the workspace its credential names (an assertion) or to a team "
     "the caller's agent is a member of (the memories then are that team's memory); anything else is 403. With memory_type "

@@ -1,4 +1,4 @@
-"""LangGraph's `BaseStore` over the bridge (issue 14, item 2): `BridgeStore`.
+"""LangGraph's `BaseStore` over the bridge: `BridgeStore`.
 
     from bridge.doors.langgraph import BridgeStore, AuthUserIdentity
     store = BridgeStore(bridge, identity)                # a verified MemoryIdentity, or

@@ -1,4 +1,4 @@
-"""The admin console (issue 15): a page at `/admin` and the tenant-admin JSON routes it calls.
+"""The admin console: a page at `/admin` and the tenant-admin JSON routes it calls.
 
 `router` holds both; `PUBLIC_PATHS` are the page's own static files, which the edge serves
 without a credential because they hold no data. Everything the page shows comes from `/api/v1`

@@ -1,4 +1,4 @@
-"""Role routes (issue 13): federated injection over HTTP, and the caller's own role.
+"""Role routes: federated injection over HTTP, and the caller's own role.
 
     POST /api/v1/roles/inject   seed 002's coordinator turn: the manifest the child's role calls
                                 for (route, per-domain tier counts, the refs); `RoleInject`

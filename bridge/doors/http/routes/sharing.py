@@ -1,4 +1,4 @@
-"""Routes of issue 13: change a memory's `visible_to`, and a tenant admin's team membership
+"""Routes of sharing and teams: change a memory's `visible_to`, and a tenant admin's team membership
 (`/api/v1/...`). Plus `write_team`: how a write's `team_id` body field is read.
 
 `team_id` on capture/remember was seed 000's assertion about the caller's team (its workspace).
