@@ -20,23 +20,7 @@ from adapters.base import (
     Status,
     StoredMemory,
 )
-from adapters.errors import (
-    BackendError,
-    BackendMisconfigured,
-    Conflict,
-    CorruptRecord,
-    EmbedderMismatch,
-    EmptyScopeError,
-    InvalidRequest,
-    NotFound,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    RetryLater,
-    Unavailable,
-    UnsupportedFilter,
-    WrongContext,
-)
+from adapters.errors import BackendError, BackendMisconfigured, BackendConflict, CorruptRecord, EmbedderMismatch, EmptyScopeError, InvalidRequest, BackendNotFound, NotSent, PermissionDenied, BackendRateLimited, RetryLater, BackendUnavailable, UnsupportedFilter, WrongContext
 from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet, Visibility
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,8 +1,10 @@
 """Every way a backend call can fail, as one tree (pattern: httpx/_exceptions.py).
 
 Each leaf is also a member of its category in the project's one tree (`identity.errors`, drawn
-whole in `bridge/errors.py`), shown on the right, so `except NotFound` catches a backend's
-NotFound and the CLI / service map every backend failure without knowing the adapter.
+whole in `bridge/errors.py`), shown on the right, so `except NotFound` (the category) catches a
+backend's `BackendNotFound` and the CLI / service map every backend failure without knowing the
+adapter. The leaves carry a `Backend` prefix where the category has the same word, so no two
+classes of the project share a name.
 
     BackendError (VikingBridgeError)
      ├── InvalidRequest ............................ InvalidInput   the call itself is wrong
@@ -14,13 +16,13 @@ NotFound and the CLI / service map every backend failure without knowing the ada
      │    └── EmbeddingMisconfigured (embedding)      the model answers vectors of another shape
      ├── CorruptRecord ............................. CorruptStorage  a stored record that does not decode;
      │                                                 never returned (dropped + alarmed, `adapters.shared.envelope`)
-     ├── NotFound .................................. NotFound       no such memory *in that scope*
-     ├── Conflict .................................. Conflict       key reused for other content, a race,
+     ├── BackendNotFound ........................... NotFound       no such memory *in that scope*
+     ├── BackendConflict ........................... Conflict       key reused for other content, a race,
      │                                                 two scopes mapped onto one backend principal
      ├── PermissionDenied .......................... (BackendError) the backend refused the credential
-     ├── Unavailable ............................... Unavailable    transient: network, 5xx, overload
+     ├── BackendUnavailable ........................ Unavailable    transient: network, 5xx, overload
      │    ├── NotSent                                 the request never left: any call may be retried
-     │    ├── RateLimited                             429 / rate-limit code; `retry_after` if known
+     │    ├── BackendRateLimited                      429 / rate-limit code; `retry_after` if known
      │    ├── RetryLater                              not ready yet (an index initialising)
      │    └── EmbeddingUnavailable (embedding)        the embedding endpoint failed
      └── WrongContext .............................. ConfigurationError (+ RuntimeError)  the sync
@@ -49,12 +51,12 @@ __all__ = [
     "EmbedderMismatch",
     "BackendMisconfigured",
     "CorruptRecord",
-    "NotFound",
-    "Conflict",
+    "BackendNotFound",
+    "BackendConflict",
     "PermissionDenied",
-    "Unavailable",
+    "BackendUnavailable",
     "NotSent",
-    "RateLimited",
+    "BackendRateLimited",
     "RetryLater",
     "WrongContext",
 ]
@@ -102,11 +104,11 @@ class CorruptRecord(BackendError, _root.CorruptStorage):
     than the one it was read from. Adapters never return it: they drop it and raise an alarm."""
 
 
-class NotFound(BackendError, _root.NotFound):
+class BackendNotFound(BackendError, _root.NotFound):
     """No memory with that id in that scope."""
 
 
-class Conflict(BackendError, _root.Conflict):
+class BackendConflict(BackendError, _root.Conflict):
     """The write conflicts with existing state (e.g. idempotency key reused for other content)."""
 
 
@@ -114,7 +116,7 @@ class PermissionDenied(BackendError):
     """The backend refused the credential or principal."""
 
 
-class Unavailable(BackendError, _root.Unavailable):
+class BackendUnavailable(BackendError, _root.Unavailable):
     """A transient failure; the call may succeed if retried."""
 
     retryable = True
@@ -126,16 +128,16 @@ class Unavailable(BackendError, _root.Unavailable):
         super().__init__(message, **kw)
 
 
-class NotSent(Unavailable):
+class NotSent(BackendUnavailable):
     """The request never reached the server (connection refused, pool exhausted): nothing was
     applied, so even a write that is not idempotent may be retried."""
 
 
-class RateLimited(Unavailable):
+class BackendRateLimited(BackendUnavailable):
     """The backend asked us to slow down; `retry_after` seconds when it said so."""
 
 
-class RetryLater(Unavailable):
+class RetryLater(BackendUnavailable):
     """The backend is not ready yet (e.g. an index still initialising)."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 import bridge.handlers.erasure as erasure
-from adapters.errors import NotFound, Unavailable
+from adapters.errors import BackendNotFound, BackendUnavailable
 from adapters.scopes import ScopeKey
 from bridge.errors import ManifestError, NotPermitted
 from bridge.facade import MemoryBridge
@@ -171,17 +171,17 @@ async def test_an_interrupted_erasure_is_audited_and_a_rerun_finishes(contract: 
     async def flaky_delete(scope, memory_id):
         calls["n"] += 1
         if calls["n"] == 4:
-            raise Unavailable("injected outage mid-erasure", backend=contract.backend.name, scope=scope)
+            raise BackendUnavailable("injected outage mid-erasure", backend=contract.backend.name, scope=scope)
         return await real_delete(scope, memory_id)
 
     monkeypatch.setattr(contract.backend, "delete", flaky_delete)
     admin = await contract.ids.login("dave", roles=("admin",))
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await contract.bridge.forget_subject(admin, "bob")
     (stopped,) = await contract.bridge.audit_events(admin, action="forget_subject")
     assert stopped.detail["complete"] is False and len(stopped.memory_ids) == 3, f"the interrupted erasure was not audited as such: {stopped}"
     for memory_id in stopped.memory_ids:
-        with pytest.raises(NotFound):
+        with pytest.raises(BackendNotFound):
             await contract.backend.get(ScopeKey.parse(doomed[memory_id]), memory_id)
     monkeypatch.setattr(contract.backend, "delete", real_delete)
     assert await contract.bridge.forget_subject(admin, "bob") == len(doomed) - 3
@@ -242,12 +242,12 @@ async def test_a_retried_write_whose_first_attempt_landed_is_stored_once(contrac
         stored = await real_put(scope, memory, **kwargs)
         calls["n"] += 1
         if calls["n"] == 1:
-            raise Unavailable("connection reset after the write was sent", backend=contract.backend.name, scope=scope)
+            raise BackendUnavailable("connection reset after the write was sent", backend=contract.backend.name, scope=scope)
         return stored
 
     monkeypatch.setattr(contract.backend, "put", lossy_put)
     content = "Remember: the staging database is pg-2, not pg-1"
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await contract.bridge.remember(alice, content, "note", idempotency_key="retry-18")
     retry = await contract.bridge.remember(alice, content, "note", idempotency_key="retry-18")
     again = await contract.bridge.remember(alice, content, "note", idempotency_key="retry-18")

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from adapters.base import NewMemory, Provenance, SearchQuery
-from adapters.errors import NotFound as BackendNotFound
+from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from bridge.policy.quotas import QuotaConfig, QuotaLimits

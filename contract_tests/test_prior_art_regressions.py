@@ -12,7 +12,7 @@ from dataclasses import MISSING, fields
 import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status, StoredMemory
-from adapters.errors import EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
+from adapters.errors import EmptyScopeError, InvalidRequest, BackendNotFound, UnsupportedFilter
 from adapters.scopes import EmptyScopeSetError, ScopeKey, ScopeSet
 from bridge.errors import InvalidInput, ManifestError, NotPermitted
 from contract_tests.harness import ContractEnv, eventually, leak_message
@@ -221,7 +221,7 @@ async def test_identity_keys_in_content_metadata_or_update_never_move_a_record(c
 
     async def assert_still_alices(stage: str) -> None:
         assert (await contract.backend.get(alice, stored.id)).scope == alice
-        with pytest.raises(NotFound):
+        with pytest.raises(BackendNotFound):
             await contract.backend.get(bob, stored.id)
         for key in (bob, ScopeKey.private("globex", "bob"), ScopeKey.global_(), ScopeKey.department("acme", "eng")):
             listed = [m for m in await contract.backend.list(key, statuses=ALL) if m.id == stored.id or m.content.startswith("user_id=bob")]
@@ -280,7 +280,7 @@ async def test_colliding_record_ids_and_idempotency_keys_in_two_scopes_stay_sepa
     for scope, other in ((alice, b), (bob, a)):
         try:
             got = await contract.backend.get(scope, other.id)
-        except NotFound:
+        except BackendNotFound:
             continue
         assert got.scope == scope and got.content != other.content, leak_message(
             "colliding ids in two scopes stay separate", f"backend.get({scope})", other.id, str(other.scope), content=got.content, reproduce=contract.reproduce)
@@ -358,7 +358,7 @@ async def test_nothing_recallable_after_forget(contract: ContractEnv) -> None:
     for reader, kwargs in ((alice, {}), (child, {"manifest_id": manifest.manifest_id})):
         after = await contract.recall(reader, text, must_see=[keep.memory_id], budget_tokens=BIG, **kwargs)
         contract.assert_not_seen(after, [m], guarantee=guarantee, reader=reader)
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await contract.backend.get(scope, m.memory_id)
     assert m.memory_id not in {x.id for x in await contract.backend.list(scope, statuses=ALL)}, f"{guarantee}: still listed in {scope}"
     direct = await contract.backend.search(SearchQuery(ScopeSet.of(scope), text, limit=50, statuses=ALL))
@@ -397,7 +397,7 @@ async def test_nothing_recallable_after_forget_subject(contract: ContractEnv) ->
     else:
         contract.assert_not_seen(after, alices, guarantee=guarantee + " (injection manifests)", reader=child)
     for w in alices:
-        with pytest.raises(NotFound):
+        with pytest.raises(BackendNotFound):
             await contract.backend.get(ScopeKey.parse(w.scope), w.memory_id)
     for key in await contract.backend.list_scopes("acme"):
         for m in await contract.backend.list(key, statuses=ALL):

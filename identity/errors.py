@@ -12,7 +12,6 @@ the adapters' leaves, is drawn in `bridge/errors.py`, the public place to import
      ├── NotPermitted                     the policy refuses this operation (403)
      ├── NotFound                         no such thing in a place the caller may look (404)
      ├── Conflict                         reuse of a key for other content, a version race (409)
-     ├── RecallIncomplete                 a scope failed mid fan-out; fail closed (503)
      ├── Unavailable                      transient; the same call may succeed later (503)
      │    └── StorageUnavailable          a store file is locked by another process, or the disk is full
      └── CorruptStorage                   a store file is damaged or belongs to another store
@@ -62,20 +61,6 @@ class NotFound(VikingBridgeError):
 
 class Conflict(VikingBridgeError):
     """The request conflicts with stored state (an idempotency key reused for other content)."""
-
-
-class RecallIncomplete(VikingBridgeError):
-    """Some readable scopes could not be searched; nothing is returned as if it were complete.
-
-    `failed_scopes` names them; `reasons` carries each adapter's failure text (never secrets).
-    """
-
-    retryable = True
-
-    def __init__(self, message: str, failed_scopes: tuple = (), reasons: tuple[str, ...] = ()) -> None:
-        self.failed_scopes = tuple(failed_scopes)
-        self.reasons = tuple(reasons)
-        super().__init__(message)
 
 
 class Unavailable(VikingBridgeError):

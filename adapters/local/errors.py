@@ -1,11 +1,11 @@
 """How the local store fails: SQLite's raw errors mapped into the project's one error tree.
 
-    adapters.errors.Unavailable + identity.errors.StorageUnavailable (both are Unavailable)
+    adapters.errors.BackendUnavailable + identity.errors.StorageUnavailable (both are BackendUnavailable)
      ├── StorageBusy          another connection held the write lock past `busy_timeout_s`;
      │                        retryable (the lock holder finishes, the retry goes through)
      ├── StorageFull          the disk or the database's page limit is full; NOT retryable:
      │                        a full disk needs an operator, retrying in a loop only adds load.
-     │                        Still an `Unavailable` (HTTP 503): nothing is wrong with the request.
+     │                        Still an `BackendUnavailable` (HTTP 503): nothing is wrong with the request.
      ├── StorageIOError       any other I/O failure (cannot open, read-only file, I/O error,
      │                        an unexpected SQLite error); not retryable
      └── EmbeddingFailed      the embedder raised (retryable) or returned vectors of the wrong
@@ -29,7 +29,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from adapters.errors import BackendError, CorruptRecord, Unavailable
+from adapters.errors import BackendError, CorruptRecord, BackendUnavailable
 from adapters.scopes import ScopeKey
 from identity.errors import CorruptStorage
 from identity.errors import StorageUnavailable as _StorageUnavailable
@@ -46,7 +46,7 @@ _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 
 
-class _LocalStorageUnavailable(Unavailable, _StorageUnavailable):
+class _LocalStorageUnavailable(BackendUnavailable, _StorageUnavailable):
     """Base of the local store's storage failures; `path` names the database file."""
 
     def __init__(self, message: str, *, path: str | Path, retry_after: float | None = None, scope: ScopeKey | None = None) -> None:
@@ -72,7 +72,7 @@ class StorageIOError(_LocalStorageUnavailable):
     retryable = False
 
 
-class EmbeddingFailed(Unavailable):
+class EmbeddingFailed(BackendUnavailable):
     """The embedder could not turn the text into a usable vector; nothing was stored."""
 
     def __init__(self, message: str, *, retryable: bool) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import ListPage, Status, StoredMemory, require_scope
-from adapters.errors import NotFound
+from adapters.errors import BackendNotFound
 from adapters.local.checks import valid_key, valid_limit, valid_statuses
 from adapters.local.cursor import decode_cursor, encode_cursor
 from adapters.local.records import COLUMNS as _COLUMNS
@@ -34,7 +34,7 @@ class LocalListing(LocalStoreBase):
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
         require_scope(scope)
         if not isinstance(memory_id, str):
-            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         with self._lock:
             return self._fetch(scope, memory_id)[1]
 

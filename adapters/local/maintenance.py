@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from adapters.base import StoreMarker
-from adapters.errors import InvalidRequest, Unavailable
+from adapters.errors import InvalidRequest, BackendUnavailable
 from adapters.local.checks import valid_key
 from adapters.local.errors import EmbeddingFailed
 from adapters.local.records import _provenance_from_json, clear_decode_caches, content_hash
@@ -27,7 +27,7 @@ from identity.errors import VikingBridgeError
 log = logging.getLogger("adapters.local.backend")
 
 
-class _StaleStaging(Unavailable):
+class _StaleStaging(BackendUnavailable):
     """Rows changed between embedding and committing a re-embed: another pass is needed (never
     leaves `reembed`; a member of the tree like every raise here)."""
 
@@ -94,7 +94,7 @@ class LocalMaintenance(LocalStoreBase):
         serving; they are held in memory, about 4 x dimension bytes per row); then, under the
         write lock and without awaiting, every row is checked against the content it was embedded
         from and written. Rows added or edited meanwhile are embedded in another pass (at most
-        `max_passes`, then `Unavailable`: retry when writes are quieter). Another process that
+        `max_passes`, then `BackendUnavailable`: retry when writes are quieter). Another process that
         had the store open refuses its next search or write with `EmbedderMismatch` instead of
         reading vectors of another shape. Ids, contents and the `writes` counter do not change.
         Returns the number of rows re-embedded."""
@@ -130,7 +130,7 @@ class LocalMaintenance(LocalStoreBase):
                 self._partitions.clear()
             log.warning("local store %s re-embedded: %d rows now in %s [%s]", self.path, len(current), self.embedder_note, embedder.signature)
             return len(current)
-        raise Unavailable(f"the store kept changing during {max_passes} re-embedding passes; nothing was changed, retry", backend=self.name)
+        raise BackendUnavailable(f"the store kept changing during {max_passes} re-embedding passes; nothing was changed, retry", backend=self.name)
 
     async def _embed_for(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
         """`embedder`'s vectors, checked like `_embed`'s: the right shape, finite."""

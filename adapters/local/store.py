@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from adapters.base import Status, StoredMemory
-from adapters.errors import BackendError, EmbedderMismatch, NotFound, Unavailable
+from adapters.errors import BackendError, EmbedderMismatch, BackendNotFound, BackendUnavailable
 from adapters.local.errors import CorruptStore, DamagedRecord, storage_error, storage_errors
 from adapters.local.partitions import Partition
 from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RowDamage, encodable_text, lenient_text, row_to_memory
@@ -314,7 +314,7 @@ class LocalStoreBase:
 
     def _ensure_open(self) -> None:
         if self._closed:
-            raise Unavailable("the local store is closed", backend=self.name)
+            raise BackendUnavailable("the local store is closed", backend=self.name)
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         """The embedder's vectors, checked: the wrong shape or a NaN must never reach a partition."""
@@ -324,5 +324,5 @@ class LocalStoreBase:
         """The row of `memory_id` in `scope` and its decoded record (`RowDamage` if it is damaged)."""
         row, lenient = self._fetchone(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (str(scope), memory_id))
         if row is None:
-            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         return row, self._decode(row, scope, check_text=lenient)

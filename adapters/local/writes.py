@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from adapters.base import MemoryPatch, NewMemory, Status, StoredMemory, require_scope
-from adapters.errors import Conflict, InvalidRequest
+from adapters.errors import BackendConflict, InvalidRequest
 from adapters.local.checks import check_new, check_patch, valid_key
 from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, content_hash, metadata_json, provenance_json
 from adapters.local.store import LocalStoreBase, guarded, vector_blob
@@ -58,7 +58,7 @@ class LocalWrites(LocalStoreBase):
                     existing, lenient = self._fetchone(f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = ? AND idempotency_key = ?", (scope_text, key))
                     if existing is not None:
                         if existing[-1] != digest:
-                            raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
+                            raise BackendConflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=scope)
                         results.append(dataclasses.replace(self._decode(existing[:-1], scope, check_text=lenient), created=False))
                         continue
                     created_at = memory.created_at if memory.created_at is not None else now

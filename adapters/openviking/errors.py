@@ -4,18 +4,18 @@
      └── OpenVikingError                (code, http_status, details; never the key)
           ├── OVInvalidArgument          INVALID_ARGUMENT, INVALID_URI, UNSUPPORTED_URI/MODE,
           │                              INVALID_FILTER               -> InvalidRequest
-          ├── OVNotFound                 NOT_FOUND                      -> NotFound
-          ├── OVConflict                 ALREADY_EXISTS, CONFLICT, ABORTED, WRITE_CONFLICT -> Conflict
+          ├── OVNotFound                 NOT_FOUND                      -> BackendNotFound
+          ├── OVConflict                 ALREADY_EXISTS, CONFLICT, ABORTED, WRITE_CONFLICT -> BackendConflict
           ├── OVFailedPrecondition       FAILED_PRECONDITION, SESSION_EXPIRED -> InvalidRequest
           ├── OVUnauthenticated          UNAUTHENTICATED (bad/revoked key) -> PermissionDenied
           ├── OVPermissionDenied         PERMISSION_DENIED              -> PermissionDenied
-          ├── OVRateLimited              RESOURCE_EXHAUSTED / HTTP 429  -> RateLimited
+          ├── OVRateLimited              RESOURCE_EXHAUSTED / HTTP 429  -> BackendRateLimited
           ├── OVNotReady                 UNAVAILABLE, NOT_INITIALIZED, NO_VECTOR_DB,
           │                              MODEL_UNAVAILABLE / HTTP 503   -> RetryLater
-          ├── OVServerError              INTERNAL, UNKNOWN, *_FAILED, DEADLINE_EXCEEDED, 5xx -> Unavailable
-          ├── OVTransportError           read timeouts, resets          -> Unavailable
+          ├── OVServerError              INTERNAL, UNKNOWN, *_FAILED, DEADLINE_EXCEEDED, 5xx -> BackendUnavailable
+          ├── OVTransportError           read timeouts, resets          -> BackendUnavailable
           │    └── OVNotSent             connection never established   -> NotSent (any call may retry)
-          └── OVProtocolError            not an OpenViking envelope     -> Unavailable
+          └── OVProtocolError            not an OpenViking envelope     -> BackendUnavailable
 
 Messages carry the server's code and message with any credential scrubbed out.
 """
@@ -24,17 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from adapters.errors import (
-    BackendError,
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    RetryLater,
-    Unavailable,
-)
+from adapters.errors import BackendError, BackendConflict, InvalidRequest, BackendNotFound, NotSent, PermissionDenied, BackendRateLimited, RetryLater, BackendUnavailable
 from adapters.shared.http import status_category
 
 __all__ = [
@@ -61,11 +51,11 @@ class OVInvalidArgument(OpenVikingError, InvalidRequest):
     code = "INVALID_ARGUMENT"
 
 
-class OVNotFound(OpenVikingError, NotFound):
+class OVNotFound(OpenVikingError, BackendNotFound):
     code = "NOT_FOUND"
 
 
-class OVConflict(OpenVikingError, Conflict):
+class OVConflict(OpenVikingError, BackendConflict):
     code = "CONFLICT"
 
 
@@ -81,11 +71,11 @@ class OVPermissionDenied(OpenVikingError, PermissionDenied):
     code = "PERMISSION_DENIED"
 
 
-class OVRateLimited(OpenVikingError, RateLimited):
+class OVRateLimited(OpenVikingError, BackendRateLimited):
     code = "RESOURCE_EXHAUSTED"
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        OpenVikingError.__init__(self, message, **kw)  # runs Unavailable.__init__ via the MRO
+        OpenVikingError.__init__(self, message, **kw)  # runs BackendUnavailable.__init__ via the MRO
         self.retry_after = retry_after
 
 
@@ -93,11 +83,11 @@ class OVNotReady(OpenVikingError, RetryLater):
     code = "UNAVAILABLE"
 
 
-class OVServerError(OpenVikingError, Unavailable):
+class OVServerError(OpenVikingError, BackendUnavailable):
     code = "INTERNAL"
 
 
-class OVTransportError(OpenVikingError, Unavailable):
+class OVTransportError(OpenVikingError, BackendUnavailable):
     code = "TRANSPORT"
 
 
@@ -107,7 +97,7 @@ class OVNotSent(OVTransportError, NotSent):
     code = "TRANSPORT"
 
 
-class OVProtocolError(OpenVikingError, Unavailable):
+class OVProtocolError(OpenVikingError, BackendUnavailable):
     code = "PROTOCOL"
 
 
@@ -128,8 +118,8 @@ _BY_CODE: dict[str, type[OpenVikingError]] = {
 _BY_STATUS: dict[int, type[OpenVikingError]] = {401: OVUnauthenticated, 410: OVFailedPrecondition, 412: OVFailedPrecondition, 503: OVNotReady}
 #: The shared HTTP status categories (`adapters.shared.http.status_category`) as OpenViking leaves.
 _LEAF_OF_CATEGORY: dict[type[BackendError], type[OpenVikingError]] = {
-    InvalidRequest: OVInvalidArgument, PermissionDenied: OVPermissionDenied, NotFound: OVNotFound,
-    Conflict: OVConflict, RateLimited: OVRateLimited, Unavailable: OVServerError,
+    InvalidRequest: OVInvalidArgument, PermissionDenied: OVPermissionDenied, BackendNotFound: OVNotFound,
+    BackendConflict: OVConflict, BackendRateLimited: OVRateLimited, BackendUnavailable: OVServerError,
 }
 
 

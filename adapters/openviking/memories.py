@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from adapters.base import ListPage, MemoryPatch, NewMemory, Status, StoredMemory, require_scope
-from adapters.errors import InvalidRequest, NotFound
+from adapters.errors import InvalidRequest, BackendNotFound
 from adapters.openviking.errors import OVNotFound
 from adapters.openviking.extraction import extracted_id
 from adapters.openviking.mapping import Principal, check_memory_id
@@ -35,7 +35,7 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
         async with self._lock("mem:" + p.memory_uri(memory_id)):
             try:
                 return replace(await self._read_record(p, memory_id, create=True), created=False)
-            except NotFound:
+            except BackendNotFound:
                 pass
             stored = StoredMemory.from_new(memory_id, scope, memory)
             await self._write_record(p, stored)  # mode=replace on a deterministic URI: a retry rewrites, never duplicates
@@ -50,7 +50,7 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
             return None  # nothing was ever stored for this principal
         try:
             return await self._read_record(p, memory_id)
-        except NotFound:
+        except BackendNotFound:
             return None
 
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
@@ -59,10 +59,10 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
         try:
             check_memory_id(memory_id)
         except InvalidRequest:
-            raise NotFound(f"no memory {str(memory_id)[:40]!r}", backend=self.name, scope=scope) from None
+            raise BackendNotFound(f"no memory {str(memory_id)[:40]!r}", backend=self.name, scope=scope) from None
         try:
             return await self._read_record(p, memory_id)
-        except NotFound:
+        except BackendNotFound:
             extracted = await self._extracted_memory(p, memory_id)
             if extracted is None:
                 raise
@@ -75,7 +75,7 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
         if current.metadata.get("source") == "openviking_extraction":
             try:
                 await self._read_record(p, current.id)
-            except NotFound:
+            except BackendNotFound:
                 raise InvalidRequest("memories extracted by the server are read-only here (delete them instead)",
                                      backend=self.name, scope=scope) from None
         async with self._lock("mem:" + p.memory_uri(current.id)):
@@ -92,7 +92,7 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
             await self._read_record(p, memory_id)
         except InvalidRequest:
             return False
-        except NotFound:
+        except BackendNotFound:
             extracted = await self._extracted_memory(p, memory_id)
             if extracted is None:
                 return False
@@ -205,5 +205,5 @@ class OpenVikingMemories(OpenVikingPrincipalsBase):
         async with self._read_slots:
             try:
                 return await self._read_record(p, memory_id)
-            except NotFound:
+            except BackendNotFound:
                 return None

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from adapters.base import Status, StoredMemory
-from adapters.errors import CorruptRecord, NotFound
+from adapters.errors import CorruptRecord, BackendNotFound
 from adapters.openviking.client import Auth, SecretKey
 from adapters.openviking.errors import OVConflict, OVNotFound, OVUnauthenticated
 from adapters.openviking.keystore import FileKeyStore
@@ -125,12 +125,12 @@ class OpenVikingPrincipalsBase:
         try:
             text = await self._call(p, create, lambda auth: self._client.read(auth, uri))
         except OVNotFound:
-            raise NotFound(f"no memory {memory_id}", backend=self.name, scope=p.scope) from None
+            raise BackendNotFound(f"no memory {memory_id}", backend=self.name, scope=p.scope) from None
         try:
             return decode_record(text, expected_scope=p.scope, expected_id=memory_id)
         except CorruptRecord as exc:
             self.alarms.raise_alarm(p.scope, f"{memory_id}: {exc}")  # dropped, never returned
-            raise NotFound(f"memory {memory_id} is not a valid record here ({exc})", backend=self.name, scope=p.scope) from None
+            raise BackendNotFound(f"memory {memory_id} is not a valid record here ({exc})", backend=self.name, scope=p.scope) from None
 
     async def _write_record(self, p: Principal, memory: StoredMemory) -> None:
         uri = p.memory_uri(memory.id)

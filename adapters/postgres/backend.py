@@ -16,7 +16,7 @@ HNSW index on that scope alone, searched in its own branch; the other scopes sta
 Scores are the inner product of L2-normalised vectors clipped to [0, 1], as the local store's.
 
 Idempotency: UNIQUE (scope, idempotency_key); a retried put returns the first record with
-`created=False`, the same key with other content is `Conflict`. `list_page` walks a scope by
+`created=False`, the same key with other content is `BackendConflict`. `list_page` walks a scope by
 the row's identity column (keyset), with HMAC cursors bound to the scope and keyed by a secret
 every replica shares (`backend_meta`), so a page started on one replica continues on another.
 A stored row that does not decode is dropped and alarmed (`RecordAlarms`), never returned.
@@ -47,7 +47,7 @@ from adapters.base import (
 from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
-from adapters.errors import BackendMisconfigured, Conflict, EmbedderMismatch, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
 from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -238,7 +238,7 @@ class PostgresBackend:
     def _ready(self) -> PgPool:
         if self._pool is None:
             if self._closed:
-                raise Unavailable("the PostgreSQL backend is closed", backend=self.name)
+                raise BackendUnavailable("the PostgreSQL backend is closed", backend=self.name)
             self.open_sync()  # first use opens (migrations at start-up, as `open_bridge` expects)
         assert self._pool is not None
         return self._pool
@@ -273,9 +273,9 @@ class PostgresBackend:
         except VikingBridgeError:
             raise
         except Exception as exc:
-            raise Unavailable(f"the embedder failed: {type(exc).__name__}", backend=self.name) from exc
+            raise BackendUnavailable(f"the embedder failed: {type(exc).__name__}", backend=self.name) from exc
         if vectors.shape != (len(texts), self.embedder.dimension) or not np.isfinite(vectors).all():
-            raise Unavailable(f"the embedder returned {vectors.shape} or non-finite values", backend=self.name)
+            raise BackendUnavailable(f"the embedder returned {vectors.shape} or non-finite values", backend=self.name)
         return vectors
 
     # -- writes -----------------------------------------------------------------------------
@@ -337,7 +337,7 @@ class PostgresBackend:
                     f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
                 )).fetchone()
                 if row is not None and row[-1] != digest:
-                    raise Conflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=stored.scope)
+                    raise BackendConflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=stored.scope)
                 first = None if row is None else self._decode(row[:-1], stored.scope)
                 out.append(None if first is None else dataclasses.replace(first, created=False))
             return out
@@ -345,14 +345,14 @@ class PostgresBackend:
         results = await self._run(run)
         for (stored, key, *_), result in zip(prepared, results):
             if result is None:
-                raise Conflict(f"idempotency key {key!r} names a record that cannot be read back", backend=self.name, scope=stored.scope)
+                raise BackendConflict(f"idempotency key {key!r} names a record that cannot be read back", backend=self.name, scope=stored.scope)
         return results  # type: ignore[return-value]
 
     async def get(self, scope: ScopeKey, memory_id: str) -> StoredMemory:
         require_scope(scope)
         found = await self._one(scope, memory_id) if isinstance(memory_id, str) and "\x00" not in memory_id else None
         if found is None:
-            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         return found
 
     async def _one(self, scope: ScopeKey, memory_id: str) -> StoredMemory | None:
@@ -374,7 +374,7 @@ class PostgresBackend:
         vector = (await self._embed([_text(patch.content, "content")]))[0] if patch.content is not None else None
         meta = _json(dict(patch.metadata), "metadata") if patch.metadata is not None else None
         if not isinstance(memory_id, str) or "\x00" in memory_id:
-            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
 
         async def run(conn: Conn) -> StoredMemory | None:
             await declare(conn, [str(scope)])
@@ -393,7 +393,7 @@ class PostgresBackend:
 
         updated = await self._run(run)
         if updated is None:
-            raise NotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r}", backend=self.name, scope=scope)
         return updated
 
     async def delete(self, scope: ScopeKey, memory_id: str) -> bool:
@@ -479,7 +479,7 @@ class PostgresBackend:
         self._ready()
         codec = self._codec
         if codec is None:
-            raise Unavailable("the PostgreSQL backend is not open", backend=self.name)
+            raise BackendUnavailable("the PostgreSQL backend is not open", backend=self.name)
         after = -1 if cursor is None else codec.open(scope, cursor).get("after")
         if isinstance(after, bool) or not isinstance(after, int):
             raise InvalidRequest("the cursor is not one this backend issued for this scope", backend=self.name, scope=scope)

@@ -39,7 +39,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import httpx
 import numpy as np
 
-from adapters.errors import BackendError, BackendMisconfigured, Unavailable
+from adapters.errors import BackendError, BackendMisconfigured, BackendUnavailable
 from adapters.shared.http import http_client_for
 
 __all__ = [
@@ -55,7 +55,7 @@ class EmbeddingError(BackendError):
     """The embedder could not produce vectors. Catch this for both leaves below."""
 
 
-class EmbeddingUnavailable(EmbeddingError, Unavailable):
+class EmbeddingUnavailable(EmbeddingError, BackendUnavailable):
     """The embedding endpoint failed or answered garbage (transient: retry later)."""
 
 

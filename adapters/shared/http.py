@@ -4,12 +4,12 @@ Each remote adapter (Viking Memory, OpenViking) only frames its own envelope and
 everything else about talking HTTP is here, once:
 
 - `RetryPolicy`: bounded exponential backoff with jitter (tenacity), honouring `Retry-After`,
-  retrying only what the error tree calls transient (`Unavailable`, unless the error says a retry
+  retrying only what the error tree calls transient (`BackendUnavailable`, unless the error says a retry
   inside the same call cannot help: `retry_in_call = False`). A call that is not idempotent is
-  retried only when the server certainly did not apply it (`NotSent`, `RateLimited`, `RetryLater`).
+  retried only when the server certainly did not apply it (`NotSent`, `BackendRateLimited`, `RetryLater`).
 - `redact(text, secrets)`: the one redaction, with the one redaction text `REDACTED`.
 - `send(...)`: the one place a request goes out; transport failures become the tree
-  (`NotSent` when nothing left the machine, `Unavailable` for timeouts and resets).
+  (`NotSent` when nothing left the machine, `BackendUnavailable` for timeouts and resets).
 - `status_category(status)`: the category of an HTTP status when the body names no code.
 - `http_client_for(http_client=, transport=, ...)`: the constructor convention: pass an
   `httpx.AsyncClient` (pooled, owned by the caller) or an httpx transport (for instance
@@ -32,18 +32,7 @@ from typing import Any, Awaitable, Callable, Iterable, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from adapters.errors import (
-    BackendError,
-    BackendMisconfigured,
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    RetryLater,
-    Unavailable,
-)
+from adapters.errors import BackendError, BackendMisconfigured, BackendConflict, InvalidRequest, BackendNotFound, NotSent, PermissionDenied, BackendRateLimited, RetryLater, BackendUnavailable
 
 __all__ = [
     "REDACTED",
@@ -87,12 +76,12 @@ def equal_jitter(rng: random.Random | None = None) -> Callable[[float], float]:
 def transient(exc: BaseException) -> bool:
     """The default "which errors retry": transient failures of the tree that say a retry within
     the same call can help."""
-    return isinstance(exc, Unavailable) and getattr(exc, "retry_in_call", True)
+    return isinstance(exc, BackendUnavailable) and getattr(exc, "retry_in_call", True)
 
 
 def certainly_not_applied(exc: BaseException) -> bool:
     """True when the server cannot have acted on the request: safe to repeat any write."""
-    return isinstance(exc, (NotSent, RateLimited, RetryLater))
+    return isinstance(exc, (NotSent, BackendRateLimited, RetryLater))
 
 
 @dataclass(frozen=True)
@@ -177,10 +166,10 @@ _BY_STATUS: dict[int, type[BackendError]] = {
     400: InvalidRequest,
     401: PermissionDenied,
     403: PermissionDenied,
-    404: NotFound,
-    409: Conflict,
+    404: BackendNotFound,
+    409: BackendConflict,
     422: InvalidRequest,
-    429: RateLimited,
+    429: BackendRateLimited,
 }
 
 
@@ -191,7 +180,7 @@ def status_category(status: int) -> type[BackendError] | None:
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status >= 500:
-        return Unavailable
+        return BackendUnavailable
     return InvalidRequest
 
 
@@ -202,7 +191,7 @@ async def send(
     *,
     backend: str,
     not_sent: type[NotSent] = NotSent,
-    failed: type[Unavailable] = Unavailable,
+    failed: type[BackendUnavailable] = BackendUnavailable,
     **kwargs: Any,
 ) -> httpx.Response:
     """One request. Transport failures become `not_sent` (nothing left: connect refused, pool

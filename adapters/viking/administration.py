@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from adapters.errors import BackendError, NotFound
+from adapters.errors import BackendError, BackendNotFound
 from adapters.scopes import ScopeKey, Visibility
 from adapters.viking.mapping import PrincipalMap
 from adapters.viking.rows import SERVICE_MAX_LIMIT, VikingRowsBase, chunks, registry_marker_of
@@ -79,7 +79,7 @@ class VikingAdministration(VikingRowsBase):
             if owned or authored:
                 try:
                     await self.client.event_delete(collection, r["id"])
-                except NotFound:
+                except BackendNotFound:
                     pass
                 erased += 1
                 if isinstance(r.get("group_id"), str):

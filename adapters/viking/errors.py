@@ -4,12 +4,12 @@
     1000001   authentication failed       VikingPermissionDenied   (PermissionDenied)
     1000003   invalid parameters          VikingInvalidRequest     (InvalidRequest)
     1000005   collection does not exist   VikingCollectionMissing  (BackendMisconfigured + InvalidRequest)
-    1000011   data not found              VikingNotFound           (NotFound)
+    1000011   data not found              VikingNotFound           (BackendNotFound)
     1000019   bad filter                  VikingInvalidRequest     (InvalidRequest)
     1000023   index still initialising    VikingRetryLater         (RetryLater; NOT retried here)
-    1000025   embedding error             VikingUnavailable        (Unavailable; retried, bounded)
-    1000028   internal error              VikingUnavailable        (Unavailable; retried)
-    1000029   rate limited                VikingRateLimited        (RateLimited; retried w/ backoff)
+    1000025   embedding error             VikingUnavailable        (BackendUnavailable; retried, bounded)
+    1000028   internal error              VikingUnavailable        (BackendUnavailable; retried)
+    1000029   rate limited                VikingRateLimited        (BackendRateLimited; retried w/ backoff)
     HTTP 429                              VikingRateLimited
     HTTP 5xx / timeout / reset            VikingUnavailable
     connection never established          VikingNotSent            (NotSent: any call may be retried)
@@ -23,18 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.errors import (
-    BackendError,
-    BackendMisconfigured,
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    RetryLater,
-    Unavailable,
-)
+from adapters.errors import BackendError, BackendMisconfigured, BackendConflict, InvalidRequest, BackendNotFound, NotSent, PermissionDenied, BackendRateLimited, RetryLater, BackendUnavailable
 from adapters.shared.http import status_category
 
 __all__ = [
@@ -95,7 +84,7 @@ class VikingCollectionMissing(BackendMisconfigured, InvalidRequest, VikingError)
     """The configured collection does not exist: a configuration error, never retried."""
 
 
-class VikingNotFound(NotFound, VikingError):
+class VikingNotFound(BackendNotFound, VikingError):
     pass
 
 
@@ -106,11 +95,11 @@ class VikingRetryLater(RetryLater, VikingError):
     retry_in_call = False
 
 
-class VikingUnavailable(Unavailable, VikingError):
+class VikingUnavailable(BackendUnavailable, VikingError):
     pass
 
 
-class VikingRateLimited(RateLimited, VikingError):
+class VikingRateLimited(BackendRateLimited, VikingError):
     pass
 
 
@@ -123,10 +112,10 @@ class VikingNotSent(NotSent, VikingUnavailable):
 _LEAF_OF_CATEGORY: dict[type[BackendError], type["VikingError"]] = {
     InvalidRequest: VikingInvalidRequest,
     PermissionDenied: VikingPermissionDenied,
-    NotFound: VikingInvalidRequest,
-    Conflict: VikingInvalidRequest,
-    RateLimited: VikingRateLimited,
-    Unavailable: VikingUnavailable,
+    BackendNotFound: VikingInvalidRequest,
+    BackendConflict: VikingInvalidRequest,
+    BackendRateLimited: VikingRateLimited,
+    BackendUnavailable: VikingUnavailable,
 }
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from adapters.errors import BackendMisconfigured, Unavailable
+from adapters.errors import BackendMisconfigured, BackendUnavailable
 from identity.storage.sqlite import connect_durable
 
 __all__ = ["WriteLedger", "LedgerRow", "LEDGER_FILE"]
@@ -96,7 +96,7 @@ class WriteLedger:
         try:
             return self._db.execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:  # a held lock, a full disk: retryable
-            raise Unavailable(f"the Viking write ledger is unavailable: {exc}", backend="viking") from None
+            raise BackendUnavailable(f"the Viking write ledger is unavailable: {exc}", backend="viking") from None
         except sqlite3.Error as exc:
             raise BackendMisconfigured(f"the Viking write ledger at {self.path} failed: {type(exc).__name__}: {exc}", backend="viking") from None
 

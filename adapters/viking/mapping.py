@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from adapters.base import NewMemory, Provenance, StoredMemory
 from adapters.shared.envelope import dump_envelope, from_envelope, load_envelope, memory_id_for, to_envelope
-from adapters.errors import BackendMisconfigured, Conflict
+from adapters.errors import BackendMisconfigured, BackendConflict
 from adapters.scopes import ScopeKey, Visibility
 
 __all__ = [
@@ -121,7 +121,7 @@ class PrincipalMap:
             p = principal_for(scope, prefix)
             other = self._by_principal.get(p)
             if other is not None and other != scope:
-                raise Conflict(f"principal collision between {other} and {scope}", backend="viking")
+                raise BackendConflict(f"principal collision between {other} and {scope}", backend="viking")
             self._by_principal[p] = scope
 
     def scope_of(self, principal: str) -> ScopeKey | None:

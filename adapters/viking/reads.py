@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
 from adapters.base import Hit, ListPage, SearchQuery, SearchResult, Status, StoredMemory, require_scope, require_scope_set
-from adapters.errors import BackendError, CorruptRecord, InvalidRequest, NotFound, Unavailable, UnsupportedFilter
+from adapters.errors import BackendError, CorruptRecord, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.shared.envelope import memory_id_for
 from adapters.viking.mapping import PrincipalMap, decode_record
@@ -51,7 +51,7 @@ class VikingReads(VikingRowsBase):
         scope = require_scope(scope)
         rows = await self._by_id(scope, memory_id) if isinstance(memory_id, str) else []
         if not rows:
-            raise NotFound(f"no memory {memory_id!r} in this scope", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r} in this scope", backend=self.name, scope=scope)
         return rows[0].memory
 
     # -- reads ----------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class VikingReads(VikingRowsBase):
                 if exhausted:
                     return ListPage(tuple(out), None)
                 if fetch >= SERVICE_MAX_LIMIT:
-                    raise Unavailable(f"cannot page past {SERVICE_MAX_LIMIT} records sharing one millisecond", backend=self.name, scope=scope)
+                    raise BackendUnavailable(f"cannot page past {SERVICE_MAX_LIMIT} records sharing one millisecond", backend=self.name, scope=scope)
                 fetch = min(SERVICE_MAX_LIMIT, fetch * 4)
                 continue
             memories = {r.viking_id: r.memory for r in await self._rows_to_memories(collection, fresh, pmap)}

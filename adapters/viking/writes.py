@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from adapters.base import CaptureReceipt, ConversationMessage, MemoryPatch, NewMemory, Provenance, StoredMemory, require_scope
-from adapters.errors import BackendError, CorruptRecord, InvalidRequest, NotFound, RetryLater, Unavailable
+from adapters.errors import BackendError, CorruptRecord, InvalidRequest, BackendNotFound, RetryLater, BackendUnavailable
 from adapters.scopes import ScopeKey
 from adapters.shared.envelope import memory_id_for
 from adapters.shared.http import certainly_not_applied
@@ -92,7 +92,7 @@ class VikingWrites(VikingRowsBase):
                     )
                 except RetryLater:
                     raise
-                except Unavailable as exc:
+                except BackendUnavailable as exc:
                     if not certainly_not_applied(exc):
                         self.ledger.uncertain(collection, user_id, group_id, self._clock())
                     if attempt >= attempts:
@@ -146,7 +146,7 @@ class VikingWrites(VikingRowsBase):
                 continue
             try:
                 await self.client.event_delete(row.collection, event_id)
-            except NotFound:
+            except BackendNotFound:
                 pass
             removed += 1
         self.ledger.settle(row.collection, row.principal, row.group_id, winner)
@@ -227,7 +227,7 @@ class VikingWrites(VikingRowsBase):
         collection = self.collection_for(scope)
         rows = await self._by_id(scope, memory_id) if isinstance(memory_id, str) else []
         if not rows:
-            raise NotFound(f"no memory {memory_id!r} in this scope", backend=self.name, scope=scope)
+            raise BackendNotFound(f"no memory {memory_id!r} in this scope", backend=self.name, scope=scope)
         updated = patch.apply(rows[0].memory, now=self._clock())
         info = encode_record(updated)
         for row in all_copies(rows):
@@ -253,7 +253,7 @@ class VikingWrites(VikingRowsBase):
             for row in rows:
                 try:
                     await self.client.event_delete(collection, row.viking_id)
-                except NotFound:
+                except BackendNotFound:
                     pass
             return bool(rows)
         return False

@@ -7,7 +7,7 @@ change (supersede) happens only where the policy's `may_change_status` allows it
 from __future__ import annotations
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, Status, StoredMemory
-from adapters.errors import NotFound
+from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.results import WriteResult
@@ -32,7 +32,7 @@ async def forget(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget) -> boo
         raise NotPermitted(f"{identity.principal} cannot act on memories in {key}")
     try:
         memory = await rt.backend.get(key, memory_id)
-    except NotFound:
+    except BackendNotFound:
         return False
     if not rt.policy.may_forget(identity, key, memory.provenance.author_user_id, author_tenant(memory)):
         raise NotPermitted(f"{identity.principal} may not forget {key}#{memory_id}: not the author and not a tenant admin")
@@ -89,7 +89,7 @@ async def _promotion_source(rt: BridgeRuntime, approver: MemoryIdentity, proposa
         raise NotPermitted(f"proposal {proposal.id} names a source outside its tenant or lineage; refusing to approve")
     try:
         source = await rt.backend.get(source_scope, source_id)
-    except NotFound:
+    except BackendNotFound:
         return None
     if source.provenance.author_user_id != proposal.provenance.author_user_id:
         raise NotPermitted(f"proposal {proposal.id} would supersede a memory by another author; refusing to approve")

@@ -23,9 +23,9 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from adapters.base import NewMemory, Provenance, Status, StoreBinding, StoredMemory
-from adapters.errors import Conflict as BackendConflict
-from adapters.errors import BackendError, InvalidRequest, Unavailable
-from adapters.errors import NotFound as BackendNotFound
+from adapters.errors import BackendConflict
+from adapters.errors import BackendError, InvalidRequest, BackendUnavailable
+from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.results import WriteResult
@@ -225,7 +225,7 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *,
             try:
                 await backend.delete(scope, stored.id)
                 await release(rt, owner_tenant, owner_user, [plan.memory.content])
-            except (Unavailable, InvalidRequest):
+            except (BackendUnavailable, InvalidRequest):
                 pass  # the open intent makes the next open reconcile it
         raise
     return WriteResult(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import StoreBinding
-from adapters.errors import BackendError, NotFound
+from adapters.errors import BackendError, BackendNotFound
 from bridge.errors import CorruptStorage
 from bridge.runtime import BridgeRuntime
 from bridge.state.protocols import WriteIntent
@@ -83,7 +83,7 @@ async def _landed_forget(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, .
     """The memory a forget announced by `intent` deleted, if the delete landed."""
     try:
         await rt.backend.get(intent.scope, intent.backend_key)
-    except NotFound:
+    except BackendNotFound:
         await rt.state.manifests.purge_memory_ids({intent.backend_key})  # the step after the delete
         return (intent.backend_key,)
     return None

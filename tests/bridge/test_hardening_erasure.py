@@ -14,7 +14,7 @@ import pytest
 
 import bridge.handlers.erasure as erasure
 from adapters.base import Capabilities, ListPage, Provenance, Status, StoredMemory
-from adapters.errors import Unavailable
+from adapters.errors import BackendUnavailable
 from adapters.scopes import ScopeKey
 from bridge import MemoryBridge
 from bridge.state.memory import MemoryState
@@ -70,14 +70,14 @@ async def test_erasure_interrupted_by_a_backend_failure_is_audited_and_a_rerun_f
     async def flaky_delete(scope, memory_id):
         calls["n"] += 1
         if calls["n"] == 11:
-            raise Unavailable("injected outage mid-erasure", backend="local", scope=scope)
+            raise BackendUnavailable("injected outage mid-erasure", backend="local", scope=scope)
         return await real_delete(scope, memory_id)
 
     monkeypatch.setattr(bridge.backend, "delete", flaky_delete)
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await bridge.forget_subject(ADMIN, "bob")
     (stopped,) = await _erasure_rows(bridge)
-    assert stopped.detail["complete"] is False and stopped.detail["stopped_by"] == "Unavailable"
+    assert stopped.detail["complete"] is False and stopped.detail["stopped_by"] == "BackendUnavailable"
     assert stopped.detail["count"] == len(stopped.memory_ids) == 10
     gone = set(stopped.memory_ids)
     assert gone <= bobs and not gone & await _bobs_left(bridge), "the audit row names memories that were not removed"

@@ -16,7 +16,7 @@ import dataclasses
 import pytest
 
 from adapters.base import SearchResult
-from adapters.errors import Conflict, Unavailable
+from adapters.errors import BackendConflict, BackendUnavailable
 from adapters.scopes import ScopeKey
 from bridge import MemoryBridge
 from bridge.errors import RecallIncomplete
@@ -138,7 +138,7 @@ async def test_capture_counts_skipped_messages_without_message_ids(bridge):
 
 async def test_idempotency_conflict_names_the_callers_key_not_the_hashed_one(bridge):
     await bridge.remember(ALICE, "I prefer tea", "preference", idempotency_key="req-42")
-    with pytest.raises(Conflict) as info:
+    with pytest.raises(BackendConflict) as info:
         await bridge.remember(ALICE, "I prefer coffee", "preference", idempotency_key="req-42")
     internal = backend_key(ALICE, ScopeKey.private("acme", "alice"), "req-42", "preference|I prefer coffee")
     message = str(info.value)
@@ -181,7 +181,7 @@ async def test_whole_fanout_failure_is_recall_incomplete_with_reasons_and_audite
     await bridge.remember(ALICE, "alpha uses Kafka", "fact")
 
     async def down(query):
-        raise Unavailable("search endpoint returned 503", backend="local")
+        raise BackendUnavailable("search endpoint returned 503", backend="local")
 
     monkeypatch.setattr(bridge.backend, "search", down)
     with pytest.raises(RecallIncomplete) as info:
@@ -222,7 +222,7 @@ async def test_an_injection_by_search_fails_closed_like_a_recall(bridge, monkeyp
 
     async def failing(query):
         if failure == "whole-fanout":
-            raise Unavailable("search endpoint returned 503", backend="local")
+            raise BackendUnavailable("search endpoint returned 503", backend="local")
         result = await real_search(query)
         return SearchResult(result.hits, failed_scopes=(ScopeKey.workspace("acme", "alpha"),), failure_reasons=("acme/ws/alpha: read timeout",))
 

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.errors import Unavailable
+from adapters.errors import BackendUnavailable
 from adapters.base import Hit, Provenance, SearchQuery, SearchResult, Status, StoredMemory
 from adapters.scopes import ReadSource, ScopeEntry, ScopeKey, ScopeSet
 from bridge.errors import NotPermitted, RecallIncomplete
@@ -132,7 +132,7 @@ async def test_search_stage_marks_a_partial_result_only_when_allowed():
 
 
 async def test_search_stage_turns_a_retryable_backend_error_into_recall_incomplete():
-    rt = runtime(ScriptedBackend(error=Unavailable("connection reset", backend="scripted")))
+    rt = runtime(ScriptedBackend(error=BackendUnavailable("connection reset", backend="scripted")))
     with pytest.raises(RecallIncomplete) as raised:
         await search.stage(rt, context(scope_set=ScopeSet.of(OWN, WS)))
     assert set(raised.value.failed_scopes) == {OWN, WS} and "connection reset" in raised.value.reasons[0]

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from adapters.errors import NotFound
+from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeKey
 from bridge import InvalidInput, ManifestError, MemoryBridge, NotPermitted
 from bridge.recall.scopes import load_manifest_for
@@ -29,10 +29,10 @@ async def test_two_users_with_the_same_idempotency_key_in_one_workspace_stay_sep
 
 
 async def test_reusing_a_key_for_other_content_is_a_conflict(bridge, make_identity):
-    from adapters.errors import Conflict
+    from adapters.errors import BackendConflict
 
     await bridge.remember(make_identity(), "I prefer tea", "preference", idempotency_key="req-1")
-    with pytest.raises(Conflict, match="already used"):
+    with pytest.raises(BackendConflict, match="already used"):
         await bridge.remember(make_identity(), "I prefer coffee", "preference", idempotency_key="req-1")
 
 
@@ -64,7 +64,7 @@ async def test_forget_removes_the_memory_everywhere(bridge, make_identity):
     w = await bridge.remember(alice, "my locker code is 4711", "profile")
     assert await bridge.forget(alice, w.ref)
     assert not (await bridge.recall(alice, "locker code")).items
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await bridge.backend.get(ScopeKey.private("acme", "alice"), w.memory_id)
     events = await bridge.audit_events(alice, action="forget")
     assert events and events[0].memory_ids == (w.memory_id,)

@@ -7,7 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 
 from bridge.facade import MemoryBridge
 from bridge.doors.langgraph import BridgeStore

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
 from adapters.shared.embedding import HashingEmbedder, OpenAICompatibleEmbedder, EmbeddingError
-from adapters.errors import Conflict, EmbedderMismatch, EmptyScopeError, NotFound, UnsupportedFilter
+from adapters.errors import BackendConflict, EmbedderMismatch, EmptyScopeError, BackendNotFound, UnsupportedFilter
 from adapters.local import LocalBackend
 from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet
 from adapters.sync import SyncBackend
@@ -57,7 +57,7 @@ async def test_idempotent_put_and_conflict(store):
     b = await store.put(ALICE, mem("tea"), idempotency_key="k")
     assert a == b and store.count() == 1
     assert (a.created, b.created) == (True, False)
-    with pytest.raises(Conflict):
+    with pytest.raises(BackendConflict):
         await store.put(ALICE, mem("coffee"), idempotency_key="k")
     other = await store.put(BOB, mem("tea"), idempotency_key="k")  # same key, other scope: separate
     assert other.id != a.id and store.count() == 2
@@ -65,7 +65,7 @@ async def test_idempotent_put_and_conflict(store):
 
 async def test_batch_is_all_or_nothing(store):
     await store.put(ALICE, mem("tea"), idempotency_key="k")
-    with pytest.raises(Conflict):
+    with pytest.raises(BackendConflict):
         await store.put_many([(ALPHA, mem("fresh"), "k2"), (ALICE, mem("coffee"), "k")])
     assert await store.list(ALPHA) == [] and store.count() == 1
     assert (await store.search(SearchQuery(ScopeSet.of(ALPHA), "fresh"))).hits == ()
@@ -118,7 +118,7 @@ async def test_update_never_moves_scope_and_reembeds(store):
 
 async def test_get_and_delete_are_scope_bound(store):
     m = await store.put(ALICE, mem("x"), idempotency_key="k")
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await store.get(BOB, m.id)
     assert not await store.delete(BOB, m.id)
     assert await store.get(ALICE, m.id)

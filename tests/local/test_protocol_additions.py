@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 
 from adapters.base import ListPage, MemoryPatch, NewMemory, Provenance, Status, StoreBinding, StoreMarker
-from adapters.errors import Conflict, InvalidRequest
+from adapters.errors import BackendConflict, InvalidRequest
 from adapters.local import LocalBackend
 from adapters.scopes import ScopeKey
 
@@ -124,7 +124,7 @@ async def test_store_marker_names_the_store_and_counts_committed_writes(tmp_path
     m = await b.put(ALICE, mem("one"), idempotency_key="k1")
     await b.put(ALICE, mem("one"), idempotency_key="k1")  # retry: stores nothing, counts nothing
     await b.put_many([(ALICE, mem("two"), "k2"), (BOB, mem("three"), "k3")])
-    with pytest.raises(Conflict):  # a batch that fails counts nothing
+    with pytest.raises(BackendConflict):  # a batch that fails counts nothing
         await b.put_many([(ALICE, mem("four"), "k4"), (ALICE, mem("other"), "k1")])
     await b.update(ALICE, m.id, MemoryPatch(status=Status.SUPERSEDED))
     assert await b.delete(ALICE, m.id)

@@ -17,7 +17,7 @@ import pytest
 
 import adapters.local as local_package
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
-from adapters.errors import InvalidRequest, Unavailable
+from adapters.errors import InvalidRequest, BackendUnavailable
 from adapters.local import LocalBackend
 from adapters.local.errors import CorruptStore, EmbeddingFailed, StorageBusy, StorageFull
 from adapters.scopes import ScopeKey, ScopeSet
@@ -45,7 +45,7 @@ async def test_a_held_lock_is_a_retryable_storage_busy_not_a_raw_operational_err
         with pytest.raises(StorageBusy) as caught:
             await attempt()
         err = caught.value
-        assert err.retryable and isinstance(err, Unavailable) and isinstance(err, UnavailableCategory)
+        assert err.retryable and isinstance(err, BackendUnavailable) and isinstance(err, UnavailableCategory)
         assert "memories.sqlite3" in str(err) and err.path.endswith("memories.sqlite3")
     # readers are not blocked by a writer (WAL), and nothing half-written is visible
     assert [x.id for x in await b.list(ALICE)] == [m.id]
@@ -167,7 +167,7 @@ async def test_malformed_input_to_every_method_raises_only_typed_errors(tmp_path
         b.search_vector(ScopeSet.of(ALICE), np.zeros(3), limit=3)
     assert b.count() == 1 and (await b.get(ALICE, m.id)).content == "ok"  # nothing was written
     await b.aclose()
-    with pytest.raises(Unavailable):  # a closed store says so
+    with pytest.raises(BackendUnavailable):  # a closed store says so
         await b.get(ALICE, m.id)
 
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from adapters.base import MemoryPatch, Provenance, SearchQuery, Status
-from adapters.errors import EmptyScopeError, NotFound, UnsupportedFilter
+from adapters.errors import EmptyScopeError, BackendNotFound, UnsupportedFilter
 from adapters.openviking.record import encode_record
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.backends.openviking import fresh_backend
@@ -42,7 +42,7 @@ async def test_round_trip_put_get_search_list_list_scopes_delete(backend):
 
     assert await backend.delete(ALICE, stored.id) is True
     assert await backend.delete(ALICE, stored.id) is False
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.get(ALICE, stored.id)
     after = await backend.search(SearchQuery(ScopeSet.of(ALICE), "green tea"))
     assert stored.id not in {h.memory.id for h in after.hits}, "a deleted memory must not be recalled"
@@ -55,8 +55,8 @@ async def test_put_is_idempotent_per_scope_and_keys_do_not_collide_across_scopes
     bobs = await backend.put(BOB, mem("bob's text"), idempotency_key="same")
     assert bobs.id != first.id
     assert (await backend.get(ALICE, first.id)).content == "first text"
-    with pytest.raises(NotFound):
-        await backend.get(BOB, first.id)  # another scope's id is NotFound
+    with pytest.raises(BackendNotFound):
+        await backend.get(BOB, first.id)  # another scope's id is BackendNotFound
     assert len(await backend.list(ALICE)) == 1
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import ConversationMessage, MemoryPatch, Provenance, SearchQuery, Status
-from adapters.errors import InvalidRequest, NotFound
+from adapters.errors import InvalidRequest, BackendNotFound
 from adapters.openviking import OpenVikingBackend
 from adapters.openviking.extraction import CaptureRecord, encode_capture
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
@@ -78,7 +78,7 @@ async def test_extracted_memories_surface_in_the_captured_scope_only(backend):
     restricted = await backend.search(SearchQuery(ScopeSet.of(ScopeEntry(ALICE, memory_ids=frozenset({hit.memory.id}))), "window", limit=5))
     assert [h.memory.id for h in restricted.hits] == [hit.memory.id]
     assert (await backend.get(ALICE, hit.memory.id)).content == hit.memory.content
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.get(BOB, hit.memory.id)
     assert hit.memory.id in {m.id for m in await backend.list(ALICE)}
     with pytest.raises(InvalidRequest):

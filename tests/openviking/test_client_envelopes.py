@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from adapters.errors import InvalidRequest, NotFound, PermissionDenied, RateLimited, Unavailable
+from adapters.errors import InvalidRequest, BackendNotFound, PermissionDenied, BackendRateLimited, BackendUnavailable
 from adapters.openviking.client import Auth, OpenVikingClient, RetryPolicy, SecretKey
 from adapters.openviking.errors import (
     OVInvalidArgument,
@@ -55,7 +55,7 @@ async def test_error_envelopes_map_to_typed_errors_without_leaking_keys(api_key_
 
         with pytest.raises(OVNotFound) as missing:
             await client.read(alice, "viking://user/alice/memories/vb/nope.md")
-        assert isinstance(missing.value, NotFound) and missing.value.http_status == 404
+        assert isinstance(missing.value, BackendNotFound) and missing.value.http_status == 404
 
         with pytest.raises(OVPermissionDenied) as denied:
             await client.read(bob, uri)
@@ -103,7 +103,7 @@ async def test_rate_limit_exhaustion_surfaces_retry_after():
     client = OpenVikingClient("http://ov.test", transport=_scripted([429], calls), retry=NO_WAIT)
     with pytest.raises(OVRateLimited) as exc:
         await client.read(Auth(SecretKey("k")), "viking://user/u/memories/vb/m.md")
-    assert isinstance(exc.value, RateLimited) and exc.value.retry_after == 7.0 and len(calls) == 3
+    assert isinstance(exc.value, BackendRateLimited) and exc.value.retry_after == 7.0 and len(calls) == 3
 
 
 async def test_non_idempotent_post_is_not_retried_after_a_server_error():
@@ -111,7 +111,7 @@ async def test_non_idempotent_post_is_not_retried_after_a_server_error():
     client = OpenVikingClient("http://ov.test", transport=_scripted([500, 200], calls), retry=NO_WAIT)
     with pytest.raises(OVServerError) as exc:
         await client.add_message(Auth(SecretKey("k")), "s1", "user", "hi")
-    assert isinstance(exc.value, Unavailable) and len(calls) == 1
+    assert isinstance(exc.value, BackendUnavailable) and len(calls) == 1
 
 
 async def test_connect_errors_are_typed_and_retried():
@@ -130,5 +130,5 @@ async def test_connect_errors_are_typed_and_retried():
 async def test_non_envelope_body_is_a_protocol_error():
     client = OpenVikingClient("http://ov.test", transport=httpx.MockTransport(lambda r: httpx.Response(200, text="<html>")),
                               retry=RetryPolicy(attempts=1))
-    with pytest.raises(Unavailable, match="envelope"):
+    with pytest.raises(BackendUnavailable, match="envelope"):
         await client.read(Auth(SecretKey("k")), "viking://user/u/memories/vb/m.md")

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from adapters.base import SearchQuery
-from adapters.errors import InvalidRequest, NotFound
+from adapters.errors import InvalidRequest, BackendNotFound
 from adapters.openviking import OpenVikingBackend
 from adapters.openviking.mapping import OV_NAME, ScopeMapper, validate_ov_name
 from adapters.scopes import ScopeKey, ScopeSet, Visibility
@@ -93,7 +93,7 @@ async def test_memory_id_traversal_is_not_found_without_a_request(memory_id):
     requests: list[httpx.Request] = []
     backend = OpenVikingBackend.connect("http://ov.test", "root-key",
                                         transport=httpx.MockTransport(lambda r: requests.append(r) or httpx.Response(500)))
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.get(ScopeKey.private("acme", "alice"), memory_id)
     assert await backend.delete(ScopeKey.private("acme", "alice"), memory_id) is False
     assert requests == []

@@ -160,9 +160,9 @@ async def test_put_many_lands_all_or_nothing_and_says_which_it_created(backend: 
     first = await backend.put(ALICE, note("already there"), idempotency_key="k-1")
     batch = await backend.put_many([(ALICE, note("already there"), "k-1"), (BOB, note("new for bob"), "k-2"), (ALICE, note("new for alice"), "k-3")])
     assert [(m.created, m.scope) for m in batch] == [(False, ALICE), (True, BOB), (True, ALICE)] and batch[0].id == first.id
-    from adapters.errors import Conflict
+    from adapters.errors import BackendConflict
 
-    with pytest.raises(Conflict):  # one conflicting item: the whole batch rolls back
+    with pytest.raises(BackendConflict):  # one conflicting item: the whole batch rolls back
         await backend.put_many([(GLOBEX, note("would land"), "k-4"), (ALICE, note("other content"), "k-1")])
     assert await backend.list(GLOBEX) == []
 

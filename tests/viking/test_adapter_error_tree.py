@@ -14,7 +14,7 @@ import pytest
 from adapters.base import SearchQuery, StoredMemory
 from adapters.shared.embedding import EmbeddingError, HashingEmbedder, OpenAICompatibleEmbedder
 from adapters.shared.envelope import dump_envelope, from_envelope, memory_id_for, to_envelope
-from adapters.errors import BackendError, Conflict, CorruptRecord, EmptyScopeError, WrongContext
+from adapters.errors import BackendError, BackendConflict, CorruptRecord, EmptyScopeError, WrongContext
 from adapters.openviking.keystore import FileKeyStore, KeyStoreError
 from adapters.openviking.record import RecordError, decode_record, encode_record
 from adapters.scopes import EmptyScopeSetError, ScopeEntry, ScopeKey, ScopeSet
@@ -62,7 +62,7 @@ async def test_key_store_errors_are_configuration_errors(tmp_path) -> None:
 
 def test_a_principal_collision_is_a_conflict_not_a_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(viking_mapping, "principal_for", lambda scope, prefix="vb": "vbu_same_0")
-    with pytest.raises(Conflict):
+    with pytest.raises(BackendConflict):
         viking_mapping.PrincipalMap([ALICE, BOB], "vb")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from adapters.errors import InvalidRequest, NotSent, RateLimited, RetryLater, Unavailable
+from adapters.errors import InvalidRequest, NotSent, BackendRateLimited, RetryLater, BackendUnavailable
 from adapters.shared.http import REDACTED, RetryPolicy, http_client_for, redact, send
 from adapters.openviking.client import OpenVikingClient
 from adapters.openviking.client import RetryPolicy as OpenVikingRetryPolicy
@@ -22,14 +22,14 @@ def test_both_adapters_use_the_one_retry_policy() -> None:
 @pytest.mark.parametrize(
     ("error", "idempotent", "retried"),
     [
-        (Unavailable("5xx"), True, True),
-        (Unavailable("5xx after the server may have acted"), False, False),
+        (BackendUnavailable("5xx"), True, True),
+        (BackendUnavailable("5xx after the server may have acted"), False, False),
         (NotSent("connect refused"), False, True),
-        (RateLimited("slow down"), False, True),
+        (BackendRateLimited("slow down"), False, True),
         (RetryLater("503 not ready"), False, True),
         (VikingRetryLater("index initialising for minutes"), True, False),
         (InvalidRequest("bad"), True, False),
-        (RateLimited("wait an hour", retry_after=3600), True, False),
+        (BackendRateLimited("wait an hour", retry_after=3600), True, False),
     ],
 )
 async def test_which_errors_retry(error: Exception, idempotent: bool, retried: bool) -> None:
@@ -60,7 +60,7 @@ async def test_retry_after_is_honoured_as_a_floor() -> None:
     async def call() -> str:
         seen.append(1)
         if len(seen) == 1:
-            raise RateLimited("busy", retry_after=7.0)
+            raise BackendRateLimited("busy", retry_after=7.0)
         return "ok"
 
     assert await policy.run(call) == "ok" and waits.calls == [7.0]
@@ -82,7 +82,7 @@ async def test_transport_failures_map_into_the_tree_without_the_request() -> Non
             await send(c, "POST", "https://x.test/a", backend="t", headers={"authorization": "Bearer sk-1"})
         assert "sk-1" not in str(info.value) and info.value.__cause__ is None
     async with httpx.AsyncClient(transport=httpx.MockTransport(slow)) as c:
-        with pytest.raises(Unavailable) as timed_out:
+        with pytest.raises(BackendUnavailable) as timed_out:
             await send(c, "POST", "https://x.test/a", backend="t")
         assert not isinstance(timed_out.value, NotSent)  # the server may have acted
 

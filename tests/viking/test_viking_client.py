@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from adapters.errors import InvalidRequest, NotFound, PermissionDenied, RateLimited, RetryLater, Unavailable
+from adapters.errors import InvalidRequest, BackendNotFound, PermissionDenied, BackendRateLimited, RetryLater, BackendUnavailable
 from adapters.viking import ApiKeyAuth, RetryPolicy, SignerV4Auth, VikingCollectionMissing, VikingMemoryClient
 from contract_tests.viking_simulator import Fault, VikingSimulator
 
@@ -29,13 +29,13 @@ def canned(status: int, payload: object, headers: dict[str, str] | None = None) 
         (400, 1000001, PermissionDenied),
         (400, 1000003, InvalidRequest),
         (404, 1000005, VikingCollectionMissing),
-        (404, 1000011, NotFound),
+        (404, 1000011, BackendNotFound),
         (400, 1000019, InvalidRequest),
         (503, 1000023, RetryLater),
-        (500, 1000025, Unavailable),
-        (500, 1000028, Unavailable),
-        (429, 1000029, RateLimited),
-        (200, 1000029, RateLimited),  # a code in a 200 answer still fails
+        (500, 1000025, BackendUnavailable),
+        (500, 1000028, BackendUnavailable),
+        (429, 1000029, BackendRateLimited),
+        (200, 1000029, BackendRateLimited),  # a code in a 200 answer still fails
     ],
 )
 async def test_each_code_class_raises_its_typed_error(status: int, code: int, expected: type) -> None:
@@ -51,7 +51,7 @@ async def test_code_1000005_is_a_config_error_not_a_retry() -> None:
         await client.search("c", filter={"user_id": "u1"})
 
 
-@pytest.mark.parametrize(("status", "expected"), [(429, RateLimited), (500, Unavailable), (502, Unavailable), (503, Unavailable), (504, Unavailable), (403, PermissionDenied)])
+@pytest.mark.parametrize(("status", "expected"), [(429, BackendRateLimited), (500, BackendUnavailable), (502, BackendUnavailable), (503, BackendUnavailable), (504, BackendUnavailable), (403, PermissionDenied)])
 async def test_bare_http_errors_are_typed(status: int, expected: type) -> None:
     client = canned(status, "<html>gateway</html>")
     with pytest.raises(expected):
@@ -67,7 +67,7 @@ async def test_older_response_metadata_error_form_is_understood() -> None:
 
 async def test_a_200_that_is_not_an_envelope_is_not_success() -> None:
     client = canned(200, "<html>captive portal</html>")
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await client.search("c", filter={"user_id": "u1"})
 
 
@@ -172,5 +172,5 @@ async def test_timeout_fault_surfaces_as_unavailable(sim: VikingSimulator) -> No
     sim.add_api_key("k")
     sim.inject(Fault("timeout", times=-1))
     client = VikingMemoryClient("https://v.test", ApiKeyAuth("k"), transport=sim.transport(), retry=NO_RETRY)
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await client.search("acme_mem", filter={"user_id": "u1"})

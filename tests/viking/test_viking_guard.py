@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adapters.base import SearchQuery
-from adapters.errors import NotFound
+from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.viking import VikingBackend
 from adapters.viking.mapping import RECORD_FIELD, principal_for
@@ -71,14 +71,14 @@ async def test_get_update_delete_with_another_scopes_id_are_not_found(sim: Vikin
     from adapters.base import MemoryPatch
 
     bobs = await backend.put(BOB, mem("bob private"), idempotency_key="b1")
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.get(ALICE, bobs.id)
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.update(ALICE, bobs.id, MemoryPatch(content="hijacked"))
     assert await backend.delete(ALICE, bobs.id) is False
     still = await backend.get(BOB, bobs.id)
     assert still.content == "bob private"
-    with pytest.raises(NotFound):
+    with pytest.raises(BackendNotFound):
         await backend.get(ALICE, "vb%*..")
 
 

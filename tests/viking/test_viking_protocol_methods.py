@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from adapters.base import SearchQuery, Status
-from adapters.errors import BackendError, InvalidRequest, NotSent, Unavailable
+from adapters.errors import BackendError, InvalidRequest, NotSent, BackendUnavailable
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.viking import ApiKeyAuth, RetryPolicy, VikingBackend, VikingConfig, VikingMemoryClient
 from contract_tests.viking_simulator import Fault, VikingSimulator
@@ -131,7 +131,7 @@ async def test_no_private_class_escapes_as_an_error_type() -> None:
     client = VikingMemoryClient("https://v.test", ApiKeyAuth("k"), transport=httpx.MockTransport(refuse), retry=RetryPolicy(attempts=1))
     with pytest.raises(BackendError) as info:
         await client.search("c", filter={"user_id": "u1", "memory_type": ["sys_event_v1"]}, kind="event")
-    assert isinstance(info.value, NotSent) and isinstance(info.value, Unavailable)
+    assert isinstance(info.value, NotSent) and isinstance(info.value, BackendUnavailable)
     for cls in type(info.value).__mro__:
         assert not cls.__name__.startswith("_"), f"private class {cls.__module__}.{cls.__qualname__} escaped"
     import adapters.viking.client as client_module

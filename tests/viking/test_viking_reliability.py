@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import SearchQuery
-from adapters.errors import RateLimited, RetryLater, Unavailable
+from adapters.errors import BackendRateLimited, RetryLater, BackendUnavailable
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.viking_simulator import Fault, VikingSimulator
@@ -48,7 +48,7 @@ async def test_backoff_is_capped_and_honours_retry_after(sim: VikingSimulator, b
 
 async def test_retries_are_bounded_then_typed(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("code", code=1000029, path="/search", times=-1))
-    with pytest.raises(RateLimited):
+    with pytest.raises(BackendRateLimited):
         await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
     assert len(waits.calls) == 3
     # through the adapter the same typed failure is a failed scope, never an exception
@@ -58,7 +58,7 @@ async def test_retries_are_bounded_then_typed(sim: VikingSimulator, backend: Vik
 
 async def test_retry_after_beyond_the_cap_is_not_waited_for(sim: VikingSimulator, backend: VikingBackend, waits: Waits) -> None:
     sim.inject(Fault("http", status=429, retry_after="3600", path="/search", times=-1))
-    with pytest.raises(RateLimited) as info:
+    with pytest.raises(BackendRateLimited) as info:
         await backend.client.search("bridge_tenants", filter={"user_id": backend.principal(ALICE), "memory_type": ["sys_event_v1"]}, kind="event")
     assert info.value.retry_after == 3600 and waits.calls == []
     result = await backend.search(q(ALICE))
@@ -109,7 +109,7 @@ async def test_a_lost_answer_under_search_lag_leaves_copies_that_read_as_one(sim
 
 async def test_event_add_is_not_blindly_retried_by_the_client(sim: VikingSimulator, backend: VikingBackend) -> None:
     sim.inject(Fault("http", status=503, path="/event/add", times=-1))
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await backend.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
     # every attempt looked up first; the adapter owns the write retries (4 attempts), the client adds none
     assert len(sim.calls_to("/event/add")) == 4

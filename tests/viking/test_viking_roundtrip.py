@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import MemoryBackend, MemoryPatch, SearchQuery, Status
-from adapters.errors import EmptyScopeError, InvalidRequest, NotFound, UnsupportedFilter
+from adapters.errors import EmptyScopeError, InvalidRequest, BackendNotFound, UnsupportedFilter
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.sync import SyncBackend
 from adapters.viking import VikingBackend
@@ -41,7 +41,7 @@ def test_sync_round_trip_through_the_protocol() -> None:
         assert b.list_scopes("globex") == []
         assert b.delete(ALICE, stored.id) is True
         assert b.delete(ALICE, stored.id) is False
-        with pytest.raises(NotFound):
+        with pytest.raises(BackendNotFound):
             b.get(ALICE, stored.id)
         assert set(b.list_scopes("acme")) == {AGENT, WS}
 

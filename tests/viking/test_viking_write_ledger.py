@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.errors import Unavailable
+from adapters.errors import BackendUnavailable
 from adapters.scopes import ScopeKey
 from adapters.viking import RetryPolicy, VikingBackend
 from contract_tests.backends.viking import make_simulated
@@ -66,7 +66,7 @@ async def test_retried_writes_under_faults_and_search_lag_leave_exactly_one_phys
         for _ in range(200):  # the caller retries with the SAME idempotency key, as the bridge does
             try:
                 stored = await backend.put(WS, mem(f"decision {i}"), idempotency_key=f"k{i}")
-            except Unavailable:
+            except BackendUnavailable:
                 sim.advance(1.0)
                 continue
             acknowledged[f"k{i}"] = stored.id
@@ -114,7 +114,7 @@ async def test_retried_write_survives_an_adapter_restart_without_a_second_copy(t
     first = _backend(sim, tmp_path)
     await first.put(ALICE, mem("warm-up"), idempotency_key="warm")
     sim.inject(Fault("commit_then_fail", status=500, path="/event/add", times=-1))
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await first.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
     await first.aclose()
     sim.faults.clear()
@@ -134,7 +134,7 @@ async def test_retried_write_survives_an_adapter_restart_without_a_second_copy(t
 async def test_a_write_that_never_landed_leaves_no_ledger_row_after_reconciliation(sim: VikingSimulator, backend: VikingBackend) -> None:
     await backend.put(ALICE, mem("warm-up"), idempotency_key="warm")
     sim.inject(Fault("timeout", path="/event/add", times=-1))  # ambiguous to the adapter, nothing applied
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await backend.put(ALICE, mem("alice likes tea"), idempotency_key="a1")
     sim.faults.clear()
     assert backend.ledger.pending_count() == 1

@@ -40,7 +40,7 @@ from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log
 from bridge.doors.http.problems import MEDIA_TYPE, problem_body, problem_for
 from bridge.doors.http.routes import admin, memories, ops, recall, roles, sharing
-from bridge.doors.http.routes.common import ImpersonationRefused
+from bridge.errors import ImpersonationRefused
 from bridge.doors.http.settings import ServiceSettings, load_service_settings
 from bridge.doors.http.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
-from bridge.doors.http.problems import RateLimited, RequestTooLarge
+from bridge.errors import RequestRateLimited, RequestTooLarge
 
 __all__ = ["BodyLimit", "TokenBuckets"]
 
@@ -57,7 +57,7 @@ class BodyLimit:
 
 
 class TokenBuckets:
-    """`take(key)`: spend one token or raise `RateLimited` with the seconds until one is back."""
+    """`take(key)`: spend one token or raise `RequestRateLimited` with the seconds until one is back."""
 
     def __init__(self, rate: float, burst: int, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate, self.burst, self.max_keys, self.clock = rate, burst, max_keys, clock
@@ -71,7 +71,7 @@ class TokenBuckets:
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)
         if tokens < 1.0:
             self._buckets[key] = (tokens, now)
-            raise RateLimited(f"rate limit: {self.burst} requests, refilled at {self.rate:g}/s per identity", retry_after=(1.0 - tokens) / self.rate)
+            raise RequestRateLimited(f"rate limit: {self.burst} requests, refilled at {self.rate:g}/s per identity", retry_after=(1.0 - tokens) / self.rate)
         self._buckets[key] = (tokens - 1.0, now)
         while len(self._buckets) > self.max_keys:  # a forgotten bucket is a full one: only ever lenient for idle keys
             self._buckets.popitem(last=False)

@@ -8,7 +8,7 @@
     RequestTooLarge .......................................... 413 (body) / 414 (query string)
     InvalidInput ............................................. 400
     request that does not fit its model (FastAPI validation) . 422 (malformed JSON: 400)
-    RateLimited .............................................. 429 + Retry-After
+    RequestRateLimited ....................................... 429 + Retry-After
     Unavailable, RecallIncomplete, RequestTimeout ............ 503 + Retry-After
     CorruptStorage, ConfigurationError ....................... 503 (operator must act; no retry hint)
     anything else ............................................ 500, "internal error" + request id only
@@ -26,40 +26,21 @@ from typing import Any
 
 from bridge.errors import (
     Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
-    QuotaExceeded, Unauthenticated, Unavailable, VikingBridgeError,
+    QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable,
 )
 
-__all__ = ["RequestTooLarge", "RateLimited", "RequestTimeout", "problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
+__all__ = ["problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
 
 MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE = "urn:viking-bridge:problem:"
 
 
-class RequestTooLarge(InvalidInput):
-    """The body or the query string is over the service's limit."""
 
-    def __init__(self, message: str, *, status: int = 413) -> None:
-        self.status = status
-        super().__init__(message)
-
-
-class RateLimited(VikingBridgeError):
-    """This identity's token bucket is empty; `retry_after` says when a token is back."""
-
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: float) -> None:
-        self.retry_after = retry_after
-        super().__init__(message)
-
-
-class RequestTimeout(Unavailable):
-    """The operation did not finish within the service's per-request timeout."""
 
 
 _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (RequestTooLarge, 413, "request-too-large", "Request too large"),
-    (RateLimited, 429, "rate-limited", "Too many requests"),
+    (RequestRateLimited, 429, "rate-limited", "Too many requests"),
     (Unauthenticated, 401, "unauthenticated", "Authentication required"),
     (CorruptStorage, 503, "storage-needs-attention", "Storage needs attention"),
     (ConfigurationError, 503, "misconfigured", "Service misconfigured"),

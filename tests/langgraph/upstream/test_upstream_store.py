@@ -13,7 +13,6 @@ so it turns red the day it passes.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest

@@ -16,14 +16,14 @@ from fastapi import Request, Response
 from bridge.operations import admin as admin_ops
 from bridge import operations as ops
 from bridge.operations import reads
-from bridge.errors import Forbidden, Unauthenticated
+from bridge.errors import Unauthenticated
 from bridge.results import RecallResult
-from bridge.doors.http.problems import RequestTimeout
+from bridge.errors import ImpersonationRefused, RequestTimeout
 from bridge.doors.http.schemas import AuditOut, GrantOut, ManifestOut, RefModel
 from bridge.state.records import AuditEvent, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["identity", "ImpersonationRefused", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out"]
+__all__ = ["identity", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out"]
 
 
 def identity(request: Request) -> MemoryIdentity:
@@ -32,14 +32,6 @@ def identity(request: Request) -> MemoryIdentity:
         raise Unauthenticated("no authenticated identity")
     return found
 
-
-class ImpersonationRefused(Forbidden):
-    """A request field named another identity than the credential's (403). It carries the
-    authenticated caller so the error handler can audit the attempt as a `denied` row."""
-
-    def __init__(self, message: str, *, who: MemoryIdentity) -> None:
-        super().__init__(message)
-        self.who = who
 
 
 def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: str | None = None, team_id: str | None = None) -> None:
