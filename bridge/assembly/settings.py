@@ -26,7 +26,7 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_SCHEMA          viking_bridge
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    a name in the backend registry (bridge/assembly/backends.py):
-                                                 local | postgres (needs STATE_URL or MEMORY_URL) | openviking
+                                                 local | postgres (needs STATE_URL or MEMORY_URL) | openviking | viking
     VIKING_BRIDGE_OPENVIKING__URL / __ROOT_API_KEY / __MODE (api_key | trusted) / __KEY_STORE /
         __KEY_STORE_SECRET / __NAMESPACE (vb) / __TIMEOUT_S (30)   the OpenViking server the bridge fronts;
                                                  in api_key mode the per-user keys it provisions are kept in
