@@ -53,6 +53,8 @@ class BackendEntry:
     spec_settings: Callable[[str, BridgeSettings], dict[str, Any]]
     #: whether its memories may live beside shared PostgreSQL state (several replicas)
     shareable: bool = True
+    #: why not, in the start-up error
+    unshared_reason: str = "is one machine's store"
 
 
 def _secret(value: Any) -> str | None:
@@ -129,6 +131,49 @@ def _openviking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
     return {"backend": "openviking", "openviking": {**settings.openviking.model_dump(), "url": where}}
 
 
+# --- viking: hosted Viking Memory -----------------------------------------------------------------
+
+def _open_viking(req: OpenRequest) -> MemoryBackend:
+    from adapters.viking import ApiKeyAuth, SignerV4Auth, VikingBackend, VikingConfig, VikingMemoryClient
+    from identity.ids import InvalidIdError
+
+    s = req.settings
+    v = s.viking
+    if v.url is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=viking needs VIKING_BRIDGE_VIKING__URL")
+    if not (v.collection or v.collections):
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=viking needs VIKING_BRIDGE_VIKING__COLLECTION (or per-tenant VIKING_BRIDGE_VIKING__COLLECTIONS)")
+    if v.api_key is not None and (v.access_key is not None or v.secret_key is not None):
+        raise ConfigurationError("VIKING_BRIDGE_VIKING__API_KEY and VIKING_BRIDGE_VIKING__ACCESS_KEY/__SECRET_KEY are both set: set one credential")
+    if v.api_key is not None:
+        auth: Any = ApiKeyAuth(v.api_key.get_secret_value())
+    elif v.access_key is not None and v.secret_key is not None:
+        auth = SignerV4Auth(v.access_key.get_secret_value(), v.secret_key.get_secret_value(), region=v.region)
+    else:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=viking needs VIKING_BRIDGE_VIKING__API_KEY, or VIKING_BRIDGE_VIKING__ACCESS_KEY and __SECRET_KEY")
+    # Every identity reads the global scope unless the deployment turns it off, and a scope with
+    # no collection is refused by the adapter: say so at start-up, not on the first recall.
+    global_collection = v.global_collection or v.collection
+    if global_collection is None and s.include_global:
+        raise ConfigurationError("VIKING_BRIDGE_VIKING__GLOBAL_COLLECTION is needed (the global scope is read by every identity; or set VIKING_BRIDGE_INCLUDE_GLOBAL=false)")
+    ledger = v.ledger_dir or Path(s.home) / "viking"
+    ledger.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        config = VikingConfig(
+            collections=dict(v.collections), shared_collection=v.collection, global_collection=global_collection,
+            event_type=v.event_type, extracted_event_types=tuple(dict.fromkeys((v.event_type, "sys_event_v1"))),
+            principal_prefix=v.principal_prefix,
+        )
+    except InvalidIdError as exc:  # a tenant in COLLECTIONS that is not an id
+        raise ConfigurationError(f"VIKING_BRIDGE_VIKING__COLLECTIONS: {exc}") from None
+    client = VikingMemoryClient(v.url, auth, project_name=v.project, timeout=v.timeout_s)
+    return VikingBackend(client, config, state_dir=ledger)
+
+
+def _viking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    return {"backend": "viking", "state_url": None, "viking": {**settings.viking.model_dump(), "url": where}}
+
+
 REGISTRY: dict[str, BackendEntry] = {}
 
 
@@ -142,6 +187,12 @@ def register_backend(entry: BackendEntry) -> None:
 register_backend(BackendEntry("local", "the embedded store (numpy + SQLite) under VIKING_BRIDGE_HOME", "local:DIR", _open_local, _local_spec, shareable=False))
 register_backend(BackendEntry("postgres", "memories on PostgreSQL (row-level security), shared by replicas", "postgres:URL", _open_postgres, _postgres_spec))
 register_backend(BackendEntry("openviking", "an OpenViking server (api_key or trusted mode)", "openviking:URL", _open_openviking, _openviking_spec))
+# Not shareable yet: the write ledger that makes retried writes idempotent at the service is a
+# SQLite file of one machine, so two replicas would each believe a retried write unsent.
+register_backend(BackendEntry(
+    "viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec, shareable=False,
+    unshared_reason="keeps its write ledger (idempotent retries) on one machine",
+))
 
 
 def backend_names() -> tuple[str, ...]:

@@ -65,7 +65,7 @@ def from_settings(cls: BridgeClass, settings: BridgeSettings | None = None, **kw
     entry = backend_entry(settings.backend)
     if settings.state_url is not None and not entry.shareable:
         raise ConfigurationError(
-            f"VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND={entry.name} is one machine's store: "
+            f"VIKING_BRIDGE_STATE_URL is shared by replicas, but VIKING_BRIDGE_BACKEND={entry.name} {entry.unshared_reason}: "
             "set VIKING_BRIDGE_BACKEND=postgres (memories on PostgreSQL too), or another shared backend"
         )
     if entry.name == "postgres" and settings.state_url is None:

@@ -26,12 +26,25 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_STATE_SCHEMA          viking_bridge
     VIKING_BRIDGE_STATE_INTENT_GRACE_S  30       with shared state: reconcile only intents older than this
     VIKING_BRIDGE_BACKEND               local    a name in the backend registry (bridge/assembly/backends.py):
-                                                 local | postgres (needs STATE_URL or MEMORY_URL) | openviking
+                                                 local | postgres (needs STATE_URL or MEMORY_URL) | openviking | viking
     VIKING_BRIDGE_OPENVIKING__URL / __ROOT_API_KEY / __MODE (api_key | trusted) / __KEY_STORE /
         __KEY_STORE_SECRET / __NAMESPACE (vb) / __TIMEOUT_S (30)   the OpenViking server the bridge fronts;
                                                  in api_key mode the per-user keys it provisions are kept in
                                                  KEY_STORE (default HOME/openviking-keys.json, Fernet-encrypted
                                                  with KEY_STORE_SECRET when given)
+    VIKING_BRIDGE_VIKING__URL / __COLLECTION / __COLLECTIONS ({"tenant": "collection"}) /
+        __GLOBAL_COLLECTION / __API_KEY or __ACCESS_KEY + __SECRET_KEY (SignerV4) / __REGION (cn-beijing) /
+        __PROJECT (default) / __EVENT_TYPE (sys_event_v1) / __PRINCIPAL_PREFIX (vb) / __LEDGER_DIR /
+        __TIMEOUT_S (30)                         the hosted Viking Memory collection(s) the bridge fronts; a
+                                                 tenant without its own collection uses COLLECTION, the global
+                                                 scope GLOBAL_COLLECTION (default: COLLECTION); the write
+                                                 ledger (idempotent retries) lives in LEDGER_DIR (default
+                                                 HOME/viking)
+    every secret (STATE_URL, STATE_MIGRATE_URL, MEMORY_URL, EMBEDDER_API_KEY, OPENVIKING__ROOT_API_KEY,
+        OPENVIKING__KEY_STORE_SECRET, VIKING__API_KEY, VIKING__ACCESS_KEY, VIKING__SECRET_KEY) may instead
+        be read from a file: VIKING_BRIDGE_<NAME>_FILE=/run/secrets/... (the way container secrets are
+        mounted; surrounding whitespace is stripped). Setting both, or an unreadable or empty file, is a
+        ConfigurationError naming the setting.
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
     VIKING_BRIDGE_EMBEDDER              auto     auto | hashing | semantic | hybrid | openai. auto: a local
                                                  store keeps the embedder it recorded, a new one gets the
@@ -55,8 +68,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import os
+
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
@@ -87,6 +102,69 @@ class QuotaOverride(BaseModel):
     user_max_bytes: int | None = Field(None, ge=0)
 
 
+ENV_PREFIX = "VIKING_BRIDGE_"
+FILE_SUFFIX = "_file"
+
+
+def _secret_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of `model` that hold a secret (typed `SecretStr`): each may come from a file."""
+    return [name for name, f in model.model_fields.items() if SecretStr in (getattr(f.annotation, "__args__", None) or (f.annotation,))]
+
+
+def _read_secret_file(setting: str, path: Any) -> str:
+    """The secret in the file `path` names. Errors name the setting and the path, never the content."""
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigurationError(f"{setting}={path}: cannot read the secret file ({reason})") from None
+    if not text:
+        raise ConfigurationError(f"{setting}={path}: the secret file is empty")
+    return text
+
+
+def _resolve_secret_files(model: type[BaseModel], data: Any, prefix: str) -> Any:
+    """Replace every `<secret>_file` key of the raw input by the secret the file holds.
+
+    One rule for every settings model, applied before validation, so a secret added later is
+    readable from a file too. Both a value and a file for one secret is refused rather than
+    letting one silently win (the operator must see which credential the process runs with),
+    unless both say the same."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for name in _secret_fields(model):
+        path = data.pop(name + FILE_SUFFIX, None)
+        if path is None or path == "":
+            continue
+        setting = f"{prefix}{name}{FILE_SUFFIX}".upper()
+        secret = _read_secret_file(setting, path)
+        given = data.get(name)
+        if isinstance(given, SecretStr):
+            given = given.get_secret_value()
+        # Settings rebuilt from settings already read (a migrate spec) carry the same secret: agreed.
+        if given is not None and given != secret:
+            raise ConfigurationError(f"{setting} and {prefix}{name}".upper() + " are both set: set one of them")
+        data[name] = secret
+    return data
+
+
+class _SecretFilesFromEnvironment(PydanticBaseSettingsSource):
+    """`VIKING_BRIDGE_<SECRET>_FILE` for the top-level secrets (the nested ones reach their model
+    through the ordinary environment source, `VIKING_BRIDGE_<MODEL>__<SECRET>_FILE`)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for name in _secret_fields(self.settings_cls):
+            variable = f"{ENV_PREFIX}{name}{FILE_SUFFIX}".upper()
+            if os.environ.get(variable):
+                found[name + FILE_SUFFIX] = os.environ[variable]
+        return found
+
+
 class OpenVikingSettings(BaseModel):
     """The OpenViking server behind the bridge (`VIKING_BRIDGE_OPENVIKING__*`)."""
 
@@ -99,6 +177,43 @@ class OpenVikingSettings(BaseModel):
     key_store_secret: SecretStr | None = None
     namespace: str = Field("vb", pattern=r"^[a-z][a-z0-9]{0,15}$")
     timeout_s: float = Field(30.0, gt=0.0, le=600.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        return _resolve_secret_files(cls, data, ENV_PREFIX + "OPENVIKING__")
+
+
+_COLLECTION = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
+
+
+class VikingSettings(BaseModel):
+    """The hosted Viking Memory collection(s) behind the bridge (`VIKING_BRIDGE_VIKING__*`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(None, pattern=r"^https?://")
+    #: the collection of every tenant without its own (principals are tenant-qualified, so tenants stay apart)
+    collection: str | None = Field(None, pattern=_COLLECTION)
+    #: tenant -> its own collection (the recommended mapping; JSON in the environment)
+    collections: dict[str, Annotated[str, Field(pattern=_COLLECTION)]] = Field(default_factory=dict)
+    #: the global scope's collection (default: `collection`)
+    global_collection: str | None = Field(None, pattern=_COLLECTION)
+    api_key: SecretStr | None = None
+    access_key: SecretStr | None = None
+    secret_key: SecretStr | None = None
+    region: str = Field("cn-beijing", pattern=r"^[a-z0-9-]{1,32}$")
+    project: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    event_type: str = Field("sys_event_v1", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+    principal_prefix: str = Field("vb", pattern=r"^[A-Za-z][A-Za-z0-9]{0,15}$")
+    #: where the write ledger lives (default HOME/viking)
+    ledger_dir: Path | None = None
+    timeout_s: float = Field(30.0, gt=0.0, le=600.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        return _resolve_secret_files(cls, data, ENV_PREFIX + "VIKING__")
 
 
 class BridgeSettings(BaseSettings):
@@ -124,6 +239,7 @@ class BridgeSettings(BaseSettings):
     state_intent_grace_s: float = Field(30.0, ge=0.0, le=86400.0)
     backend: str = Field("local", pattern=r"^[a-z][a-z0-9_-]{0,31}$")  # a name in bridge/assembly/backends.py
     openviking: OpenVikingSettings = Field(default_factory=OpenVikingSettings)
+    viking: VikingSettings = Field(default_factory=VikingSettings)
     memory_url: SecretStr | None = None
     embedder: Literal["auto", "hashing", "semantic", "hybrid", "openai"] = "auto"
     embedder_url: str | None = Field(None, pattern=r"^https?://")
@@ -136,6 +252,11 @@ class BridgeSettings(BaseSettings):
     quota_user_max_memories: int | None = Field(None, ge=0)
     quota_user_max_bytes: int | None = Field(None, ge=0)
     quota_overrides: dict[str, QuotaOverride] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        return _resolve_secret_files(cls, data, ENV_PREFIX)
 
     @field_validator("state_url", "state_migrate_url", "memory_url")
     @classmethod
@@ -156,9 +277,7 @@ class BridgeSettings(BaseSettings):
         cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, env_settings: PydanticBaseSettingsSource,
         dotenv_settings: PydanticBaseSettingsSource, file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        import os
-
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _SecretFilesFromEnvironment(settings_cls)]
         path = os.environ.get(CONFIG_FILE_VARIABLE)
         if path:
             if not Path(path).is_file():

@@ -1,6 +1,6 @@
 """Moving memories between backends: `migrate` (copy + verify + audit), resumable by design.
 
-    endpoints.py   open a backend from a spec (local:DIR, postgres:URL, openviking:URL)
+    endpoints.py   open a backend from a spec (local:DIR, postgres:URL, openviking:URL, viking:URL)
     records.py     a memory's migration key and fingerprint (pure functions of the source)
     copy.py        the resumable copy (lineage translated to the target's ids)
     verify.py      every source memory has its exact copy; per-scope digests

@@ -8,6 +8,8 @@ reads it as:
                            migrations comes from VIKING_BRIDGE_STATE_MIGRATE_URL (default: URL)
     openviking:URL         an OpenViking server; its root key, mode and key store come from the
                            VIKING_BRIDGE_OPENVIKING__* settings
+    viking:URL             hosted Viking Memory at URL; its collection(s), key (or AK/SK) and write
+                           ledger come from the VIKING_BRIDGE_VIKING__* settings
 
 Secrets never appear in a spec (a spec is echoed in reports and audit rows): they come from the
 settings, as for `serve`. Every endpoint carries the bridge state that belongs with it (the home's

@@ -1,0 +1,77 @@
+"""local -> hosted Viking (the simulator over real HTTP, named by a `viking:URL` spec) -> local:
+the seeded two-tenant population keeps every identity's view in both directions, the
+verification passes, and a re-run writes nothing. The collection and the key come from the
+`VIKING_BRIDGE_VIKING__*` settings (the key from a file), as for `serve`: a spec holds no secret."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.errors import ConfigurationError
+from bridge.facade import MemoryBridge
+from bridge.migrate import migrate, open_endpoint
+from tests.migrate.kit import seed, views
+
+pytestmark = [pytest.mark.asyncio]
+
+TENANTS = ("acme", "globex")
+
+
+@pytest.fixture
+def simulator() -> dict[str, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "contract_tests.viking_simulator"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line, "the simulator did not start"
+        yield json.loads(line)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def test_local_to_viking_and_back_keeps_every_view(tmp_path: Path, simulator: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    key_file = tmp_path / "viking-key"
+    key_file.write_text(simulator["api_key"] + "\n")
+    monkeypatch.setenv("VIKING_BRIDGE_HOME", str(tmp_path / "viking-home"))  # the ledger's place
+    monkeypatch.setenv("VIKING_BRIDGE_VIKING__COLLECTION", simulator["collection"])
+    monkeypatch.setenv("VIKING_BRIDGE_VIKING__GLOBAL_COLLECTION", simulator["global_collection"])
+    monkeypatch.setenv("VIKING_BRIDGE_VIKING__API_KEY_FILE", str(key_file))
+    source_bridge = MemoryBridge.open_local(tmp_path / "old")
+    try:
+        population = await seed(source_bridge)
+        before = await views(source_bridge, population)
+    finally:
+        await source_bridge.aclose()
+    spec = f"viking:{simulator['url']}"
+    async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(spec) as target:
+        assert simulator["api_key"] not in target.spec
+        report = await migrate(source, target, TENANTS, audit_state=source.state)
+        assert report.ok, report.to_dict()["problems"]
+        assert report.copied.copied >= 20
+        assert (await migrate(source, target, TENANTS, audit_state=source.state)).copied.copied == 0
+        assert simulator["api_key"] not in json.dumps(report.to_dict())
+    async with open_endpoint(spec, source=True) as source, open_endpoint(f"local:{tmp_path / 'back'}") as target:
+        report = await migrate(source, target, TENANTS, audit_state=source.state)
+        assert report.ok, report.to_dict()["problems"]
+    back = MemoryBridge.open_local(tmp_path / "back")
+    try:
+        assert await views(back, population) == before
+    finally:
+        await back.aclose()
+
+
+async def test_a_viking_spec_without_a_collection_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VIKING_BRIDGE_HOME", str(tmp_path))
+    monkeypatch.setenv("VIKING_BRIDGE_VIKING__API_KEY", "a-key-for-nothing")
+    with pytest.raises(ConfigurationError, match="VIKING_BRIDGE_VIKING__COLLECTION"):
+        async with open_endpoint("viking:http://127.0.0.1:9"):
+            pass
