@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from bridge.roles import scenario as sc  # noqa: E402  the task, memories and stubs the CLI demo uses
+from bridge.doors.cli import scenario as sc  # noqa: E402  the task, memories and stubs the CLI demo uses
 
 AGENTS = ("coordinator", *sc.DAG)
 

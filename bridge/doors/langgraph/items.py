@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from bridge.errors import InvalidInput
+from adapters.scopes import ScopeKey
 from bridge.doors.langgraph.errors import UnsupportedStoreOperation
 
 __all__ = ["Decoded", "item_key", "encode", "decode", "matches_filter", "as_datetime", "render_value"]
@@ -229,3 +230,25 @@ def matches_filter(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> b
     if not isinstance(flt, Mapping):
         raise UnsupportedStoreOperation(f"a filter is a dict, got {type(flt).__name__}")
     return all(_compare(value.get(k), v) for k, v in flt.items())
+
+
+def ttl_seconds(ttl: float | None) -> float | None:
+    """LangGraph's TTL (minutes) as the bridge's `ttl_s`; the operation validates the range."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidInput(f"ttl must be a number of minutes, got {type(ttl).__name__}")
+    return float(ttl) * 60.0
+
+
+class Found:
+    __slots__ = ("scope", "memory_id", "author", "item")
+
+    def __init__(self, scope: ScopeKey, memory_id: str, author: str, item: Decoded) -> None:
+        self.scope, self.memory_id, self.author, self.item = scope, memory_id, author, item
+
+
+def decode_record(record: Any) -> Decoded | None:
+    """The store item a read record holds (its times are the record's own), or None."""
+    return decode(record.content, getattr(record, "metadata", None), created_at=float(getattr(record, "created_at", 0.0) or 0.0),
+                  updated_at=float(getattr(record, "updated_at", 0.0) or 0.0))

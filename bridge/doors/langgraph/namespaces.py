@@ -33,9 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from langgraph.store.base import MatchCondition
+
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
-from bridge.doors.langgraph.errors import NamespaceRefused, UnknownNamespace
+from bridge.doors.langgraph.errors import NamespaceRefused, UnknownNamespace, UnsupportedStoreOperation
 from identity.model import MemoryIdentity
 
 __all__ = ["Target", "HEADS", "resolve", "namespace_of_scope", "default_namespaces", "labels_scope"]
@@ -155,3 +157,20 @@ def default_namespaces(identity: MemoryIdentity) -> list[Target]:
     out.extend(resolve(("department", d), identity) for d in sorted(identity.department_ids))
     out.append(resolve(("tenant",), identity))
     return out
+
+
+def has_prefix(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
+    return namespace[: len(prefix)] == prefix
+
+
+def path_matches(namespace: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return len(namespace) >= len(path) and all(p == "*" or p == n for p, n in zip(path, namespace))
+
+
+def matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
+    path = tuple(cond.path)
+    if cond.match_type == "prefix":
+        return path_matches(namespace, path)
+    if cond.match_type == "suffix":
+        return path_matches(tuple(reversed(namespace)), tuple(reversed(path)))
+    raise UnsupportedStoreOperation(f"unknown namespace match type {cond.match_type!r}")

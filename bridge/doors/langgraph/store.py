@@ -58,7 +58,7 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
-from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
+from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
 
 from adapters.errors import WrongContext
 from adapters.base import Status
@@ -67,9 +67,9 @@ from adapters.sync import LoopRunner
 from bridge.facade import MemoryBridge
 from bridge.doors.langgraph.errors import NamespaceRefused, UnsupportedStoreOperation
 from bridge.doors.langgraph.identity import FixedIdentity, IdentitySource
-from bridge.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
-from bridge.doors.langgraph.items import Decoded, as_datetime, decode, encode, item_key, matches_filter
-from bridge.doors.langgraph.namespaces import Target, default_namespaces, labels_scope, resolve
+from bridge.errors import Conflict, NotFound, NotPermitted, QuotaExceeded
+from bridge.doors.langgraph.items import Found, decode_record, ttl_seconds, Decoded, as_datetime, encode, item_key, matches_filter
+from bridge.doors.langgraph.namespaces import has_prefix, matches_condition, Target, default_namespaces, labels_scope, resolve
 from bridge.results import RecallResult, WriteResult
 from bridge.operations import Forget, Recall, Remember
 from bridge.operations.reads import EditMemory, FindByKey, GetMemory, ListMemories
@@ -84,45 +84,6 @@ __all__ = ["BridgeStore"]
 _PAGE = 500
 _LIVE = (Status.ACTIVE.value, Status.PENDING.value)  # what a put edits in place; get shows only active ones
 _SEARCH_BUDGET = 1_000_000  # the store returns items, not a prompt: the token budget never hides one
-
-
-def _ttl_seconds(ttl: float | None) -> float | None:
-    """LangGraph's TTL (minutes) as the bridge's `ttl_s`; the operation validates the range."""
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise InvalidInput(f"ttl must be a number of minutes, got {type(ttl).__name__}")
-    return float(ttl) * 60.0
-
-
-class _Found:
-    __slots__ = ("scope", "memory_id", "author", "item")
-
-    def __init__(self, scope: ScopeKey, memory_id: str, author: str, item: Decoded) -> None:
-        self.scope, self.memory_id, self.author, self.item = scope, memory_id, author, item
-
-
-def _decode_record(record: Any) -> Decoded | None:
-    """The store item a read record holds (its times are the record's own), or None."""
-    return decode(record.content, getattr(record, "metadata", None), created_at=float(getattr(record, "created_at", 0.0) or 0.0),
-                  updated_at=float(getattr(record, "updated_at", 0.0) or 0.0))
-
-
-def _has_prefix(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
-    return namespace[: len(prefix)] == prefix
-
-
-def _path_matches(namespace: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    return len(namespace) >= len(path) and all(p == "*" or p == n for p, n in zip(path, namespace))
-
-
-def _condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
-    path = tuple(cond.path)
-    if cond.match_type == "prefix":
-        return _path_matches(namespace, path)
-    if cond.match_type == "suffix":
-        return _path_matches(tuple(reversed(namespace)), tuple(reversed(path)))
-    raise UnsupportedStoreOperation(f"unknown namespace match type {cond.match_type!r}")
 
 
 class BridgeStore(BaseStore):
@@ -217,46 +178,46 @@ class BridgeStore(BaseStore):
         raise UnsupportedStoreOperation(f"not a store operation: {type(op).__name__}")
 
     # -- reading -----------------------------------------------------------------------------
-    async def _walk(self, identity: MemoryIdentity, scope: ScopeKey) -> list[_Found]:
+    async def _walk(self, identity: MemoryIdentity, scope: ScopeKey) -> list[Found]:
         """Every store item of one scope the bridge lets this identity list."""
-        out: list[_Found] = []
+        out: list[Found] = []
         cursor: str | None = None
         while True:
             page = await self.bridge.execute(identity, ListMemories(scope=scope, cursor=cursor, limit=_PAGE))
             for m in page.memories:
-                item = _decode_record(m)
+                item = decode_record(m)
                 if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
-                    out.append(_Found(scope, m.memory_id, m.author, item))
+                    out.append(Found(scope, m.memory_id, m.author, item))
             cursor = page.next_cursor
             if cursor is None:
                 return out
 
-    async def _read_hits(self, identity: MemoryIdentity, scope: ScopeKey, hits: list[Any]) -> list[_Found]:
-        out: list[_Found] = []
+    async def _read_hits(self, identity: MemoryIdentity, scope: ScopeKey, hits: list[Any]) -> list[Found]:
+        out: list[Found] = []
         for r in hits:
             try:
                 m = await self.bridge.execute(identity, GetMemory(ref=(scope, r.memory_id)))
             except (NotPermitted, NotFound):
                 continue
-            item = _decode_record(m)
+            item = decode_record(m)
             if item is not None and m.scope == str(scope) and labels_scope(item.namespace, scope):
-                out.append(_Found(scope, m.memory_id, m.author, item))
+                out.append(Found(scope, m.memory_id, m.author, item))
         return out
 
-    async def _own(self, identity: MemoryIdentity, target: Target, key: str) -> tuple[_Found | None, Any]:
+    async def _own(self, identity: MemoryIdentity, target: Target, key: str) -> tuple[Found | None, Any]:
         """The caller's own item with this key: one `FindByKey` (O(1) in the scope's size).
         Returns the item, active or pending (None if the caller has none there), and the record."""
         try:
             record = await self.bridge.execute(identity, FindByKey(scope=target.scope, key=item_key(target.namespace, key)))
         except NotFound:
             return None, None
-        item = _decode_record(record)
+        item = decode_record(record)
         if (item is None or record.status not in _LIVE or record.scope != str(target.scope)
                 or item.namespace != target.namespace or item.key != key or not labels_scope(item.namespace, target.scope)):
             return None, record
-        return _Found(target.scope, record.memory_id, record.author, item), record
+        return Found(target.scope, record.memory_id, record.author, item), record
 
-    async def _others(self, identity: MemoryIdentity, target: Target, key: str) -> _Found | None:
+    async def _others(self, identity: MemoryIdentity, target: Target, key: str) -> Found | None:
         """Another writer's item with this key (the newest): only a walk can find it, since keys
         are per writer. Skipped where nobody else can write (the agent scope) or when the store
         was built with `others_on_miss=False`."""
@@ -311,7 +272,7 @@ class BridgeStore(BaseStore):
                 # of them ranks as that item does, whichever of them the recall kept
                 for ref in ((r.scope, r.memory_id), *((d.scope, d.memory_id) for d in r.duplicates)):
                     rank.setdefault(ref, (n, r.score))
-            found: list[_Found] = []
+            found: list[Found] = []
             for sc in sorted(scopes, key=str):
                 try:
                     found.extend(await self._walk(identity, sc))
@@ -328,7 +289,7 @@ class BridgeStore(BaseStore):
             for t in targets:
                 hits.extend((f.item, None) for f in await self._walk(identity, t.scope))
             hits.sort(key=lambda h: h[0].updated_at, reverse=True)
-        chosen = [(i, s) for i, s in hits if _has_prefix(i.namespace, tuple(prefix)) and matches_filter(i.value, filter)]
+        chosen = [(i, s) for i, s in hits if has_prefix(i.namespace, tuple(prefix)) and matches_filter(i.value, filter)]
         page = chosen[offset: offset + limit]
         items = [SearchItem(i.namespace, i.key, i.value, as_datetime(i.created_at), as_datetime(i.updated_at), score=s) for i, s in page]
         return items, result
@@ -338,7 +299,7 @@ class BridgeStore(BaseStore):
         for t in default_namespaces(identity):
             for f in await self._walk(identity, t.scope):
                 ns = f.item.namespace
-                if op.match_conditions and not all(_condition(ns, c) for c in op.match_conditions):
+                if op.match_conditions and not all(matches_condition(ns, c) for c in op.match_conditions):
                     continue
                 seen.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(seen)[op.offset: op.offset + op.limit]
@@ -364,7 +325,7 @@ class BridgeStore(BaseStore):
         if index is None:
             index = self.index_fields
         ckey = item_key(target.namespace, key)
-        ttl_s = _ttl_seconds(ttl)
+        ttl_s = ttl_seconds(ttl)
         for _ in range(2):  # a concurrent put of the same new key: the second finds the first's and edits it
             existing, record = await self._own(identity, target, key)
             if existing is None and record is not None:  # the key holds a memory that is no item here (stale, superseded): replace it
