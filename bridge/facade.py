@@ -103,6 +103,8 @@ class MemoryBridge(OperationMethods, ReadMethods):
             if op.continues_session:
                 identity = self.runtime.sessions.continue_session(identity)
             op.check(self.runtime.limits)
+            if op.changes_ref:  # every path that changes a memory by reference: injected ones are read-only to the child
+                await self._check_not_injected(identity, op.ref)  # type: ignore[attr-defined]
             return await handler(self.runtime, identity, op)
         except REFUSALS as exc:
             await self._audit_refusal(identity, op, exc)
@@ -110,6 +112,12 @@ class MemoryBridge(OperationMethods, ReadMethods):
         finally:
             if self.runtime.quarantined:
                 await self._audit_quarantine(identity)
+
+    async def _check_not_injected(self, identity: MemoryIdentity, ref: tuple[Any, str]) -> None:
+        key, memory_id = ref
+        rt = self.runtime
+        held = await rt.state.manifests.live_for_tenant(identity.tenant_id, rt.clock(), memory_id=memory_id)
+        rt.policy.check_not_injected(identity, key, memory_id, held)
 
     async def aopen(self) -> None:
         """Run the open checks (store binding, crash reconciliation) now instead of on first use."""

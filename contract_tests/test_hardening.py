@@ -208,14 +208,14 @@ async def test_a_write_that_lost_its_audit_row_to_a_crash_is_recovered(contract:
     _require(contract, "find_by_idempotency_key")
     alice = await contract.ids.login("alice")
     audit = contract.bridge.state.audit
-    real_append = audit.append
+    real_append = audit.append_stored  # the row of a stored memory
 
     async def crashing_append(identity, action, **kwargs):
         if action == "write":
             raise SimulatedCrash()
         return await real_append(identity, action, **kwargs)
 
-    monkeypatch.setattr(audit, "append", crashing_append)
+    monkeypatch.setattr(audit, "append_stored", crashing_append)
     with pytest.raises(SimulatedCrash):
         await contract.bridge.remember(alice, "committed just before the crash", "note", idempotency_key="crash-1")
     monkeypatch.undo()

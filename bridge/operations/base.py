@@ -18,6 +18,11 @@ class Operation:
     __slots__ = ()
     #: False for the two operations that establish the session binding themselves.
     continues_session: ClassVar[bool] = True
+    #: True for an operation that changes or removes the memory its `ref` names (edit, forget,
+    #: promote, approve, reject, share): `MemoryBridge.execute` refuses it for a memory injected
+    #: into the calling agent (`Policy.check_not_injected`). tests/bridge/test_injected_read_only.py
+    #: requires every operation with a `ref` to say which it is.
+    changes_ref: ClassVar[bool] = False
 
     def check(self, limits: Limits) -> None:
         """Size limits (configuration); types and grammar were checked at construction."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
 from dataclasses import dataclass
 
 from adapters.scopes import ScopeKey, Visibility
@@ -26,15 +27,21 @@ class _RefOperation(Operation):
 class Forget(_RefOperation):
     """Hard-delete one memory (record, vector, manifests referencing it) and audit it."""
 
+    changes_ref: ClassVar[bool] = True
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approve(_RefOperation):
     """Activate a pending memory (department standard, promotion proposal)."""
 
+    changes_ref: ClassVar[bool] = True
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Promote(Operation):
     """Widen a memory's visibility: admins directly, anyone else files a pending proposal."""
+
+    changes_ref: ClassVar[bool] = True
 
     ref: tuple[ScopeKey, str]
     to: Visibility

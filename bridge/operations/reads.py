@@ -8,7 +8,7 @@ the caller; permissions are `bridge/policy/reads.py`'s, handlers `bridge/handler
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import ClassVar, Any, Mapping
 
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput
@@ -91,6 +91,8 @@ class PendingApprovals(Operation):
 class EditMemory(Operation):
     """Correct a memory in place: same id, new content (re-embedded) and/or metadata; audited."""
 
+    changes_ref: ClassVar[bool] = True
+
     ref: tuple[ScopeKey, str]
     content: str | None = None
     metadata: Mapping[str, Any] | None = None
@@ -117,6 +119,8 @@ class EditMemory(Operation):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reject(_RefOperation):
     """An approver turns down a pending memory: it is deleted, and the refusal audited."""
+
+    changes_ref: ClassVar[bool] = True
 
 
 

@@ -8,6 +8,7 @@ A's teams or shares at all; `visible_to` names agents of the caller's own user o
 
 from __future__ import annotations
 
+from typing import ClassVar
 from dataclasses import dataclass
 
 from adapters.scopes import ScopeKey
@@ -29,6 +30,8 @@ def _set(op: object, name: str, value: object) -> None:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetVisibleTo(Operation):
     """Narrow or widen who sees one private agent memory (the owning agent or a tenant admin)."""
+
+    changes_ref: ClassVar[bool] = True
 
     ref: tuple[ScopeKey, str]
     visible_to: tuple[str, ...]

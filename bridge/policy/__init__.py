@@ -279,6 +279,22 @@ class Policy:
         """Supersede, reject, edit: exactly where the caller may also forget the memory."""
         return self.may_forget(identity, key, author_user_id, author_tenant_id)
 
+    def check_not_injected(self, identity: MemoryIdentity, key: ScopeKey, memory_id: str, held: Iterable[InjectionManifest]) -> None:
+        """Injected memories are read-only to the child (seed 000 4.3): refuse any change to a
+        memory that a live manifest handed to the calling agent of this user. `held`: the live
+        manifests holding the memory. Decided by the manifest, not by authorship — the child
+        acts for the same user as its parent, so "the user wrote it" (a private memory, or a
+        workspace memory the user wrote through the parent) says nothing about who may change it.
+        A memory the child may change in its own right stays read-only while it is injected
+        into it: the refusal fails closed rather than guessing which right applies."""
+        for m in held:
+            if (m.tenant_id == identity.tenant_id and m.user_id == identity.user_id and m.child_agent_id == identity.agent_id
+                    and (key, memory_id) in m.entries):
+                raise NotPermitted(
+                    f"{identity.principal} may not change {key}#{memory_id}: it was injected into agent {identity.agent_id} "
+                    f"by {m.parent_agent_id} (manifest {m.manifest_id}), and injected memories are read-only"
+                )
+
     def may_approve(self, identity: MemoryIdentity, key: ScopeKey) -> bool:
         if key.tenant_id != identity.tenant_id:
             return False

@@ -7,7 +7,10 @@ any object that has `count(text) -> int`.
 Conflicts: memories of the same kind that declare the same `topic` in metadata disagree about
 one thing. The one from the lower (more specific) scope wins — private over workspace over
 department over tenant over global, as seed 003 asks — and the loser is kept as its
-`conflicts_with` source instead of being silently dropped.
+`conflicts_with` source instead of being silently dropped. A task's working memory is narrower
+than the agent's memory it belongs to, and a team (a group of agents inside a project) is
+narrower than a workspace; the user's own private memory stays first, as seed 003 puts the
+current user's confirmed facts before everything else.
 """
 
 from __future__ import annotations
@@ -23,13 +26,17 @@ from bridge.recall.context import RankedHit
 
 from bridge.recall.context import RecallContext, RecallRuntime
 
+# Every scope class has an entry (tests/bridge/test_scope_tables.py walks the vocabulary): a
+# missing one is a KeyError in the middle of a recall.
 _SPECIFICITY = {
     Visibility.PRIVATE: 0,
-    Visibility.AGENT: 1,
-    Visibility.WORKSPACE: 2,
-    Visibility.DEPARTMENT: 3,
-    Visibility.TENANT: 4,
-    Visibility.GLOBAL: 5,
+    Visibility.TASK: 1,
+    Visibility.AGENT: 2,
+    Visibility.TEAM: 3,
+    Visibility.WORKSPACE: 4,
+    Visibility.DEPARTMENT: 5,
+    Visibility.TENANT: 6,
+    Visibility.GLOBAL: 7,
 }
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 

@@ -18,7 +18,7 @@ from bridge.state.common import check_quota
 from bridge.state.records import QuotaLimits, Usage
 from bridge.state.protocols import TENANT_ROW, WriteIntent
 from bridge.state.common import check_audit_action, walk_chain
-from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.records import STORING_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
 __all__ = ["MemoryState"]
@@ -50,6 +50,29 @@ class MemoryAuditLog:
         self._advance(store_marker)
         return seq
 
+    async def append_stored(
+        self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
+        closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,
+    ) -> int:
+        check_audit_action(action)
+        claimed = self._intents.pop(closes_intent, None) is not None
+        for other in [i for i in self._intents.values() if i.scope == scope and i.backend_key == backend_key and i.action in STORING_ACTIONS]:
+            del self._intents[other.intent_id]  # an earlier attempt of this same write: this row audits it
+        if not created or not claimed:
+            existing = self._stored_seq(identity.tenant_id, memory_id)
+            if existing is not None:
+                self._advance(store_marker)
+                return existing
+        return await self.append(identity, action, memory_ids=[memory_id], scopes=[scope], detail=detail, store_marker=store_marker)
+
+    def _stored_seq(self, tenant_id: str, memory_id: str) -> int | None:
+        """The row that already says `memory_id` was stored, if one does."""
+        return next((
+            e.seq for _, e in self._rows
+            if e.tenant_id == tenant_id and memory_id in e.memory_ids
+            and (e.action in STORING_ACTIONS or (e.action == "recovered" and e.detail.get("operation") in STORING_ACTIONS))
+        ), None)
+
     def _recovered_seq(self, intent_id: str) -> int | None:
         return next((e.seq for _, e in self._rows if e.action == "recovered" and e.detail.get("intent") == intent_id), None)
 
@@ -78,6 +101,9 @@ class MemoryAuditLog:
         self._intents.pop(intent_id, None)
 
     async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
+        if intent.action in STORING_ACTIONS and len(memory_ids) == 1 and (existing := self._stored_seq(intent.tenant_id, memory_ids[0])) is not None:
+            self._intents.pop(intent.intent_id, None)  # a retry already audited this memory
+            return existing
         seq = next(self._seq)
         detail = {"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}
         self._rows.append((intent.user_id, AuditEvent(seq, time.time(), intent.tenant_id, intent.actor, intent.session_id, "recovered", tuple(memory_ids), (str(intent.scope),), (), detail)))

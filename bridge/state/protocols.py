@@ -92,6 +92,26 @@ class AuditLog(Protocol):
         """Append one row; return its seq. `closes_intent` and `store_marker` commit with it."""
         ...
 
+    async def append_stored(
+        self,
+        identity: MemoryIdentity,
+        action: str,
+        *,
+        memory_id: str,
+        scope: ScopeKey,
+        backend_key: str,
+        created: bool,
+        closes_intent: str,
+        detail: dict[str, Any] | None = None,
+        store_marker: StoreMarker | None = None,
+    ) -> int:
+        """The one audit row of a stored memory, exactly once, in one transaction: close the
+        write's intent *and every other open intent of the same write* (same scope and backend
+        key: an earlier attempt that failed retryably or crashed after the put), then insert the
+        row unless the memory already has one (a deduplicated retry of an audited write, or an
+        intent open checks reconciled as `recovered`); return the seq of the memory's row."""
+        ...
+
     async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
         """Rows inside `view`, newest first."""
         ...
@@ -108,7 +128,9 @@ class AuditLog(Protocol):
 
     async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         """Audit a write that landed but lost its audit row to a crash (`recovered`, in the
-        intent's actor's name) and close the intent, in one transaction; return the seq."""
+        intent's actor's name) and close the intent, in one transaction; return the seq. A
+        stored memory that already has its row (a retry audited it) only closes the intent:
+        that row's seq is returned and nothing is inserted."""
         ...
 
     async def bound_store(self) -> StoreMarker | None:

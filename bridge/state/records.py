@@ -27,6 +27,10 @@ AUDIT_ACTIONS = frozenset({
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite/__init__.py).
 READ_ACTIONS = frozenset({"recall"})
+#: Actions whose row says a memory was stored (the write path's `plan.action`s). A memory is
+#: audited as stored exactly once: by one of these rows, or by a `recovered` row whose
+#: `operation` is one of them (bridge/state/*: `append_stored`, `recover_intent`).
+STORING_ACTIONS = frozenset({"write", "promote"})
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ and nothing stored goes unaudited:
    quota raises `QuotaExceeded` with nothing written; a batch (capture) reserves as one;
 1. a write intent is recorded durably (bridge state) before the backend sees the write;
 2. `backend.put` with an idempotency key namespaced by the writer (retries never duplicate);
-3. the audit row, the intent's closing and the store marker commit in one state transaction;
+3. the audit row, the intent's closing and the store marker commit in one state transaction
+   (`append_stored`: one row per stored memory, however many attempts it took);
 4. if that audit row cannot be stored, a memory this call created is deleted again.
 
 A crash between 2 and 3 leaves an open intent, reconciled at the next open (`recovery.py`).
@@ -215,8 +216,11 @@ async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *,
     created = stored.created is True  # an adapter that cannot say (None) never gets its record deleted below
     marker = await backend.store_marker() if isinstance(backend, StoreBinding) else None
     try:
-        await audit.append(
-            identity, plan.action, memory_ids=[stored.id], scopes=[scope],
+        # exactly one row per stored memory: a deduplicated retry of an audited write adds none,
+        # and this row closes every earlier attempt's intent too (so open checks do not add a
+        # `recovered` row for a write a retry already audited)
+        await audit.append_stored(
+            identity, plan.action, memory_id=stored.id, scope=scope, backend_key=key, created=stored.created is True,
             detail={"kind": plan.memory.kind, "status": stored.status.value, **plan.detail},
             closes_intent=intent, store_marker=marker,
         )

@@ -32,14 +32,15 @@ class SimulatedCrash(BaseException):
 
 
 def _crash_on_write_audit(b: MemoryBridge) -> None:
-    real_append = b.state.audit.append
+    # a stored memory's row is written by `append_stored` (one row per stored memory)
+    real_append = b.state.audit.append_stored
 
     async def append(identity, action, **kwargs):
         if action == "write":
             raise SimulatedCrash()
         return await real_append(identity, action, **kwargs)
 
-    b.state.audit.append = append  # type: ignore[method-assign]
+    b.state.audit.append_stored = append  # type: ignore[method-assign]
 
 
 async def _recovered(b: MemoryBridge) -> list:
@@ -131,14 +132,14 @@ async def test_every_write_path_recovers_its_audit_row_after_a_crash(tmp_path, w
     b = MemoryBridge.open_local(home)
     action, call, scope = await write_path(b)
     before = {m.id for m in await b.backend.list(scope)}
-    real_append = b.state.audit.append
+    real_append = b.state.audit.append_stored  # the row of a stored memory
 
     async def append(identity, act, **kwargs):
         if act == action:
             raise SimulatedCrash()
         return await real_append(identity, act, **kwargs)
 
-    b.state.audit.append = append  # type: ignore[method-assign]
+    b.state.audit.append_stored = append  # type: ignore[method-assign]
     with pytest.raises(SimulatedCrash):
         await call()
     (landed,) = {m.id for m in await b.backend.list(scope)} - before

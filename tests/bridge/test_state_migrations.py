@@ -189,6 +189,33 @@ async def test_write_intents_close_with_their_audit_row_or_recover(state):
     assert await state.audit.query(AuditView("acme", "bob")) == [], "closing an intent that never landed audits nothing"
 
 
+async def test_a_stored_memory_gets_exactly_one_row_however_many_attempts_it_took(state):
+    """`append_stored`: the row closes every open attempt of the same write (scope + backend
+    key), a deduplicated attempt of an audited memory adds no row, and open checks do not
+    audit again a memory that has its row."""
+    scope, other = ScopeKey.private("acme", "alice"), ScopeKey.private("acme", "bob")
+    audit = state.audit
+    lost = await audit.begin_intent(ALICE, "write", scope, "vb-k")  # failed retryably, stays open
+    unrelated = await audit.begin_intent(BOB, "write", other, "vb-k")  # same key text, another scope
+    retry = await audit.begin_intent(ALICE, "write", scope, "vb-k")
+    seq = await audit.append_stored(ALICE, "write", memory_id="m1", scope=scope, backend_key="vb-k", created=True, closes_intent=retry)
+    assert [i.intent_id for i in await audit.open_intents()] == [unrelated]
+    again = await audit.begin_intent(ALICE, "write", scope, "vb-k")
+    assert await audit.append_stored(ALICE, "write", memory_id="m1", scope=scope, backend_key="vb-k", created=False, closes_intent=again) == seq
+    stale = await audit.begin_intent(ALICE, "write", scope, "vb-k")
+    (pending,) = [i for i in await audit.open_intents() if i.intent_id == stale]
+    assert await audit.recover_intent(pending, ("m1",)) == seq
+    rows = await audit.query(AuditView("acme", None), memory_id="m1")
+    assert [r.seq for r in rows] == [seq] and lost != retry
+    assert [i.intent_id for i in await audit.open_intents()] == [unrelated]
+    # a deduplicated attempt of a memory whose first attempt never got its row does write it
+    first = await audit.begin_intent(ALICE, "write", scope, "vb-k2")
+    second = await audit.begin_intent(ALICE, "write", scope, "vb-k2")
+    await audit.append_stored(ALICE, "write", memory_id="m2", scope=scope, backend_key="vb-k2", created=False, closes_intent=second)
+    assert len(await audit.query(AuditView("acme", None), memory_id="m2")) == 1
+    assert first not in {i.intent_id for i in await audit.open_intents()}
+
+
 async def test_store_marker_only_moves_forward(state):
     audit = state.audit
     assert await audit.bound_store() is None

@@ -189,7 +189,7 @@ async def test_a_write_whose_audit_row_fails_is_rolled_back(tmp_path, make_ident
     def broken_append(*args, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
 
-    b.state.audit.append = broken_append  # type: ignore[method-assign]
+    b.state.audit.append_stored = broken_append  # type: ignore[method-assign]
     with pytest.raises(sqlite3.OperationalError):
         await b.remember(make_identity(), "must not survive", "note")
     assert not await b.backend.list(ScopeKey.private("acme", "alice"))

@@ -27,6 +27,7 @@ from tests.bridge.test_state_migrations import (  # noqa: F401  (the SQLite/memo
     test_grants_roundtrip_revoke_and_purge,
     test_manifest_chain_and_revoke_tree,
     test_manifest_purges,
+    test_a_stored_memory_gets_exactly_one_row_however_many_attempts_it_took,
     test_store_marker_only_moves_forward,
     test_write_intents_close_with_their_audit_row_or_recover,
 )

@@ -130,9 +130,13 @@ def namespace_of_scope(scope: ScopeKey) -> tuple[str, ...]:
     return ("global",)
 
 
-_HEAD_OF = {
+# Team and task scopes have no store namespace (None): a memory read from one of them, even one
+# shaped like a store item, is not a store item (a whole-store search does search them for an
+# identity in a team or a task, so they must be in the table rather than a KeyError).
+_HEAD_OF: dict[Visibility, str | None] = {
     Visibility.PRIVATE: "memories", Visibility.AGENT: "agent", Visibility.WORKSPACE: "workspace",
     Visibility.DEPARTMENT: "department", Visibility.TENANT: "tenant", Visibility.GLOBAL: "global",
+    Visibility.TEAM: None, Visibility.TASK: None,
 }
 
 
@@ -140,7 +144,7 @@ def labels_scope(namespace: tuple[str, ...], scope: ScopeKey) -> bool:
     """Does an item's recorded namespace describe the scope the bridge read it from? An item
     whose namespace claims another place (written by someone into a shared scope with a
     ("memories", "alice") label) is no store item there: its label would lie about its source."""
-    head = _HEAD_OF.get(scope.visibility)  # a scope class no namespace names (team, task) holds no store item
+    head = _HEAD_OF[scope.visibility]
     if head is None or not namespace or namespace[0] != head:
         return False
     if len(namespace) < 2 or scope.visibility is Visibility.GLOBAL:

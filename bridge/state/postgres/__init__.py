@@ -22,6 +22,7 @@ advisory lock (`identity.storage.postgres`). It never decides who may do what.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -36,7 +37,7 @@ from bridge.state.postgres.manifests import PgManifests
 from bridge.state.postgres.queries import Conn, count, fetch
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.common import check_audit_action
-from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant
+from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditView, Grant
 from bridge.state.postgres.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
 from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
@@ -108,6 +109,24 @@ def _event(row: Sequence[Any]) -> AuditEvent:
     return AuditEvent(int(seq), ts, tenant, actor, session, action, tuple(mids), tuple(scopes), tuple(grants), json.loads(detail))
 
 
+async def _stored_seq(conn: Conn, tenant_id: str, memory_id: str) -> int | None:
+    """The row that already says `memory_id` was stored, if one does."""
+    actions = sorted(STORING_ACTIONS)
+    found = await (await conn.execute(
+        "SELECT seq FROM audit WHERE tenant_id = %s AND memory_ids @> ARRAY[%s]::text[]"
+        " AND (action = ANY(%s) OR (action = 'recovered' AND detail::jsonb ->> 'operation' = ANY(%s))) ORDER BY seq LIMIT 1",
+        (tenant_id, memory_id, actions, actions),
+    )).fetchone()
+    return None if found is None else int(found[0])
+
+
+async def _lock_write(conn: Conn, scope: str, backend_key: str) -> None:
+    """Serialise the audit of one write across replicas until the transaction ends: two
+    attempts of one write (a retry racing its first try) must not both see "no row yet"."""
+    key = int.from_bytes(hashlib.blake2b(f"viking-bridge/stored/{scope}|{backend_key}".encode(), digest_size=8).digest(), "big", signed=True)
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+
 async def _recovered_seq(conn: Conn, tenant_id: str, intent_id: str) -> int | None:
     """The seq of the `recovered` row some replica wrote for `intent_id`, if one did."""
     found = await (await conn.execute(
@@ -168,6 +187,37 @@ class PgAuditLog:
 
         return await self.pool.run(run, "audit log")
 
+    async def append_stored(
+        self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
+        closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,
+    ) -> int:
+        check_audit_action(action)
+        row = (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            [memory_id], [str(scope)], [], json.dumps(detail or {}, ensure_ascii=False, default=str),
+        )
+
+        async def run(conn: Conn) -> int:
+            await _lock_write(conn, str(scope), backend_key)
+            claimed = (await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (closes_intent,))).rowcount
+            # an earlier attempt of this same write (same scope, same backend key) is audited by this row
+            await conn.execute(
+                "DELETE FROM write_intents WHERE scope = %s AND backend_key = %s AND action = ANY(%s)",
+                (str(scope), backend_key, sorted(STORING_ACTIONS)),
+            )
+            if not created or not claimed:
+                existing = await _stored_seq(conn, identity.tenant_id, memory_id)
+                if existing is not None:
+                    if store_marker is not None:
+                        await _advance_marker(conn, store_marker)
+                    return existing
+            seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
+            if store_marker is not None:
+                await _advance_marker(conn, store_marker)
+            return int(seq)
+
+        return await self.pool.run(run, "audit log")
+
     async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
         text = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = %s AND seq > %s"
         params: list[object] = [view.tenant_id, since_seq]
@@ -202,9 +252,14 @@ class PgAuditLog:
         async def run(conn: Conn) -> int:
             # the intent row is the claim: of two replicas reconciling one intent at once, one
             # deletes it and audits; the other finds the row the winner wrote
+            stored = intent.action in STORING_ACTIONS and len(memory_ids) == 1
+            if stored:
+                await _lock_write(conn, str(intent.scope), intent.backend_key)
             claimed = await conn.execute("DELETE FROM write_intents WHERE intent_id = %s", (intent.intent_id,))
             if claimed.rowcount == 0 and (seq := await _recovered_seq(conn, intent.tenant_id, intent.intent_id)) is not None:
                 return seq
+            if stored and (existing := await _stored_seq(conn, intent.tenant_id, memory_ids[0])) is not None:
+                return existing  # a retry already audited this memory: the intent only closes
             seq = (await (await conn.execute(_INSERT_AUDIT, row)).fetchone())[0]  # type: ignore[index]
             if store_marker is not None:
                 await _advance_marker(conn, store_marker)

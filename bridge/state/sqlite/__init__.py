@@ -26,7 +26,7 @@ from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.common import check_audit_action, walk_chain
-from bridge.state.records import READ_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
+from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditView, Grant, InjectDepth, InjectionManifest
 from bridge.state.sqlite.usage import SqliteUsage
 from identity.model import MemoryIdentity
 from identity.storage.migrations import apply_migrations
@@ -115,6 +115,10 @@ def _json_list(values: Iterable[Any]) -> str:
     return json.dumps(list(values))
 
 
+def _placeholders(values: Iterable[object]) -> str:
+    return ", ".join("?" for _ in values)
+
+
 class SqliteAuditLog:
     def __init__(self, db: Database, *, fsync_reads: bool = False) -> None:
         self.db = db
@@ -150,6 +154,46 @@ class SqliteAuditLog:
             if store_marker is not None:
                 self._advance_marker(conn, store_marker)
             return seq
+
+    async def append_stored(
+        self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
+        closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,
+    ) -> int:
+        check_audit_action(action)
+        row = (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            _json_list([memory_id]), json.dumps([str(scope)]), "[]", _encode_detail(detail or {}),
+        )
+        with self.db.transaction() as conn:
+            claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,)).rowcount
+            # an earlier attempt of this same write (same scope, same backend key) is audited by this row
+            conn.execute(
+                f"DELETE FROM write_intents WHERE scope = ? AND backend_key = ? AND action IN ({_placeholders(STORING_ACTIONS)})",
+                (str(scope), backend_key, *sorted(STORING_ACTIONS)),
+            )
+            if not created or not claimed:
+                existing = self._stored_seq(conn, identity.tenant_id, memory_id)
+                if existing is not None:
+                    if store_marker is not None:
+                        self._advance_marker(conn, store_marker)
+                    return existing
+            seq = self._insert(conn, row)
+            if store_marker is not None:
+                self._advance_marker(conn, store_marker)
+            return seq
+
+    @staticmethod
+    def _stored_seq(conn: sqlite3.Connection, tenant_id: str, memory_id: str) -> int | None:
+        """The row that already says `memory_id` was stored, if one does (only asked for a
+        deduplicated or reconciled write, so the scan is off the ordinary write's path)."""
+        actions = sorted(STORING_ACTIONS)
+        found = conn.execute(
+            "SELECT seq FROM audit WHERE tenant_id = ? AND instr(memory_ids, ?) > 0"
+            f" AND (action IN ({_placeholders(actions)}) OR (action = 'recovered' AND json_extract(detail, '$.operation') IN ({_placeholders(actions)})))"
+            " ORDER BY seq LIMIT 1",
+            (tenant_id, json.dumps(memory_id), *actions, *actions),
+        ).fetchone()
+        return None if found is None else int(found[0])
 
     @staticmethod
     def _recovered_seq(conn: sqlite3.Connection, intent_id: str) -> int | None:
@@ -219,6 +263,9 @@ class SqliteAuditLog:
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
         with self.db.transaction() as conn:
+            if intent.action in STORING_ACTIONS and len(memory_ids) == 1 and (existing := self._stored_seq(conn, intent.tenant_id, memory_ids[0])) is not None:
+                conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent.intent_id,))  # a retry audited it
+                return existing
             seq = self._insert(conn, row)
             conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent.intent_id,))
             if store_marker is not None:
