@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.errors import Unavailable
+from adapters.errors import BackendUnavailable
 from adapters.scopes import ScopeKey
 from bridge import MemoryBridge
 from bridge.writes import backend_key
@@ -54,7 +54,7 @@ def _fail_once_after_landing(b: MemoryBridge, *, landed: bool) -> None:
         if calls["n"] == 1:
             if landed:
                 await real_put(scope, memory, idempotency_key=idempotency_key)
-            raise Unavailable("connection reset after the request was sent", backend=b.backend.name)
+            raise BackendUnavailable("connection reset after the request was sent", backend=b.backend.name)
         return await real_put(scope, memory, idempotency_key=idempotency_key)
 
     b.backend.put = put  # type: ignore[method-assign]
@@ -63,7 +63,7 @@ def _fail_once_after_landing(b: MemoryBridge, *, landed: bool) -> None:
 @pytest.mark.parametrize("landed", [True, False], ids=["landed", "not-landed"])
 async def test_a_retry_after_a_retryable_error_is_audited_once_and_open_checks_add_nothing(bridge, landed):
     _fail_once_after_landing(bridge, landed=landed)
-    with pytest.raises(Unavailable):
+    with pytest.raises(BackendUnavailable):
         await bridge.remember(ALICE, "the staging database is pg-2", "fact", idempotency_key="req-2")
     assert len(await bridge.state.audit.open_intents()) == 1, "premise: the failed attempt left its intent open"
     retry = await bridge.remember(ALICE, "the staging database is pg-2", "fact", idempotency_key="req-2")

@@ -10,7 +10,6 @@ changes a memory by reference (`Operation.changes_ref`).
 from __future__ import annotations
 
 import dataclasses
-import typing
 
 import pytest
 

@@ -47,7 +47,7 @@ def test_the_walk_finds_the_known_tables():
     # the walk must see the tables it is meant to guard, or the check below proves nothing
     names = {where for where, _ in _scope_tables()}
     assert "bridge.recall.budget._SPECIFICITY" in names
-    assert "bridge.policy._REACH" in names
+    assert "bridge.policy.config.PROMOTION_REACH" in names
 
 
 def test_every_table_keyed_by_scope_class_covers_every_scope_class():
