@@ -42,6 +42,7 @@ PLANTS: dict[str, dict[str, str]] = {
     "benchmark_imports_contract_suite": {"benchmarks/leak.py": "from contract_tests import harness\n"},
     "benchmark_imports_tests": {"benchmarks/leak.py": "import tests.kit\n"},
     "settings_import_the_facade": {"bridge/assembly/settings.py": "import bridge.leak\n", "bridge/leak.py": "import bridge.facade\n"},
+    "door_imports_another_door": {"bridge/doors/mcp/leak.py": "import bridge.doors.http\n"},
     "import_cycle_inside_bridge": {"bridge/leak.py": "import bridge.policy\n", "bridge/policy/__init__.py": "import bridge.leak\n"},
 }
 
@@ -53,7 +54,10 @@ def _miniature(tmp_path: Path) -> Path:
         (project / package / "__init__.py").write_text("")
     (project / "benchmarks").mkdir()  # a directory of scripts, like the real one (no __init__)
     (project / "benchmarks" / "bench.py").write_text("import bridge\n")
-    for module in ("policy/__init__", "assembly/__init__", "assembly/settings", "facade", "doors/__init__", "doors/cli"):
+    for module in (
+        "policy/__init__", "assembly/__init__", "assembly/settings", "facade", "doors/__init__", "doors/cli",
+        "doors/http/__init__", "doors/mcp/__init__", "doors/langgraph/__init__",
+    ):
         (project / "bridge" / f"{module}.py").parent.mkdir(parents=True, exist_ok=True)
         (project / "bridge" / f"{module}.py").write_text("")
     for module in ("base", "harness", "cli", "kit"):

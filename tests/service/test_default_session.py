@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.doors.http.auth import default_session_id
+from bridge.doors.edge import default_session_id
 from tests.service.servicekit import Service, assert_problem
 
 

@@ -34,7 +34,8 @@ from adapters.errors import BackendError
 from bridge.errors import VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
-from bridge.doors.http.auth import EdgeAuthenticator, build_edge_providers
+from bridge.doors.edge import build_edge_providers
+from bridge.doors.http.auth import EdgeAuthenticator
 from bridge.doors.http.limits import BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log

@@ -23,17 +23,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
+from bridge.doors.edge import default_session_id
 from bridge.errors import Unauthenticated
 from identity.model import MemoryIdentity
-from identity.state.nonces import SqliteNonceCache
-from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import ApiKey, BearerToken, Credential, GatewayRequest, IdentityProvider, narrow
-from identity.providers.gateway import GatewayProvider
-from identity.settings import IdentitySettings, build_provider
 
-__all__ = ["EdgeAuthenticator", "build_edge_providers", "default_session_id", "SESSION_HEADER"]
+__all__ = ["EdgeAuthenticator", "SESSION_HEADER"]
 
 SESSION_HEADER = "x-session-id"
 _SCHEMES = {"bearer": "jwt", "apikey": "api_key"}
@@ -96,48 +92,3 @@ class EdgeAuthenticator:
         if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
             return identity.with_session(default_session_id(identity))
         return identity
-
-
-def default_session_id(identity: MemoryIdentity) -> str:
-    """The session of requests that name none: a function of everything that decides access."""
-    return "dflt" + hashlib.sha256(f"vb-default-session|{identity.fingerprint}".encode()).hexdigest()[:32]
-
-
-def build_edge_providers(
-    identity: IdentitySettings, kinds: Sequence[str], home: Path, nonce_db_path: Path | None = None, *, shared_state: object = None,
-) -> dict[str, IdentityProvider]:
-    """One provider per accepted credential kind. The gateway gets the shared nonce cache (every
-    worker — and with `shared_state` on PostgreSQL every replica — refuses a nonce any of them
-    saw); API keys come from the shared state's repository when there is one; the others are
-    built exactly as the library builds them (`identity.settings.build_provider`). Never the
-    development provider."""
-    shared_nonces = getattr(shared_state, "nonce_cache", None)
-    shared_keys = getattr(shared_state, "api_key_repository", None)
-    chosen = list(dict.fromkeys(kinds or ([identity.provider] if identity.provider else [])))
-    if not chosen or "dev" in chosen:
-        from bridge.errors import ConfigurationError
-
-        raise ConfigurationError(
-            "the service needs a real identity provider: set VIKING_BRIDGE_PROVIDER to jwt, api_key or gateway "
-            "(or VIKING_BRIDGE_SERVICE_PROVIDERS to several); it never serves the development identity"
-        )
-    providers: dict[str, IdentityProvider] = {}
-    for kind in chosen:
-        if kind == "gateway":
-            gw = identity.gateway
-            if gw is None:
-                from bridge.errors import ConfigurationError
-
-                raise ConfigurationError("the gateway credential needs VIKING_BRIDGE_GATEWAY__SECRET")
-            production = identity.mode == "production"
-            providers[kind] = GatewayProvider(
-                [gw.secret.get_secret_value(), *(s.get_secret_value() for s in gw.previous_secrets)],
-                max_age=gw.max_age_seconds, max_future_skew=gw.max_future_skew_seconds,
-                nonce_cache=shared_nonces() if shared_nonces else SqliteNonceCache(nonce_db_path or home / "gateway-nonces.sqlite3"),
-                require_nonce=gw.require_nonce or production, require_body_hash=gw.require_body_hash or production,
-            )
-        elif kind == "api_key" and shared_keys is not None:
-            providers[kind] = ApiKeyProvider(ApiKeyStore(shared_keys()))
-        else:
-            providers[kind] = build_provider(identity.model_copy(update={"provider": kind}))
-    return providers

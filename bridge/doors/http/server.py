@@ -17,31 +17,15 @@ import shutil
 import tempfile
 
 from bridge.doors.http.settings import load_service_settings
+from bridge.doors.edge import LOG_CONFIG
 
-__all__ = ["serve", "LOG_CONFIG"]
+__all__ = ["serve"]
 
-LOG_CONFIG = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(message)s"}, "default": {"format": "%(levelname)s %(name)s: %(message)s"}},
-    "handlers": {
-        "access": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
-        "default": {"class": "logging.StreamHandler", "formatter": "default", "stream": "ext://sys.stderr"},
-    },
-    "loggers": {
-        "viking_bridge.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
-        "viking_bridge": {"handlers": ["default"], "level": "INFO", "propagate": False},
-        "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
-        "uvicorn.error": {"level": "INFO"},
-        # uvicorn's own access log prints the raw path with its query string (query text): off
-        "uvicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
-    },
-}
 
 
 def check_configuration() -> None:
     """Fail at start-up, in the parent, with the setting's name (not once per worker)."""
-    from bridge.doors.http.auth import build_edge_providers
+    from bridge.doors.edge import build_edge_providers
     from bridge.assembly.settings import load_bridge_settings
     from identity.settings import load_settings
 

@@ -11,7 +11,7 @@ streamable HTTP: every request carries `Authorization: Bearer <JWT>`, verified b
 provider the settings describe (`VIKING_BRIDGE_JWT__*`) on every request; the identity rides on
 the SDK's `AccessToken` (`IdentifiedAccessToken`) into the tool call that request carries.
 
-Providers are built the way the service builds them (`bridge.doors.http.auth.build_edge_providers`),
+Providers are built the way the service builds them (`bridge.doors.edge.build_edge_providers`),
 and a credential that names no session gets the service's *default session* of the identity.
 What this module must never do: build an identity from a tool argument, a header other than the
 credential, or anything a model wrote.
@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from bridge.errors import ConfigurationError, VikingBridgeError
-from bridge.doors.http.auth import build_edge_providers, default_session_id
+from bridge.doors.edge import build_edge_providers, default_session_id
 from bridge.assembly.settings import BridgeSettings
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, BearerToken, DevEnvironment, IdentityProvider

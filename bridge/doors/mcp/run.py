@@ -57,7 +57,7 @@ async def _serve_http(host: str | None, port: int | None) -> None:
     from bridge.facade import open_bridge
     from bridge.doors.mcp.credentials import jwt_verifier
     from bridge.doors.mcp.http import http_app, load_mcp_http_settings
-    from bridge.doors.http.server import LOG_CONFIG
+    from bridge.doors.edge import LOG_CONFIG
     from bridge.assembly.settings import load_bridge_settings
     from identity.settings import load_settings
 
