@@ -1,15 +1,21 @@
-"""The public results of the bridge (pydantic, so they serialise for the HTTP service and CLI)."""
+"""Every result the bridge answers with, in one place (pydantic models, so they serialise the same
+for the HTTP service, MCP, the CLI and the LangGraph door; plain dataclasses on the hot recall
+path). Doors import results from here, never from a handler."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.base import StoredMemory
 from adapters.scopes import ScopeKey
+from bridge.policy.reads import Reader
 from bridge.roles.planner import ManifestPlan
 from bridge.roles.router import Route
 from bridge.state.records import InjectDepth, InjectionManifest
+from bridge.vocabulary import RESERVED_METADATA_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +128,153 @@ class FederatedManifest:
 
     def counts(self) -> dict[str, dict[str, int]]:
         return self.plan.counts
+
+
+class ManifestSummary(BaseModel):
+    """A live manifest as a tenant admin sees it: who handed what to whom, until when."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest_id: str
+    user_id: str
+    parent_agent_id: str
+    child_agent_id: str
+    issuer: str
+    task: str
+    depth: str
+    memory_count: int
+    memory_ids: tuple[str, ...]
+    may_reinject: bool
+    parent_manifest_id: str | None = None
+    created_at: float
+    expires_at: float
+    chain_live: bool  # False: a source it was re-injected from expired or was revoked (it reads nothing)
+
+
+class ScopeCount(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    scope: str
+    visibility: str
+    active: int = 0
+    pending: int = 0
+    superseded: int = 0
+    capped: bool = False  # counting stopped at COUNT_CAP
+
+
+class ReaderOut(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    who: str
+    why: str
+    via: str
+    until: float | None = None
+    ref: str | None = None
+
+    @classmethod
+    def of(cls, r: Reader) -> "ReaderOut":
+        return cls(who=r.who, why=r.why, via=r.via, until=r.until, ref=r.ref)
+
+
+class MemoryReaders(BaseModel):
+    """Who can read one memory and why (no content: the answer is about the memory's reach)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    scope: str
+    visibility: str
+    kind: str
+    status: str
+    author: str
+    readers: tuple[ReaderOut, ...]
+    never: str
+    complete: bool = True  # False: more grants or manifests exist than were weighed
+
+
+class PurgeReport(BaseModel):
+    """What one purge run did: how many expired memories it deleted, over how many scopes, and
+    whether the tenant holds no more expired memories (`complete`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    purged: int
+    scopes_scanned: int
+    complete: bool
+    memory_ids: tuple[str, ...] = ()
+
+
+class MemoryRecord(BaseModel):
+    """One stored memory as a reader sees it (the bridge's `vb.` bookkeeping keys left out)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    scope: str
+    visibility: str
+    kind: str
+    content: str
+    status: str
+    confidence: float
+    author: str  # user@agent that wrote it
+    derived_from: tuple[str, ...] = ()
+    metadata: dict[str, Any] = {}
+    created_at: float
+    updated_at: float
+    why_visible: str = ""
+    expires_at: float | None = None  # epoch seconds; None: never expires
+
+    @classmethod
+    def of(cls, memory: StoredMemory, why_visible: str = "") -> "MemoryRecord":
+        p = memory.provenance
+        return cls(
+            memory_id=memory.id, scope=str(memory.scope), visibility=memory.scope.visibility.value, kind=memory.kind,
+            content=memory.content, status=memory.status.value, confidence=memory.confidence,
+            author=f"{p.author_user_id}@{p.author_agent_id}", derived_from=tuple(p.derived_from),
+            metadata={k: v for k, v in memory.metadata.items() if not k.startswith(RESERVED_METADATA_PREFIX)},
+            created_at=memory.created_at, updated_at=memory.updated_at, why_visible=why_visible, expires_at=memory.expires_at,
+        )
+
+
+class MemoryPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    memories: tuple[MemoryRecord, ...]
+    next_cursor: str | None = None
+
+
+class InjectedContext(BaseModel):
+    """Seed 000's inject-context answer: the manifest, its memories and the rendered block."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest_id: str
+    child_agent_id: str
+    task: str
+    depth: str
+    expires_at: float
+    source: str  # "injected_by_<parent agent>", as seed 000 shows it
+    memories: tuple[MemoryRecord, ...]
+    context: str
+    may_reinject: bool = False
+    parent_manifest_id: str | None = None
+    created_at: float = 0.0
+
+
+class ShareResult(BaseModel):
+    """A memory's audience after a change of `visible_to`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    scope: str
+    memory_type: str
+    visible_to: tuple[str, ...]
+
+
+class TeamResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    team_id: str
+    members: tuple[str, ...]

@@ -50,3 +50,8 @@ TIERS = ("hot", "warm", "cold")
 
 #: The audience entry meaning "every agent acting for the memory's user".
 EVERY_AGENT = "*"
+
+
+#: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
+#: may not set them, so the bridge can trust them when it reads them back.
+RESERVED_METADATA_PREFIX = "vb."

@@ -155,39 +155,39 @@ class HttpBridge:
 
     # -- sharing and teams and the read API the sharing tests use -------------------
     async def set_visible_to(self, identity: MemoryIdentity, ref: Any, visible_to: Sequence[str]) -> Any:
-        from bridge.handlers.sharing import ShareResult
+        from bridge.results import ShareResult
 
         key, memory_id = memory_ref(ref)
         return ShareResult(**await self._call(identity, "PUT", f"/api/v1/memories/{memory_id}/visible-to", params={"scope": str(key)}, body={"visible_to": list(visible_to)}))
 
     async def set_team_members(self, admin: MemoryIdentity, team_id: str, agent_ids: Sequence[str]) -> Any:
-        from bridge.handlers.sharing import TeamResult
+        from bridge.results import TeamResult
 
         return TeamResult(**await self._call(admin, "PUT", f"/api/v1/teams/{team_id}", body={"agent_ids": list(agent_ids)}))
 
     async def add_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
-        from bridge.handlers.sharing import TeamResult
+        from bridge.results import TeamResult
 
         return TeamResult(**await self._call(admin, "POST", f"/api/v1/teams/{team_id}/members", body={"member_agent_id": member_agent_id}))
 
     async def remove_team_member(self, admin: MemoryIdentity, team_id: str, member_agent_id: str) -> Any:
-        from bridge.handlers.sharing import TeamResult
+        from bridge.results import TeamResult
 
         return TeamResult(**await self._call(admin, "DELETE", f"/api/v1/teams/{team_id}/members/{member_agent_id}"))
 
     async def get_memory(self, identity: MemoryIdentity, ref: Any) -> Any:
-        from bridge.handlers.reads import MemoryRecord
+        from bridge.results import MemoryRecord
 
         key, memory_id = memory_ref(ref)
         return MemoryRecord(**await self._call(identity, "GET", f"/api/v1/memories/{memory_id}", params={"scope": str(key)}))
 
     async def list_memories(self, identity: MemoryIdentity, scope: Any, *, cursor: str | None = None, limit: int = 50, status: str = "active") -> Any:
-        from bridge.handlers.reads import MemoryPage
+        from bridge.results import MemoryPage
 
         return MemoryPage(**await self._call(identity, "GET", "/api/v1/memories", params={"scope": str(scope), "cursor": cursor, "limit": limit, "status": status}))
 
     async def purge_expired(self, identity: MemoryIdentity, *, max_deletions: int = 1000) -> Any:
-        from bridge.handlers.expiry import PurgeReport
+        from bridge.results import PurgeReport
 
         return PurgeReport(**await self._call(identity, "POST", "/api/v1/purge-expired", params={"max_deletions": max_deletions}))
 

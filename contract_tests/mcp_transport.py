@@ -175,7 +175,7 @@ class McpBridge:
         return WriteResult(**await self._tool(child, "write_back", args))
 
     async def list_memories(self, identity: MemoryIdentity, scope: Any, *, cursor: str | None = None, limit: int = 50, status: str = "active") -> Any:
-        from bridge.handlers.reads import MemoryPage
+        from bridge.results import MemoryPage
 
         return MemoryPage(**await self._tool(identity, "list_memories", {"scope": str(scope), "cursor": cursor, "limit": limit, "status": status}))
 

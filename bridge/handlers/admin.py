@@ -10,84 +10,22 @@ looking into one memory's readers is audited like a read (a `recall` row naming 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
 
 from adapters.base import Status
 from adapters.scopes import Visibility
 from bridge.operations.admin import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
-from bridge.policy.reads import Reader, may_inspect, readers_of, require_tenant_admin
+from bridge.policy.reads import may_inspect, readers_of, require_tenant_admin
+from bridge.results import ManifestSummary, MemoryReaders, ReaderOut, ScopeCount
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["ManifestSummary", "ScopeCount", "ReaderOut", "MemoryReaders", "tenant_grants", "tenant_manifests", "scope_counts", "who_can_read"]
+__all__ = ["tenant_grants", "tenant_manifests", "scope_counts", "who_can_read"]
 
 #: Counting stops here per scope (and says so): an admin page must not walk a huge scope twice a second.
 COUNT_CAP = 100_000
 #: How many grants / manifests "who can read" weighs; beyond that the answer says it is incomplete.
 READER_SOURCES_CAP = 10_000
-
-
-class ManifestSummary(BaseModel):
-    """A live manifest as a tenant admin sees it: who handed what to whom, until when."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manifest_id: str
-    user_id: str
-    parent_agent_id: str
-    child_agent_id: str
-    issuer: str
-    task: str
-    depth: str
-    memory_count: int
-    memory_ids: tuple[str, ...]
-    may_reinject: bool
-    parent_manifest_id: str | None = None
-    created_at: float
-    expires_at: float
-    chain_live: bool  # False: a source it was re-injected from expired or was revoked (it reads nothing)
-
-
-class ScopeCount(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    scope: str
-    visibility: str
-    active: int = 0
-    pending: int = 0
-    superseded: int = 0
-    capped: bool = False  # counting stopped at COUNT_CAP
-
-
-class ReaderOut(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    who: str
-    why: str
-    via: str
-    until: float | None = None
-    ref: str | None = None
-
-    @classmethod
-    def of(cls, r: Reader) -> "ReaderOut":
-        return cls(who=r.who, why=r.why, via=r.via, until=r.until, ref=r.ref)
-
-
-class MemoryReaders(BaseModel):
-    """Who can read one memory and why (no content: the answer is about the memory's reach)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    memory_id: str
-    scope: str
-    visibility: str
-    kind: str
-    status: str
-    author: str
-    readers: tuple[ReaderOut, ...]
-    never: str
-    complete: bool = True  # False: more grants or manifests exist than were weighed
 
 
 async def tenant_grants(rt: BridgeRuntime, identity: MemoryIdentity, op: TenantGrants) -> list[Grant]:

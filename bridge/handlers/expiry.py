@@ -16,33 +16,20 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
-from pydantic import BaseModel, ConfigDict
 
 from adapters.base import StoredMemory
 from adapters.scopes import ScopeKey
 from bridge.handlers.lifecycle import author_tenant
 from bridge.operations import PurgeExpired
 from bridge.policy.reads import may_purge_expired
+from bridge.results import PurgeReport
 from bridge.runtime import BridgeRuntime
 from bridge.writes import retire_expired
 from identity.model import MemoryIdentity
 
-__all__ = ["PurgeReport", "purge_expired", "PAGE_SIZE"]
+__all__ = ["purge_expired", "PAGE_SIZE"]
 
 PAGE_SIZE = 500
-
-
-class PurgeReport(BaseModel):
-    """What one purge run did: how many expired memories it deleted, over how many scopes, and
-    whether the tenant holds no more expired memories (`complete`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tenant_id: str
-    purged: int
-    scopes_scanned: int
-    complete: bool
-    memory_ids: tuple[str, ...] = ()
 
 
 async def _expired(rt: BridgeRuntime, key: ScopeKey, now: float) -> AsyncIterator[StoredMemory]:

@@ -10,16 +10,14 @@ values. A memory the caller may not see in a scope it may read is reported as ab
 
 from __future__ import annotations
 
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
-from adapters.base import MemoryPatch, Status, StoredMemory
+from adapters.base import MemoryPatch, Status
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotFound, NotPermitted
 from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
-from bridge.results import RecalledMemory
+from bridge.results import InjectedContext, MemoryPage, MemoryRecord, RecalledMemory
 from bridge.operations.reads import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
 from bridge.policy.reads import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
@@ -31,67 +29,7 @@ from bridge.policy.quotas import content_bytes
 from bridge.writes import backend_key, release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 
-__all__ = [
-    "MemoryRecord", "MemoryPage", "InjectedContext", "get_memory", "find_by_key", "list_memories", "pending_approvals",
-    "edit_memory", "reject", "list_grants", "inject_context",
-]
-
-
-class MemoryRecord(BaseModel):
-    """One stored memory as a reader sees it (the bridge's `vb.` bookkeeping keys left out)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    memory_id: str
-    scope: str
-    visibility: str
-    kind: str
-    content: str
-    status: str
-    confidence: float
-    author: str  # user@agent that wrote it
-    derived_from: tuple[str, ...] = ()
-    metadata: dict[str, Any] = {}
-    created_at: float
-    updated_at: float
-    why_visible: str = ""
-    expires_at: float | None = None  # epoch seconds; None: never expires
-
-    @classmethod
-    def of(cls, memory: StoredMemory, why_visible: str = "") -> "MemoryRecord":
-        p = memory.provenance
-        return cls(
-            memory_id=memory.id, scope=str(memory.scope), visibility=memory.scope.visibility.value, kind=memory.kind,
-            content=memory.content, status=memory.status.value, confidence=memory.confidence,
-            author=f"{p.author_user_id}@{p.author_agent_id}", derived_from=tuple(p.derived_from),
-            metadata={k: v for k, v in memory.metadata.items() if not k.startswith(RESERVED_METADATA_PREFIX)},
-            created_at=memory.created_at, updated_at=memory.updated_at, why_visible=why_visible, expires_at=memory.expires_at,
-        )
-
-
-class MemoryPage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    memories: tuple[MemoryRecord, ...]
-    next_cursor: str | None = None
-
-
-class InjectedContext(BaseModel):
-    """Seed 000's inject-context answer: the manifest, its memories and the rendered block."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manifest_id: str
-    child_agent_id: str
-    task: str
-    depth: str
-    expires_at: float
-    source: str  # "injected_by_<parent agent>", as seed 000 shows it
-    memories: tuple[MemoryRecord, ...]
-    context: str
-    may_reinject: bool = False
-    parent_manifest_id: str | None = None
-    created_at: float = 0.0
+__all__ = ["get_memory", "find_by_key", "list_memories", "pending_approvals", "edit_memory", "reject", "list_grants", "inject_context"]
 
 
 async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
 
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
-from bridge.results import WriteResult
+from bridge.results import ShareResult, TeamResult, WriteResult
 from bridge.operations import Remember
 from bridge.policy import WriteDecision
 from bridge.operations.sharing import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
@@ -27,28 +26,7 @@ from identity.model import MemoryIdentity
 if TYPE_CHECKING:
     from bridge.runtime import BridgeRuntime
 
-__all__ = [
-    "ShareResult", "TeamResult", "resolve_write", "record_share", "set_visible_to", "set_team_members",
-    "add_team_member", "remove_team_member",
-]
-
-
-class ShareResult(BaseModel):
-    """A memory's audience after a change of `visible_to`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    memory_id: str
-    scope: str
-    memory_type: str
-    visible_to: tuple[str, ...]
-
-
-class TeamResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    team_id: str
-    members: tuple[str, ...]
+__all__ = ["resolve_write", "record_share", "set_visible_to", "set_team_members", "add_team_member", "remove_team_member"]
 
 
 # -- writes ----------------------------------------------------------------------------------

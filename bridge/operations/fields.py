@@ -19,12 +19,9 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.operations.limits import Limits
 from bridge.results import MemoryRef, Message
-from bridge.vocabulary import EVERY_AGENT, TIER_KEY, TIERS, Kind, Purpose, parse_kind, parse_purpose
+from bridge.vocabulary import EVERY_AGENT, RESERVED_METADATA_PREFIX, TIER_KEY, TIERS, Kind, Purpose, parse_kind, parse_purpose
 from identity.ids import InvalidIdError, validate_id
 
-#: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
-#: may not set them, so the bridge can trust them when it reads them back.
-RESERVED_METADATA_PREFIX = "vb."
 _MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
 #: The longest a memory may be told to live (10 years): beyond it, "never expires" is meant.
 MAX_TTL_S = 10 * 365 * 86400.0

@@ -23,7 +23,7 @@ import httpx
 
 from adapters.scopes import ScopeKey
 from bridge import errors as bridge_errors
-from bridge.handlers.reads import MemoryPage, MemoryRecord
+from bridge.results import MemoryPage, MemoryRecord
 from bridge.doors.langgraph.errors import UnsupportedStoreOperation
 from bridge.results import RecalledMemory, RecallResult, WriteResult
 from bridge.operations import Forget, Operation, Recall, Remember

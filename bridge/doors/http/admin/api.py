@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
 from bridge.operations import admin as admin_ops
-from bridge.handlers.admin import ManifestSummary, MemoryReaders, ScopeCount
+from bridge.results import ManifestSummary, MemoryReaders, ScopeCount
 from bridge.doors.http.routes.common import execute, grant_out, identity
 from bridge.doors.http.schemas import GrantOut
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from bridge import operations as ops
 from bridge.operations import reads
-from bridge.handlers.expiry import PurgeReport
+from bridge.results import PurgeReport
 from bridge.doors.http.routes.common import audit_out, execute, grant_out, identity
 from bridge.doors.http.schemas import AuditOut, Deleted, ForkRequest, GrantOut, GrantRequest, SessionOut
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 
 from bridge import operations as ops
 from bridge.operations import reads
-from bridge.handlers.reads import MemoryPage, MemoryRecord
+from bridge.results import MemoryPage, MemoryRecord
 from bridge.results import CaptureResult, WriteResult
 from bridge.doors.http.routes.common import check_caller, execute, identity
 from bridge.doors.http.routes.sharing import write_team

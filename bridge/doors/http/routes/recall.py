@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from bridge import operations as ops
 from bridge.operations import reads
-from bridge.handlers.reads import InjectedContext
+from bridge.results import InjectedContext
 from bridge.doors.http.routes.common import check_caller, execute, identity, recall_out
 from bridge.doors.http.schemas import CALLER_AGENT, CALLER_USER, InjectRequest, RecallRequest, RecallResponse
 

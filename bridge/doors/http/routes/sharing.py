@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
 from bridge.operations import sharing as share_ops
-from bridge.handlers.sharing import ShareResult, TeamResult
+from bridge.results import ShareResult, TeamResult
 from bridge.doors.http.routes.common import execute, identity
 from bridge.doors.http.schemas import VISIBLE_TO, Body
 from identity.model import MemoryIdentity
