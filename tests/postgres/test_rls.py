@@ -179,7 +179,7 @@ async def test_concurrent_updates_of_one_memory_are_never_lost(backend: Postgres
     assert (final.confidence, final.status) == (0.5, Status.PENDING)
     with pytest.raises(Exception) as err:
         await backend.update(BOB, stored.id, MemoryPatch(confidence=0.1))  # another scope: not found, nothing changed
-    assert type(err.value).__name__ == "NotFound" and (await backend.get(ALICE, stored.id)).confidence == 0.5
+    assert type(err.value).__name__ == "BackendNotFound" and (await backend.get(ALICE, stored.id)).confidence == 0.5
 
 
 async def test_ann_index_serves_only_its_scope_and_never_widens_a_search(backend: PostgresBackend, pg_db: TestDatabase) -> None:
