@@ -13,7 +13,8 @@ An import is a series of ordinary writes *as the importer*: each line is a `Reme
 line's scope if the write policy puts it there for this identity (otherwise the line is refused,
 nothing written for it); the provenance is the importer's — a file cannot make anyone the
 author of anything — and the source id and creation time are kept as metadata
-(`imported_from`, `imported_created_at`). Re-importing a file writes nothing new (each line's
+(`imported_from`, `imported_created_at`); the expiry is kept as it was, and a memory that
+has expired by the time of the import is gone (counted as `expired`, not re-created). Re-importing a file writes nothing new (each line's
 idempotency key is derived from its source id and scope).
 """
 
@@ -48,6 +49,7 @@ class ExportSummary:
 class ImportReport:
     written: int = 0
     already_present: int = 0
+    expired: int = 0  # lines whose memory had expired by the import: gone, so not re-created
     refused: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
     dropped_metadata_keys: int = 0
 
@@ -61,7 +63,7 @@ def _line(memory: StoredMemory) -> dict[str, Any]:
         "type": "memory", "memory_id": memory.id, "scope": str(memory.scope), "kind": memory.kind, "status": memory.status.value,
         "content": memory.content, "confidence": memory.confidence, "subject_user_id": memory.subject_user_id,
         "metadata": dict(memory.metadata), "provenance": memory.provenance.to_dict(),
-        "created_at": memory.created_at, "updated_at": memory.updated_at,
+        "created_at": memory.created_at, "updated_at": memory.updated_at, "expires_at": memory.expires_at,
     }
 
 
@@ -135,9 +137,16 @@ async def import_jsonl(bridge: Any, identity: MemoryIdentity, source: Iterable[s
             meta = {k: v for k, v in (record.get("metadata") or {}).items() if not k.startswith(RESERVED_METADATA_PREFIX)}
             report.dropped_metadata_keys += len(record.get("metadata") or {}) - len(meta)
             meta.update({"imported_from": str(record.get("memory_id")), "imported_created_at": float(record.get("created_at") or 0.0)})
+            expires_at = record.get("expires_at")
+            if expires_at is not None:  # the copy lives no longer than the exported memory
+                if isinstance(expires_at, bool) or not isinstance(expires_at, (int, float)):
+                    raise InvalidInput(f"expires_at must be epoch seconds or null, got {type(expires_at).__name__}")
+                if expires_at <= bridge.runtime.clock():
+                    report.expired += 1
+                    continue
             result = await bridge.remember(
                 identity, content, kind, visibility=scope.visibility, department_id=department, idempotency_key=_import_key(record),
-                metadata=meta, confidence=float(record.get("confidence", 1.0)),
+                metadata=meta, confidence=float(record.get("confidence", 1.0)), expires_at=expires_at,
             )
         except (InvalidInput, NotPermitted, TypeError, ValueError) as exc:
             report.refused.append((number, str(exc)))
