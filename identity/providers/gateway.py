@@ -55,6 +55,7 @@ from identity.providers.base import (
     credential_id,
     credential_ids,
     new_session_id,
+    refuse_default_namespace,
     require_credential,
 )
 from identity.state.protocols import NonceCache
@@ -296,12 +297,14 @@ class GatewayProvider:
             items = [] if value == "" else [_decode_id(item, header) for item in value.split(",")]
             return credential_ids(items, f"header {_display(header)}")
 
+        session = one(H_SESSION, required=False)
+        refuse_default_namespace(session, f"header {H_SESSION}")
         return MemoryIdentity(
             tenant_id=one(H_TENANT, required=True),
             user_id=one(H_USER, required=True),
             agent_id=one(H_AGENT, required=True),
             workspace_id=one(H_WORKSPACE, required=False),
-            session_id=one(H_SESSION, required=False) or new_session_id(),
+            session_id=session or new_session_id(),
             permission_version=one(H_VERSION, required=False),
             task_id=one(H_TASK, required=False),
             department_ids=many(H_DEPARTMENTS),

@@ -34,7 +34,7 @@ from adapters.errors import BackendError
 from bridge.errors import VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
-from bridge.doors.edge import build_edge_providers
+from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
 from bridge.doors.http.limits import BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
@@ -272,7 +272,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 identity_settings, service_settings.providers, bridge_settings.home, service_settings.nonce_db_path,
                 shared_state=bridge.state if bridge_settings.state_url is not None else None,
             )
-            auth = EdgeAuthenticator(providers, sessionless=sessionless)
+            auth = EdgeAuthenticator(providers, sessionless=sessionless, session_key=default_session_key(bridge_settings.home))
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
     app.add_middleware(EdgeMiddleware, fastapi_app=app)
     return app
