@@ -152,8 +152,8 @@ class GatewaySettings(_Section):
     previous_secrets: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
     max_age_seconds: float = Field(300.0, gt=0, le=3600)
     max_future_skew_seconds: float = Field(30.0, ge=0, le=300)
-    require_nonce: bool = False
-    require_body_hash: bool = False
+    require_nonce: bool = True  # safe by default: a signed request without a fresh nonce could be replayed
+    require_body_hash: bool = True  # safe by default: a signature without the body digest would carry any body
     #: A SQLite replay cache shared by the processes of one host (default: in-process only).
     nonce_db_path: Path | None = None
     #: Hard cap on live nonces remembered; beyond it new requests get a retryable 503, never a pass.

@@ -34,8 +34,10 @@ decoded id must then pass the id grammar.
 
 The body digest binds the signature to the request body, so a captured signed request cannot be
 replayed with another body inside the window: when `X-VB-Content-SHA256` is signed, the body given
-(its digest, `GatewayRequest.content_sha256`) must match it; `require_body_hash` (forced in production) refuses
-requests without one. The credential carries only the digest — identity never comes from the body.
+(its digest, `GatewayRequest.content_sha256`) must match it; `require_body_hash` refuses requests
+without one. The settings (`VIKING_BRIDGE_GATEWAY__REQUIRE_BODY_HASH`, `__REQUIRE_NONCE`) default
+to requiring both, and production forces them; this class's own defaults stay lax for callers that
+build it by hand and say what they want. The credential carries only the digest — identity never comes from the body.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from identity.errors import IdentityConfigurationError
+from identity.errors import IdentityConfigurationError, InvalidCredential
 from identity.providers import (
     ApiKey,
     ApiKeyProvider,
@@ -92,9 +94,29 @@ async def test_gateway_from_env_with_previous_secret(clean_env):
     clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_NONCE", "true")
     provider = build_provider(load_settings())
     assert isinstance(provider, GatewayProvider)
-    headers = sign_gateway_headers(old, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-123456")
-    assert (await provider.authenticate(GatewayRequest("GET", "/", headers))).user_id == "u"
+    headers = sign_gateway_headers(old, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-123456", body=b"")
+    assert (await provider.authenticate(GatewayRequest("GET", "/", headers, content_sha256=hashlib.sha256(b"").hexdigest()))).user_id == "u"
     assert "n" * 40 not in repr(load_settings())
+
+
+async def test_the_gateway_settings_require_a_nonce_and_a_body_digest_by_default(clean_env):
+    """The safe behaviour is the default (docs/service.md, docs/security.md say the signature
+    binds the body and a request cannot be replayed): a signature without the body digest
+    would carry any body, and one without a nonce could be replayed inside the window."""
+    clean_env.setenv("VIKING_BRIDGE_PROVIDER", "gateway")
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__SECRET", "n" * 40)
+    provider = build_provider(load_settings())
+    empty = hashlib.sha256(b"").hexdigest()
+    no_body = sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-abcdefgh")
+    with pytest.raises(InvalidCredential, match="X-VB-Content-SHA256"):
+        await provider.authenticate(GatewayRequest("GET", "/", no_body, content_sha256=empty))
+    no_nonce = sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", body=b"")
+    with pytest.raises(InvalidCredential, match="X-VB-Nonce"):
+        await provider.authenticate(GatewayRequest("GET", "/", no_nonce, content_sha256=empty))
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_NONCE", "false")  # an explicit, documented opt-out
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_BODY_HASH", "false")
+    lax = build_provider(load_settings())
+    assert (await lax.authenticate(GatewayRequest("GET", "/", sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a")))).user_id == "u"
 
 
 def test_production_refuses_dev_provider_explicitly(clean_env):
