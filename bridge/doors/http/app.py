@@ -217,12 +217,13 @@ def _install_handlers(app: FastAPI) -> None:
         return respond(request, exc)
 
 
-def application(lifespan: Any = None) -> FastAPI:
+def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     """The routes, the error handlers and the spec, without any state: what `create_app`
-    serves and what `bridge.doors.http.openapi` writes to docs/openapi.json."""
+    serves and what `bridge.doors.http.openapi` writes to docs/openapi.json. `docs`: the
+    interactive page at /docs (`VIKING_BRIDGE_SERVICE_DOCS`; off by default)."""
     app = FastAPI(
         title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
-        docs_url="/docs", redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
+        docs_url="/docs" if docs else None, redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
     )
     for module in ROUTERS:
         app.include_router(module.router, responses=None if module is ops else PROBLEM_RESPONSES)
@@ -255,7 +256,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
             if ctx.owns_bridge:
                 await ctx.bridge.aclose()
 
-    app = application(lifespan)
+    app = application(lifespan, docs=service_settings.docs)
     owns = bridge is None
     if bridge is None or auth is None:
         from bridge.facade import open_bridge
