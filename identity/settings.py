@@ -85,6 +85,7 @@ class ClaimSettings(_Section):
     roles: CommaList = ("roles",)
     session_id: CommaList = ()
     permission_version: CommaList = ()
+    task_id: CommaList = ()  # the task a token is scoped to (seed 000 level 3: task memory); empty: none
 
     @field_validator("user_id", "agent_id")
     @classmethod

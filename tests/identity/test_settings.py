@@ -59,6 +59,23 @@ async def test_jwt_from_env_with_nested_settings(clean_env, jwks_server, rsa_key
     assert identity.roles == frozenset({"editor"}) and identity.workspace_id == "alpha"
 
 
+async def test_jwt_task_claim_from_env(clean_env, jwks_server, rsa_key):
+    """VIKING_BRIDGE_JWT__CLAIMS__TASK_ID names the claim of a token's task (task memory, seed 000
+    level 3); without it set, a token's task claim is never read."""
+    clean_env.setenv("VIKING_BRIDGE_PROVIDER", "jwt")
+    clean_env.setenv("VIKING_BRIDGE_JWT__ISSUER", ISSUER)
+    clean_env.setenv("VIKING_BRIDGE_JWT__AUDIENCE", AUDIENCE)
+    clean_env.setenv("VIKING_BRIDGE_JWT__JWKS_URL", JWKS_URL)
+    clean_env.setenv("VIKING_BRIDGE_JWT__CLAIMS__TASK_ID", "task")
+    settings = load_settings()
+    assert settings.jwt.claims.task_id == ("task",)
+    provider = build_provider(settings, http_client=jwks_server.client())
+    assert (await provider.authenticate(BearerToken(rsa_key.mint(task="river-7")))).task_id == "river-7"
+    clean_env.delenv("VIKING_BRIDGE_JWT__CLAIMS__TASK_ID")
+    unmapped = build_provider(load_settings(), http_client=jwks_server.client())
+    assert (await unmapped.authenticate(BearerToken(rsa_key.mint(task="river-7")))).task_id is None
+
+
 async def test_jwt_with_public_key_file(clean_env, tmp_path, rsa_key):
     pem = tmp_path / "idp.pem"
     pem.write_bytes(rsa_key.public_pem())
