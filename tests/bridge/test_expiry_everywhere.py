@@ -160,7 +160,7 @@ async def test_export_leaves_expired_out_and_import_keeps_expiry(world, tmp_path
     bridge, clock, live, gone, _ = world
     ttl = await bridge.remember(ALICE, "rotate the staging keys", "fact", visibility="workspace", ttl_s=600)
     out = io.StringIO()
-    await export_jsonl(bridge, ADMIN, out)
+    await export_jsonl(bridge, ADMIN, out, key=b"k" * 32)
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
     memories = {m["memory_id"]: m for m in lines if m.get("type") == "memory"}
     assert gone.memory_id not in memories and MARK not in out.getvalue()
@@ -168,7 +168,7 @@ async def test_export_leaves_expired_out_and_import_keeps_expiry(world, tmp_path
     assert memories[live.memory_id]["expires_at"] is None
     target = MemoryBridge.open_local(tmp_path / "other", clock=clock)
     try:
-        report = await import_jsonl(target, ADMIN, out.getvalue().splitlines(keepends=True))
+        report = await import_jsonl(target, ADMIN, out.getvalue().splitlines(keepends=True), key=b"k" * 32)
         assert report.ok and report.written == len(memories)
         page = await target.list_memories(ADMIN, WS)
         by_content = {m.content: m for m in page.memories}
@@ -176,7 +176,7 @@ async def test_export_leaves_expired_out_and_import_keeps_expiry(world, tmp_path
         clock.advance(700)  # the imported copy expires when its source would have
         seen = await target.list_memories(ADMIN, WS)
         assert "rotate the staging keys" not in {m.content for m in seen.memories}
-        again = await import_jsonl(target, ADMIN, out.getvalue().splitlines(keepends=True))
+        again = await import_jsonl(target, ADMIN, out.getvalue().splitlines(keepends=True), key=b"k" * 32)
         assert again.ok and again.expired == 1 and again.written == 0  # expired by now: gone, not re-created
     finally:
         await target.aclose()
