@@ -19,6 +19,8 @@ the prefix.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -193,8 +195,24 @@ def _env_name(loc: tuple[Any, ...]) -> str:
     return ENV_PREFIX + "__".join(str(part).upper() for part in loc if not isinstance(part, int))
 
 
+_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # a host's unexpanded ${NAME}; a bare $ may be in a secret
+
+
+def refuse_placeholders(environ: Mapping[str, str] | None = None, prefix: str = "VIKING_BRIDGE_") -> None:
+    """`IdentityConfigurationError` naming every `prefix*` variable whose value still holds a
+    `${NAME}` placeholder a host config did not expand. Checked before anything is
+    opened, so a home literally named `${VIKING_BRIDGE_HOME}` is never created."""
+    env = os.environ if environ is None else environ
+    bad = sorted(name for name, value in env.items() if name.startswith(prefix) and isinstance(value, str) and _PLACEHOLDER.search(value))
+    if bad:
+        raise IdentityConfigurationError(
+            f"unexpanded placeholder in {', '.join(bad)}: the host passed a literal ${{...}} instead of a value; set them to real values"
+        )
+
+
 def load_settings(env_file: str | Path | None = None, **overrides: Any) -> IdentitySettings:
     """Read settings from the environment (and `env_file`); errors name the variable."""
+    refuse_placeholders()
     try:
         return IdentitySettings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
     except ValidationError as exc:

@@ -349,6 +349,9 @@ class BridgeSettings(BaseSettings):
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:
+    from identity.settings import refuse_placeholders  # one rule for both: nothing is opened with a literal ${...}
+
+    refuse_placeholders()
     try:
         return BridgeSettings(**overrides)
     except ValidationError as exc:
