@@ -84,7 +84,7 @@ class MemoryBridge(OperationMethods, ReadMethods):
         return opening.from_settings(cls, settings, **kwargs)
 
     # the parts, for callers and tests that need them
-    backend = property(lambda self: self.runtime.backend)
+    backend = property(lambda self: self.runtime.store)  # the raw store (expired records included)
     state = property(lambda self: self.runtime.state)
     sessions = property(lambda self: self.runtime.sessions)
     policy = property(lambda self: self.runtime.policy)

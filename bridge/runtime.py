@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from adapters.base import MemoryBackend
+from adapters.live import live_view, raw_store
 from bridge.capture.extract import Extractor, RuleExtractor
 from bridge.operations.limits import Limits
 from bridge.policy import Policy
@@ -45,3 +46,12 @@ class BridgeRuntime:
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)
+    #: The raw store, expired records included: only for the paths that must see them to remove
+    #: them (the purge, the write path and recovery, erasure, the recall guard). Set from `backend`.
+    store: MemoryBackend = field(init=False)
+
+    def __post_init__(self) -> None:
+        # `backend` is what every handler reads through: the store seen by the one liveness rule
+        # (adapters/live.py), judged at this runtime's clock as it is when read (tests move it).
+        self.store = raw_store(self.backend)
+        self.backend = live_view(self.store, lambda: self.clock())

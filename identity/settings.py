@@ -19,6 +19,8 @@ the prefix.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -85,6 +87,7 @@ class ClaimSettings(_Section):
     roles: CommaList = ("roles",)
     session_id: CommaList = ()
     permission_version: CommaList = ()
+    task_id: CommaList = ()  # the task a token is scoped to (seed 000 level 3: task memory); empty: none
 
     @field_validator("user_id", "agent_id")
     @classmethod
@@ -152,8 +155,8 @@ class GatewaySettings(_Section):
     previous_secrets: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
     max_age_seconds: float = Field(300.0, gt=0, le=3600)
     max_future_skew_seconds: float = Field(30.0, ge=0, le=300)
-    require_nonce: bool = False
-    require_body_hash: bool = False
+    require_nonce: bool = True  # safe by default: a signed request without a fresh nonce could be replayed
+    require_body_hash: bool = True  # safe by default: a signature without the body digest would carry any body
     #: A SQLite replay cache shared by the processes of one host (default: in-process only).
     nonce_db_path: Path | None = None
     #: Hard cap on live nonces remembered; beyond it new requests get a retryable 503, never a pass.
@@ -192,8 +195,24 @@ def _env_name(loc: tuple[Any, ...]) -> str:
     return ENV_PREFIX + "__".join(str(part).upper() for part in loc if not isinstance(part, int))
 
 
+_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # a host's unexpanded ${NAME}; a bare $ may be in a secret
+
+
+def refuse_placeholders(environ: Mapping[str, str] | None = None, prefix: str = "VIKING_BRIDGE_") -> None:
+    """`IdentityConfigurationError` naming every `prefix*` variable whose value still holds a
+    `${NAME}` placeholder a host config did not expand. Checked before anything is
+    opened, so a home literally named `${VIKING_BRIDGE_HOME}` is never created."""
+    env = os.environ if environ is None else environ
+    bad = sorted(name for name, value in env.items() if name.startswith(prefix) and isinstance(value, str) and _PLACEHOLDER.search(value))
+    if bad:
+        raise IdentityConfigurationError(
+            f"unexpanded placeholder in {', '.join(bad)}: the host passed a literal ${{...}} instead of a value; set them to real values"
+        )
+
+
 def load_settings(env_file: str | Path | None = None, **overrides: Any) -> IdentitySettings:
     """Read settings from the environment (and `env_file`); errors name the variable."""
+    refuse_placeholders()
     try:
         return IdentitySettings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
     except ValidationError as exc:

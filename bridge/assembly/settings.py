@@ -40,11 +40,15 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
                                                  scope GLOBAL_COLLECTION (default: COLLECTION); the write
                                                  ledger (idempotent retries) lives in LEDGER_DIR (default
                                                  HOME/viking)
-    every secret (STATE_URL, STATE_MIGRATE_URL, MEMORY_URL, EMBEDDER_API_KEY, OPENVIKING__ROOT_API_KEY,
+    every secret (STATE_URL, STATE_MIGRATE_URL, MEMORY_URL, EMBEDDER_API_KEY, EXPORT_KEY, OPENVIKING__ROOT_API_KEY,
         OPENVIKING__KEY_STORE_SECRET, VIKING__API_KEY, VIKING__ACCESS_KEY, VIKING__SECRET_KEY) may instead
         be read from a file: VIKING_BRIDGE_<NAME>_FILE=/run/secrets/... (the way container secrets are
         mounted; surrounding whitespace is stripped). Setting both, or an unreadable or empty file, is a
         ConfigurationError naming the setting.
+    VIKING_BRIDGE_EXPORT_KEY            unset    the key export files are sealed with (HMAC-SHA256; at least 32
+                                                 characters); unset: HOME/export-seal.key, made on first use. An
+                                                 import checks the seal with the same key, so deployments that
+                                                 exchange files share it
     VIKING_BRIDGE_MEMORY_URL            unset    the memory backend's postgresql:// URL (default: STATE_URL)
     VIKING_BRIDGE_EMBEDDER              auto     auto | hashing | semantic | hybrid | openai. auto: a local
                                                  store keeps the embedder it recorded, a new one gets the
@@ -246,6 +250,8 @@ class BridgeSettings(BaseSettings):
     embedder_model: str | None = None
     embedder_dimension: int | None = Field(None, ge=8, le=16_000)
     embedder_api_key: SecretStr | None = None
+    #: The key of export seals (HMAC-SHA256); unset: HOME/export-seal.key, made on first export.
+    export_key: SecretStr | None = None
     roles_file: Path | None = None
     quota_tenant_max_memories: int | None = Field(None, ge=0)
     quota_tenant_max_bytes: int | None = Field(None, ge=0)
@@ -343,6 +349,9 @@ class BridgeSettings(BaseSettings):
 
 
 def load_bridge_settings(**overrides: Any) -> BridgeSettings:
+    from identity.settings import refuse_placeholders  # one rule for both: nothing is opened with a literal ${...}
+
+    refuse_placeholders()
     try:
         return BridgeSettings(**overrides)
     except ValidationError as exc:

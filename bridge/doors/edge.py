@@ -11,18 +11,21 @@ nonce cache shared by every worker and replica.
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
 from bridge.errors import ConfigurationError
 from identity.model import MemoryIdentity
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
-from identity.providers.base import IdentityProvider
+from identity.providers.base import DEFAULT_SESSION_PREFIX, IdentityProvider
 from identity.providers.gateway import GatewayProvider
 from identity.settings import IdentitySettings, build_provider
 from identity.state.nonces import SqliteNonceCache
 
-__all__ = ["build_edge_providers", "default_session_id", "LOG_CONFIG"]
+__all__ = ["build_edge_providers", "default_session_id", "default_session_key", "LOG_CONFIG"]
 
 #: The log configuration of every door served over a socket (the HTTP service, MCP over HTTP):
 #: the access log on stdout, everything else on stderr, and uvicorn's own access log off, since it
@@ -45,9 +48,43 @@ LOG_CONFIG = {
 }
 
 
-def default_session_id(identity: MemoryIdentity) -> str:
-    """The session of requests that name none: a function of everything that decides access."""
-    return "dflt" + hashlib.sha256(f"vb-default-session|{identity.fingerprint}".encode()).hexdigest()[:32]
+#: The key of default session ids, beside the bridge's state in its home (one per deployment: every
+#: worker and door of one home derives the same ids, so a retry lands in the same session).
+SESSION_KEY_FILE = "default-session.key"
+
+
+def default_session_key(home: Path) -> bytes:
+    """The server's secret for default session ids: read from `home`, created there (0600) on first
+    use. Replicas with different homes derive different ids — each binds its own default session
+    for a caller, which costs a binding, never access."""
+    path = Path(home) / SESSION_KEY_FILE
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another worker created it first: use theirs
+            text = path.read_text(encoding="ascii").strip()
+        else:
+            text = secrets.token_hex(32)
+            with os.fdopen(fd, "w", encoding="ascii") as out:
+                out.write(text + "\n")
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise ConfigurationError(f"{path} does not hold a default-session key (hex, at least 16 bytes); delete it to make a new one")
+    return key
+
+
+def default_session_id(identity: MemoryIdentity, key: bytes) -> str:
+    """The session of requests that name none: keyed with the server's secret (so nobody can compute
+    another user's), over everything that decides access. Its namespace is the server's alone: a
+    client that names an id there is refused (`identity.providers.base.refuse_default_namespace`)."""
+    mac = hmac.new(key, f"vb-default-session|{identity.fingerprint}".encode(), hashlib.sha256).hexdigest()
+    return DEFAULT_SESSION_PREFIX + mac[:32]
 
 
 def build_edge_providers(

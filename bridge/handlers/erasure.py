@@ -32,7 +32,7 @@ PAGE_SIZE = 500
 async def _pages(rt: BridgeRuntime, key: ScopeKey) -> AsyncIterator[tuple[StoredMemory, ...]]:
     cursor: str | None = None
     while True:
-        page = await rt.backend.list_page(key, cursor=cursor, limit=PAGE_SIZE)
+        page = await rt.store.list_page(key, cursor=cursor, limit=PAGE_SIZE)
         if page.memories:
             yield page.memories
         if page.next_cursor is None:
@@ -55,7 +55,7 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
 
     async def erase(key: ScopeKey, doomed: list[StoredMemory]) -> None:
         for memory in doomed:
-            if await rt.backend.delete(key, memory.id):
+            if await rt.store.delete(key, memory.id):
                 await release_memories(rt, [memory])  # its quota space is free again
             removed.append(memory.id)
             touched.add(key)
@@ -64,12 +64,12 @@ async def forget_subject(rt: BridgeRuntime, identity: MemoryIdentity, op: Forget
         if rt.policy.includes_global_of(tenant):
             async for page in _pages(rt, ScopeKey.global_()):
                 await erase(ScopeKey.global_(), [m for m in page if author_tenant(m) == tenant and about_subject(m)])
-        for key in await rt.backend.list_scopes(tenant):
+        for key in await rt.store.list_scopes(tenant):
             whole = key.personal_user_id == subject  # private, agent-owned and task scopes of the subject
             async for page in _pages(rt, key):
                 await erase(key, list(page) if whole else [m for m in page if about_subject(m)])
-        if isinstance(rt.backend, SubjectEraser):  # adapter bookkeeping (capture records, registries)
-            detail["backend_traces"] = await rt.backend.erase_subject_traces(tenant, subject)
+        if isinstance(rt.store, SubjectEraser):  # adapter bookkeeping (capture records, registries)
+            detail["backend_traces"] = await rt.store.erase_subject_traces(tenant, subject)
         await rt.state.manifests.purge_memory_ids(set(removed))
         detail["manifests"] = await rt.state.manifests.purge_user(tenant, subject)  # task texts are personal data too
         detail["grants"] = await rt.state.grants.purge_grantee(tenant, subject)

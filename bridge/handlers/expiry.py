@@ -35,7 +35,7 @@ PAGE_SIZE = 500
 async def _expired(rt: BridgeRuntime, key: ScopeKey, now: float) -> AsyncIterator[StoredMemory]:
     cursor: str | None = None
     while True:
-        page = await rt.backend.list_page(key, cursor=cursor, limit=PAGE_SIZE)
+        page = await rt.store.list_page(key, cursor=cursor, limit=PAGE_SIZE)
         for memory in page.memories:
             if memory.scope == key and memory.expired(now):
                 yield memory
@@ -47,7 +47,7 @@ async def _expired(rt: BridgeRuntime, key: ScopeKey, now: float) -> AsyncIterato
 async def purge_expired(rt: BridgeRuntime, identity: MemoryIdentity, op: PurgeExpired) -> PurgeReport:
     may_purge_expired(identity)
     tenant, now = identity.tenant_id, rt.clock()
-    scopes = list(await rt.backend.list_scopes(tenant))
+    scopes = list(await rt.store.list_scopes(tenant))
     include_global = rt.policy.includes_global_of(tenant)
     if include_global:
         scopes.append(ScopeKey.global_())

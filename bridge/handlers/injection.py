@@ -45,8 +45,6 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
         memory = await rt.backend.get(key, memory_id)
         if memory.status is not Status.ACTIVE:
             raise ManifestError(f"{key}#{memory_id} is {memory.status.value}; only active memories can be injected")
-        if memory.expired(rt.clock()):  # an expired memory is gone for everyone, even before the purge deletes it
-            raise ManifestError(f"{key}#{memory_id} has expired; it cannot be injected")
         entries.append((key, memory_id))
     return entries
 
@@ -62,7 +60,6 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
     if not result.complete:
         raise RecallIncomplete("injection search failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes)
-    hits = [h for h in hits if not h.memory.expired(rt.clock())]  # second wall, as the recall guard
     return [(h.scope, h.memory.id) for h in hits]
 
 

@@ -120,6 +120,7 @@ async def promote(rt: BridgeRuntime, identity: MemoryIdentity, op: Promote) -> W
         confidence=source.confidence,
         subject_user_id=source.subject_user_id,
         metadata=metadata,
+        expires_at=source.expires_at,  # a copy lives no longer than its source (the source read is live: rt.backend)
     )
     plan = WritePlan(decision.target, copy, decision.reason, None, action="promote", detail={"from": f"{source.scope}#{source.id}", "superseded": decision.supersede_source})
     result = await store(rt, identity, plan)

@@ -5,7 +5,8 @@ Every permission is the policy's (`bridge/policy/__init__.py`, `bridge/policy/re
 fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
 the memory ids, never content); an edit is an `edit` row naming the fields changed, never their
 values. A memory the caller may not see in a scope it may read is reported as absent
-(`NotFound`), so a pending proposal's existence does not leak to readers of the scope.
+(`NotFound`), so a pending proposal's existence does not leak to readers of the scope. An
+expired memory is absent too: `rt.backend` is the live view (adapters/live.py), for every handler.
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory)
     memory = await rt.backend.get(key, memory_id)
     if not may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
         raise NotFound(f"no memory {memory_id} in {key}")
-    if memory.expired(rt.clock()):  # expired = gone for every reader; the purge deletes it
-        raise NotFound(f"no memory {memory_id} in {key} (it expired at {memory.expires_at})")
     await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "get"})
     return MemoryRecord.of(memory, reason)
 
@@ -65,7 +64,7 @@ async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey
     idempotency key stored, per writer), read-checked exactly as `get_memory`; else NotFound."""
     reason = read_reason(rt.policy, identity, op.scope, await _grants(rt, identity), rt.clock())
     memory = await rt.backend.find_by_idempotency_key(op.scope, backend_key(identity, op.scope, op.key, ""))
-    if (memory is None or memory.scope != op.scope or memory.expired(rt.clock())  # expired = gone, as for get_memory
+    if (memory is None or memory.scope != op.scope
             or not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id)):
         raise NotFound(f"no memory with key {op.key!r} written by {identity.principal} in {op.scope}")
     await rt.state.audit.append(identity, "recall", memory_ids=[memory.id], scopes=[op.scope], detail={"operation": "find_by_key"})
@@ -76,8 +75,7 @@ async def list_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMem
     reason = await _read_reason(rt, identity, op.scope)
     status = Status(op.status)
     page = await rt.backend.list_page(op.scope, cursor=op.cursor, limit=op.limit, statuses=frozenset({status}))
-    now = rt.clock()  # expired memories are never listed (a page may come back short; the cursor still walks on)
-    shown = [m for m in page.memories if m.scope == op.scope and not m.expired(now) and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
+    shown = [m for m in page.memories if m.scope == op.scope and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
     await rt.state.audit.append(identity, "recall", memory_ids=[m.id for m in shown], scopes=[op.scope], detail={"operation": "list"})
     return MemoryPage(memories=tuple(MemoryRecord.of(m, reason) for m in shown), next_cursor=page.next_cursor)
 

@@ -47,7 +47,7 @@ def _readable_layers(rt: BridgeRuntime, parent: MemoryIdentity, layers: tuple[st
 
 async def _searched(rt: BridgeRuntime, scopes: ScopeSet, task: str, kinds: frozenset[str] | None) -> list[Candidate]:
     try:
-        result = await rt.backend.search(SearchQuery(scopes, task, limit=rt.limits.candidate_limit, kinds=kinds))
+        result = await rt.backend.search(SearchQuery(scopes, task, limit=rt.limits.candidate_limit, kinds=kinds, now=rt.clock()))
     except BackendError as exc:
         if not exc.retryable:
             raise

@@ -7,6 +7,10 @@ copies it holds (`created=False`) and writes nothing new — that is what makes 
 resumable with no journal. Lineage (`derived_from`) is translated to the target's ids: a memory
 whose parent has not been copied yet waits until it has (parents are copied first).
 
+Expired memories are gone (adapters/live.py): the source is read through the liveness rule at
+one instant, `now`, so a memory expired by then is neither counted nor copied, and every copy
+keeps its source's `expires_at`.
+
 It never reads a scope the source did not list for that tenant, never writes a scope other than
 the one it read from, and never decides visibility: a migration moves records, the policy stays.
 """
@@ -14,10 +18,12 @@ the one it read from, and never decides visibility: a migration moves records, t
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from adapters.base import MemoryBackend, Status, StoredMemory
+from adapters.live import live_view
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.migrate.records import migration_key, to_new_memory
@@ -103,11 +109,14 @@ async def count(backend: MemoryBackend, scopes: Sequence[ScopeKey]) -> int:
 
 async def copy_memories(
     source: MemoryBackend, target: MemoryBackend, scopes: Sequence[ScopeKey], *, progress: Progress | None = None,
-    concurrency: int = 4,
+    concurrency: int = 4, now: float | None = None,
 ) -> CopyReport:
-    """Copy `scopes` from `source` to `target` (see the module docstring)."""
+    """Copy the memories of `scopes` live at `now` (default: the call's start) from `source` to
+    `target` (see the module docstring)."""
     if concurrency < 1:
         raise InvalidInput("concurrency must be at least 1")
+    at = time.time() if now is None else now
+    source = live_view(source, lambda: at)
     progress = progress or _Silent()
     progress.start(await count(source, scopes))
     report = CopyReport()

@@ -40,11 +40,11 @@ def _provenance_fields(p: Provenance) -> dict[str, object]:
 
 def to_new_memory(memory: StoredMemory, id_map: Mapping[str, str]) -> NewMemory:
     """The `put` that recreates `memory` on the target: every field but the id and `updated_at`
-    (which the target stamps), with lineage translated to the target's ids."""
+    (which the target stamps), the expiry included, with lineage translated to the target's ids."""
     return NewMemory(
         content=memory.content, kind=memory.kind, provenance=relinked(memory.provenance, id_map), status=memory.status,
         confidence=memory.confidence, subject_user_id=memory.subject_user_id, metadata=dict(memory.metadata),
-        created_at=memory.created_at,
+        created_at=memory.created_at, expires_at=memory.expires_at,
     )
 
 
@@ -57,5 +57,6 @@ def fingerprint(memory: StoredMemory, lineage: Mapping[str, str] | None = None) 
         "confidence": round(memory.confidence, 6), "subject": memory.subject_user_id,
         "metadata": sorted((k, v) for k, v in memory.metadata.items()),
         "provenance": provenance.to_dict(), "created_at": round(memory.created_at, 3),
+        "expires_at": None if memory.expires_at is None else round(memory.expires_at, 3),
     }
     return hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()

@@ -8,6 +8,7 @@ the operator the command was run as, the two endpoints (credentials redacted) an
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -61,8 +62,9 @@ async def migrate(
     if state is None:
         raise ConfigurationError(f"{target.spec} keeps no bridge state: give the state the migration is audited in")
     scopes = await scopes_of(source.backend, tenants, include_global)
-    copied = await copy_memories(source.backend, target.backend, scopes, progress=progress, concurrency=concurrency)
-    checked = await verify(source.backend, target.backend, scopes) if check else None
+    now = time.time()  # one instant for liveness: what the copy leaves out as expired, the check expects on neither side
+    copied = await copy_memories(source.backend, target.backend, scopes, progress=progress, concurrency=concurrency, now=now)
+    checked = await verify(source.backend, target.backend, scopes, now=now) if check else None
     report = MigrationReport(source.spec, target.spec, tuple(dict.fromkeys(tenants)), copied, checked)
     run = secrets.token_hex(6)
     for tenant in report.tenants:

@@ -9,10 +9,12 @@ memories that no source memory explains, and one digest per side over the sorted
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from adapters.base import MemoryBackend
+from adapters.live import live_view
 from adapters.scopes import ScopeKey
 from bridge.migrate.copy import _pages
 from bridge.migrate.records import fingerprint, migration_key
@@ -64,9 +66,13 @@ def _digest(prints: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(prints)).encode()).hexdigest()
 
 
-async def verify(source: MemoryBackend, target: MemoryBackend, scopes: Sequence[ScopeKey]) -> VerifyReport:
-    """Compare `scopes` on both sides. Lineage may point into another scope, so every copy is
-    found first and compared once all source ids are mapped (this holds the pairs in memory)."""
+async def verify(source: MemoryBackend, target: MemoryBackend, scopes: Sequence[ScopeKey], *, now: float | None = None) -> VerifyReport:
+    """Compare `scopes` on both sides, each read through the liveness rule at `now` (the copy's
+    instant; default the call's start), so an expired memory is expected on neither side. Lineage
+    may point into another scope, so every copy is found first and compared once all source ids
+    are mapped (this holds the pairs in memory)."""
+    at = time.time() if now is None else now
+    source, target = live_view(source, lambda: at), live_view(target, lambda: at)
     checks = {str(scope): ScopeCheck(str(scope)) for scope in scopes}
     source_prints: dict[str, list[str]] = {key: [] for key in checks}
     id_map: dict[str, str] = {}

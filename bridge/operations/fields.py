@@ -51,16 +51,26 @@ def purpose(value: object) -> Purpose:
     return parse_purpose(value)
 
 
-def text(value: object, what: str) -> str:
-    """A non-empty string that every store can encode (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(f"{what} must not be empty")
+def encodable(value: str, what: str) -> None:
+    """`InvalidInput` for text some store cannot hold: lone surrogates (not UTF-8) and NUL, which
+    PostgreSQL refuses in text and JSON. Refused here, for every store alike, so a memory the local
+    store accepted can always be migrated, and a query with a NUL is the caller's mistake (400),
+    not a backend failure."""
+    if "\x00" in value:
+        raise InvalidInput(f"{what} contains a NUL character, which not every store can hold")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(f"{what} contains characters that are not valid Unicode text (lone surrogates)") from None
+
+
+def text(value: object, what: str) -> str:
+    """A non-empty string that every store can encode (`encodable`)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} must not be empty")
+    encodable(value, what)
     return value
 
 
@@ -148,10 +158,7 @@ def metadata(value: object) -> Mapping[str, Any]:
             if not math.isfinite(item):
                 raise InvalidInput(f"metadata value for {key!r} must be a finite number")
         elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput(f"metadata value for {key!r} contains lone surrogates") from None
+            encodable(item, f"metadata value for {key!r}")
         else:
             raise InvalidInput(f"metadata value for {key!r} must be a string, number, boolean or null")
     return MappingProxyType(data)

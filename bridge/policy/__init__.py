@@ -322,7 +322,9 @@ class Policy:
         """`manifest` was issued to exactly this child, and it and every manifest it was derived
         from (`chain`, nearest first) are still usable: revoking or expiring a source ends it."""
         if (manifest.tenant_id, manifest.user_id, manifest.child_agent_id) != (child.tenant_id, child.user_id, child.agent_id):
-            raise ManifestError(f"manifest {manifest.manifest_id} was not issued to {child.principal}")
+            # worded exactly as a manifest that does not exist: another tenant's (or user's, or
+            # agent's) manifest id must not be told apart from a made-up one
+            raise ManifestError(f"no injection manifest {manifest.manifest_id!r}")
         last = chain[-1] if chain else manifest
         if last.parent_manifest_id is not None:
             raise ManifestError(f"manifest {manifest.manifest_id} derives from {last.parent_manifest_id}, which no longer exists")

@@ -23,7 +23,7 @@ async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     # `now`: the bridge's clock; every adapter excludes memories expired by then inside its query
     ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds, now=rt.clock())
     try:
-        result = await rt.backend.search(ctx.query)
+        result = await rt.store.search(ctx.query)  # raw: the guard applies the liveness rule and reports a backend that broke it
     except BackendError as exc:  # any backend failure of the whole fan-out: closed, typed, audited
         keys = tuple(ctx.scopes.keys)
         raise RecallIncomplete(f"recall failed closed: the backend could not search any of {len(keys)} scope(s): {exc}", keys, (str(exc),)) from exc

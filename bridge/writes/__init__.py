@@ -186,7 +186,7 @@ def backend_key(identity: MemoryIdentity, scope: ScopeKey, caller_key: str | Non
 async def store(rt: BridgeRuntime, identity: MemoryIdentity, plan: WritePlan, *, reserved: bool = False) -> WriteResult:
     """Carry `plan` to the backend (steps 0-4 above). `reserved`: the caller already took the
     quota for it (a batch reserves as one, `reserve`)."""
-    scope, backend = plan.scope, rt.backend
+    scope, backend = plan.scope, rt.store
     key = backend_key(identity, scope, plan.idempotency_key, f"{plan.memory.kind}|{plan.memory.content}")
     if not reserved:
         await reserve(rt, identity, [plan])
@@ -245,16 +245,16 @@ async def _put(rt: BridgeRuntime, identity: MemoryIdentity, scope: ScopeKey, mem
     for the new write (an idempotent hit) — it is retired first, as the purge would, and the
     write lands."""
     try:
-        stored = await rt.backend.put(scope, memory, idempotency_key=key)
+        stored = await rt.store.put(scope, memory, idempotency_key=key)
     except BackendConflict:
-        holder = await rt.backend.find_by_idempotency_key(scope, key)
+        holder = await rt.store.find_by_idempotency_key(scope, key)
         if holder is None or not holder.expired(rt.clock()):
             raise
         await retire_expired(rt, identity, scope, holder)
-        return await rt.backend.put(scope, memory, idempotency_key=key)
+        return await rt.store.put(scope, memory, idempotency_key=key)
     if stored.created is False and stored.expired(rt.clock()):
         await retire_expired(rt, identity, scope, stored)
-        return await rt.backend.put(scope, memory, idempotency_key=key)
+        return await rt.store.put(scope, memory, idempotency_key=key)
     return stored
 
 
@@ -265,7 +265,7 @@ async def retire_expired(rt: BridgeRuntime, identity: MemoryIdentity, key: Scope
     another purger or a forget got there first (they audited it)."""
     intent = await rt.state.audit.begin_intent(identity, "expired", key, memory.id)
     try:
-        deleted = await rt.backend.delete(key, memory.id)
+        deleted = await rt.store.delete(key, memory.id)
     except BackendNotFound:
         deleted = False
     if not deleted:

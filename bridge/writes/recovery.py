@@ -33,14 +33,14 @@ log = logging.getLogger("viking_bridge")
 
 def _where(rt: BridgeRuntime) -> str:
     state = getattr(rt.state, "path", None)
-    store = getattr(rt.backend, "root", None) or getattr(rt.backend, "path", None)
-    return f"(store {store or rt.backend.name}, bridge state {state or 'in memory'})"
+    store = getattr(rt.store, "root", None) or getattr(rt.store, "path", None)
+    return f"(store {store or rt.store.name}, bridge state {state or 'in memory'})"
 
 
 async def check_store_binding(rt: BridgeRuntime, *, reinitialise: bool = False) -> None:
-    if not isinstance(rt.backend, StoreBinding):
+    if not isinstance(rt.store, StoreBinding):
         return
-    marker = await rt.backend.store_marker()
+    marker = await rt.store.store_marker()
     audit = rt.state.audit
     bound = await audit.bound_store()
     if reinitialise:
@@ -60,21 +60,21 @@ async def check_store_binding(rt: BridgeRuntime, *, reinitialise: bool = False) 
         raise CorruptStorage(
             f"the memory store is not the one this bridge state describes {_where(rt)}: store id {marker.store_id} "
             f"!= recorded {bound.store_id} (replaced, emptied or recreated store?); restore it, or re-initialise explicitly (--reinitialise)",
-            path=str(getattr(rt.backend, "root", "")) or None,
+            path=str(getattr(rt.store, "root", "")) or None,
         )
     if marker.writes < bound.writes:
         raise CorruptStorage(
             f"the memory store has {marker.writes} committed writes but the bridge state recorded {bound.writes} {_where(rt)}: "
             "the store was rolled back or lost data; restore it, or re-initialise explicitly (--reinitialise)",
-            path=str(getattr(rt.backend, "root", "")) or None,
+            path=str(getattr(rt.store, "root", "")) or None,
         )
 
 
 async def _landed_write(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ...] | None:
     """The memory a put announced by `intent` stored, if it landed."""
-    finder = getattr(rt.backend, "find_by_idempotency_key", None)
+    finder = getattr(rt.store, "find_by_idempotency_key", None)
     if finder is None:
-        raise _CannotTell(f"backend {rt.backend.name} cannot look writes up by idempotency key")
+        raise _CannotTell(f"backend {rt.store.name} cannot look writes up by idempotency key")
     memory = await finder(intent.scope, intent.backend_key)
     return None if memory is None else (memory.id,)
 
@@ -82,7 +82,7 @@ async def _landed_write(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ..
 async def _landed_forget(rt: BridgeRuntime, intent: WriteIntent) -> tuple[str, ...] | None:
     """The memory a forget announced by `intent` deleted, if the delete landed."""
     try:
-        await rt.backend.get(intent.scope, intent.backend_key)
+        await rt.store.get(intent.scope, intent.backend_key)
     except BackendNotFound:
         await rt.state.manifests.purge_memory_ids({intent.backend_key})  # the step after the delete
         return (intent.backend_key,)
@@ -110,7 +110,7 @@ async def reconcile_intents(rt: BridgeRuntime) -> int:
     by checking the memory is gone; an interrupted erasure is recorded as such. A change that
     never landed only closes its intent.
     """
-    audit, backend = rt.state.audit, rt.backend
+    audit, backend = rt.state.audit, rt.store
     recovered = 0
     for intent in await audit.open_intents():
         try:

@@ -31,6 +31,8 @@ __all__ = [
     "GatewayRequest",
     "IdentityProvider",
     "NARROWABLE_FIELDS",
+    "DEFAULT_SESSION_PREFIX",
+    "refuse_default_namespace",
     "narrow",
     "new_session_id",
     "require_credential",
@@ -130,6 +132,19 @@ def _field_name(key: object) -> str:
 NARROWABLE_FIELDS = frozenset({"session_id"})
 """The only identity field a request may choose. Everything else comes from the credential."""
 
+DEFAULT_SESSION_PREFIX = "dflt"
+"""The namespace of default sessions (bridge/doors/edge.py): ids the server derives for a caller
+whose credential names no session. Only the server puts an id there — a client (a request
+header, a gateway header, a token claim) that names one is refused, since binding another
+user's default session to oneself would lock that user out of their own."""
+
+
+def refuse_default_namespace(session_id: object, source: str) -> None:
+    """`Forbidden` for a session id in the default-session namespace chosen by anyone but the server."""
+    if isinstance(session_id, str) and session_id.startswith(DEFAULT_SESSION_PREFIX):
+        raise Forbidden(f"{source} names a session id in the server's default-session namespace ({DEFAULT_SESSION_PREFIX}...); "
+                        "send no session to use your default one, or start a session")
+
 
 def narrow(identity: MemoryIdentity, requested: Mapping[str, object] | None = None) -> MemoryIdentity:
     """Apply what a request asked for to an authenticated identity — which can only be a session.
@@ -157,6 +172,7 @@ def narrow(identity: MemoryIdentity, requested: Mapping[str, object] | None = No
     session_id = requested.get("session_id")
     if session_id is None:
         return identity
+    refuse_default_namespace(session_id, "the request")
     try:
         return identity.with_session(session_id)  # type: ignore[arg-type]
     except InvalidIdError as exc:

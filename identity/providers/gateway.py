@@ -34,8 +34,10 @@ decoded id must then pass the id grammar.
 
 The body digest binds the signature to the request body, so a captured signed request cannot be
 replayed with another body inside the window: when `X-VB-Content-SHA256` is signed, the body given
-(its digest, `GatewayRequest.content_sha256`) must match it; `require_body_hash` (forced in production) refuses
-requests without one. The credential carries only the digest — identity never comes from the body.
+(its digest, `GatewayRequest.content_sha256`) must match it; `require_body_hash` refuses requests
+without one. The settings (`VIKING_BRIDGE_GATEWAY__REQUIRE_BODY_HASH`, `__REQUIRE_NONCE`) default
+to requiring both, and production forces them; this class's own defaults stay lax for callers that
+build it by hand and say what they want. The credential carries only the digest — identity never comes from the body.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from identity.providers.base import (
     credential_id,
     credential_ids,
     new_session_id,
+    refuse_default_namespace,
     require_credential,
 )
 from identity.state.protocols import NonceCache
@@ -296,12 +299,14 @@ class GatewayProvider:
             items = [] if value == "" else [_decode_id(item, header) for item in value.split(",")]
             return credential_ids(items, f"header {_display(header)}")
 
+        session = one(H_SESSION, required=False)
+        refuse_default_namespace(session, f"header {H_SESSION}")
         return MemoryIdentity(
             tenant_id=one(H_TENANT, required=True),
             user_id=one(H_USER, required=True),
             agent_id=one(H_AGENT, required=True),
             workspace_id=one(H_WORKSPACE, required=False),
-            session_id=one(H_SESSION, required=False) or new_session_id(),
+            session_id=session or new_session_id(),
             permission_version=one(H_VERSION, required=False),
             task_id=one(H_TASK, required=False),
             department_ids=many(H_DEPARTMENTS),

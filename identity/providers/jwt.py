@@ -33,6 +33,7 @@ from identity.providers.base import (
     credential_id,
     credential_ids,
     new_session_id,
+    refuse_default_namespace,
     require_credential,
 )
 from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, KeySource
@@ -194,7 +195,9 @@ class JwtProvider:
         user = self._scalar(claims, m.user_id, "user_id")
         agent = self._scalar(claims, m.agent_id, "agent_id", default=self.default_agent_id)
         workspace = self._scalar(claims, m.workspace_id, "workspace_id", optional=True)
-        session = self._scalar(claims, m.session_id, "session_id", optional=True) or new_session_id()
+        session = self._scalar(claims, m.session_id, "session_id", optional=True)
+        refuse_default_namespace(session, "the token's session claim")
+        session = session or new_session_id()
         version = self._scalar(claims, m.permission_version, "permission_version", optional=True)
         task = self._scalar(claims, m.task_id, "task_id", optional=True)
         return MemoryIdentity(

@@ -199,3 +199,17 @@ async def test_forget_purges_only_the_manifests_that_hold_the_id(bridge):
     for sql in touching:
         plan = " | ".join(row[-1] for row in bridge.state.db.query(f"EXPLAIN QUERY PLAN {sql}"))
         assert not re.search(r"\bSCAN (TABLE )?manifest", plan), f"the purge scans a manifest table: {sql!r} -> {plan}"
+
+
+async def test_another_tenants_manifest_id_is_answered_like_a_made_up_one(clocked):
+    """Telling "not issued to you" apart from "no such manifest" confirms that an id exists."""
+    b, _ = clocked
+    _, source, _ = await _chain(b)
+    outsider = make_identity("alice", tenant="globex", agent=CHILD.agent_id)
+    other_user = make_identity("mallory", agent=CHILD.agent_id)
+    answers = []
+    for who, manifest_id in ((outsider, source.manifest_id), (other_user, source.manifest_id), (outsider, "m-made-up-0001")):
+        with pytest.raises(ManifestError) as caught:
+            await b.recall(who, "anything", manifest_id=manifest_id)
+        answers.append(str(caught.value).replace(manifest_id, "<id>"))
+    assert len(set(answers)) == 1, answers

@@ -30,9 +30,9 @@ async def test_manifest_is_bound_to_the_child(bridge, make_identity):
     parent = make_identity(agent="orchestrator")
     m = await bridge.remember(parent, "plan: split the migration", "note", visibility="agent")
     manifest = await bridge.inject(parent, "worker", "migration", memory_refs=[m.ref])
-    with pytest.raises(ManifestError, match="not issued"):
+    with pytest.raises(ManifestError, match="no injection manifest"):
         await bridge.recall(make_identity(agent="other"), "migration", manifest_id=manifest.manifest_id)
-    with pytest.raises(ManifestError, match="not issued"):
+    with pytest.raises(ManifestError, match="no injection manifest"):
         await bridge.recall(make_identity("bob", agent="worker"), "migration", manifest_id=manifest.manifest_id)
 
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from identity.errors import IdentityConfigurationError
+from identity.errors import IdentityConfigurationError, InvalidCredential
 from identity.providers import (
     ApiKey,
     ApiKeyProvider,
@@ -57,6 +59,23 @@ async def test_jwt_from_env_with_nested_settings(clean_env, jwks_server, rsa_key
     assert identity.roles == frozenset({"editor"}) and identity.workspace_id == "alpha"
 
 
+async def test_jwt_task_claim_from_env(clean_env, jwks_server, rsa_key):
+    """VIKING_BRIDGE_JWT__CLAIMS__TASK_ID names the claim of a token's task (task memory, seed 000
+    level 3); without it set, a token's task claim is never read."""
+    clean_env.setenv("VIKING_BRIDGE_PROVIDER", "jwt")
+    clean_env.setenv("VIKING_BRIDGE_JWT__ISSUER", ISSUER)
+    clean_env.setenv("VIKING_BRIDGE_JWT__AUDIENCE", AUDIENCE)
+    clean_env.setenv("VIKING_BRIDGE_JWT__JWKS_URL", JWKS_URL)
+    clean_env.setenv("VIKING_BRIDGE_JWT__CLAIMS__TASK_ID", "task")
+    settings = load_settings()
+    assert settings.jwt.claims.task_id == ("task",)
+    provider = build_provider(settings, http_client=jwks_server.client())
+    assert (await provider.authenticate(BearerToken(rsa_key.mint(task="river-7")))).task_id == "river-7"
+    clean_env.delenv("VIKING_BRIDGE_JWT__CLAIMS__TASK_ID")
+    unmapped = build_provider(load_settings(), http_client=jwks_server.client())
+    assert (await unmapped.authenticate(BearerToken(rsa_key.mint(task="river-7")))).task_id is None
+
+
 async def test_jwt_with_public_key_file(clean_env, tmp_path, rsa_key):
     pem = tmp_path / "idp.pem"
     pem.write_bytes(rsa_key.public_pem())
@@ -92,9 +111,29 @@ async def test_gateway_from_env_with_previous_secret(clean_env):
     clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_NONCE", "true")
     provider = build_provider(load_settings())
     assert isinstance(provider, GatewayProvider)
-    headers = sign_gateway_headers(old, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-123456")
-    assert (await provider.authenticate(GatewayRequest("GET", "/", headers))).user_id == "u"
+    headers = sign_gateway_headers(old, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-123456", body=b"")
+    assert (await provider.authenticate(GatewayRequest("GET", "/", headers, content_sha256=hashlib.sha256(b"").hexdigest()))).user_id == "u"
     assert "n" * 40 not in repr(load_settings())
+
+
+async def test_the_gateway_settings_require_a_nonce_and_a_body_digest_by_default(clean_env):
+    """The safe behaviour is the default (docs/service.md, docs/security.md say the signature
+    binds the body and a request cannot be replayed): a signature without the body digest
+    would carry any body, and one without a nonce could be replayed inside the window."""
+    clean_env.setenv("VIKING_BRIDGE_PROVIDER", "gateway")
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__SECRET", "n" * 40)
+    provider = build_provider(load_settings())
+    empty = hashlib.sha256(b"").hexdigest()
+    no_body = sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", nonce="nonce-abcdefgh")
+    with pytest.raises(InvalidCredential, match="X-VB-Content-SHA256"):
+        await provider.authenticate(GatewayRequest("GET", "/", no_body, content_sha256=empty))
+    no_nonce = sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a", body=b"")
+    with pytest.raises(InvalidCredential, match="X-VB-Nonce"):
+        await provider.authenticate(GatewayRequest("GET", "/", no_nonce, content_sha256=empty))
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_NONCE", "false")  # an explicit, documented opt-out
+    clean_env.setenv("VIKING_BRIDGE_GATEWAY__REQUIRE_BODY_HASH", "false")
+    lax = build_provider(load_settings())
+    assert (await lax.authenticate(GatewayRequest("GET", "/", sign_gateway_headers("n" * 40, method="GET", path="/", tenant_id="t", user_id="u", agent_id="a")))).user_id == "u"
 
 
 def test_production_refuses_dev_provider_explicitly(clean_env):

@@ -108,7 +108,7 @@ def test_two_replicas_share_grants_nonces_sessions_and_one_audit_sequence(replic
         assert c.get("/api/v1/recall", params={"query": text, "include_scopes": ["acme/dept/eng"]}).status_code == 403
 
     headers = sign_gateway_headers(secret.encode(), method="GET", path="/api/v1/recall?query=x", tenant_id="acme", user_id="gina", agent_id="a",
-                                   nonce="two-replica-nonce-1", session_id="gina-session-1")
+                                   nonce="two-replica-nonce-1", session_id="gina-session-1", body=b"")
     assert httpx.get(one.url + "/api/v1/recall?query=x", headers=headers).status_code == 200
     replay = httpx.get(two.url + "/api/v1/recall?query=x", headers=headers)
     assert replay.status_code == 401 and "replay" in replay.text, replay.text

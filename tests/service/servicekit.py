@@ -66,7 +66,10 @@ class Service:
         return jwt.encode(claims, self.jwt_key, algorithm="RS256")
 
     def gateway_headers(self, method: str, path: str, body: bytes | None, *, user: str, tenant: str = "acme", agent: str = "assistant", nonce: str | None = None, **kw: Any) -> dict[str, str]:
-        return sign_gateway_headers(self.gateway_secret, method=method, path=path, tenant_id=tenant, user_id=user, agent_id=agent, body=body, nonce=nonce, **kw)
+        # the service requires a nonce and the body digest by default: a fresh nonce unless the
+        # test names one, and the digest of the body sent (an empty one when there is none)
+        return sign_gateway_headers(self.gateway_secret, method=method, path=path, tenant_id=tenant, user_id=user, agent_id=agent,
+                                    body=b"" if body is None else body, nonce=nonce or secrets.token_hex(12), **kw)
 
     # -- lifecycle -----------------------------------------------------------------------
     def log_lines(self) -> list[str]:

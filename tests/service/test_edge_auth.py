@@ -61,6 +61,21 @@ def test_signed_gateway_request_authenticates_and_binds_the_body(service: Servic
     assert_problem(httpx.post(service.url + "/api/v1/recall", content=other, headers={**headers, "content-type": "application/json"}), 401)
 
 
+def test_by_default_a_gateway_signature_must_bind_the_body_and_carry_a_nonce(service: Service) -> None:
+    """The service's default mode: a signature without X-VB-Content-SHA256 would carry any body,
+    one without X-VB-Nonce could be replayed; both are refused (docs/service.md, docs/security.md)."""
+    from identity.providers.gateway import sign_gateway_headers
+
+    payload = json.dumps({"query": "unbound"}).encode()
+    sign = lambda **kw: sign_gateway_headers(service.gateway_secret, method="POST", path="/api/v1/recall", tenant_id="acme", user_id="gw-lax", agent_id="assistant", **kw)  # noqa: E731
+    unbound = sign(nonce=secrets.token_hex(12))
+    r = httpx.post(service.url + "/api/v1/recall", content=payload, headers={**unbound, "content-type": "application/json"})
+    assert "X-VB-Content-SHA256" in assert_problem(r, 401)["detail"]
+    replayable = sign(body=payload)
+    r = httpx.post(service.url + "/api/v1/recall", content=payload, headers={**replayable, "content-type": "application/json"})
+    assert "X-VB-Nonce" in assert_problem(r, 401)["detail"]
+
+
 def test_gateway_nonce_replayed_to_another_worker_is_refused(service: Service) -> None:
     payload = json.dumps({"query": "replay"}).encode()
     headers = {**service.gateway_headers("POST", "/api/v1/recall", payload, user="gw-replay", nonce=secrets.token_hex(16)), "content-type": "application/json"}

@@ -18,7 +18,7 @@ from tests.service.servicekit import Service, spawn_service
 def test_health_ready_and_metrics_need_no_credential_and_reveal_no_memory(service: Service) -> None:
     assert httpx.get(service.url + "/health").json()["status"] == "ok"
     ready = httpx.get(service.url + "/ready").json()
-    assert ready == {"status": "ready", "checks": {"state": "ok", "backend": "ok"}}
+    assert ready == {"status": "ready", "checks": {"state": "ok", "backend": "ok", "disk": "ok"}}
     c = service.client(service.api_key("metrics-u1"))
     c.post("/api/v1/memories", json={"content": "metric-canary-content", "kind": "note"})
     c.get("/api/v1/recall", params={"query": "metric canary"})

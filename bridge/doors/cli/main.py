@@ -169,15 +169,19 @@ async def _run(args: argparse.Namespace) -> int:
 async def _portability(bridge, identity, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     import contextlib
 
-    from bridge.migrate.jsonl import export_jsonl, import_jsonl
+    from bridge.assembly.settings import load_bridge_settings
+    from bridge.migrate.jsonl import export_jsonl, export_key, import_jsonl
 
+    settings = load_bridge_settings()
+    key = export_key(settings.home, settings.export_key.get_secret_value() if settings.export_key else None)
     if args.command == "export":
         with (open(args.file, "w", encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdout)) as out:  # noqa: SIM115
-            summary = await export_jsonl(bridge, identity, out)
+            summary = await export_jsonl(bridge, identity, out, key=key)
         print(f"exported {summary.count} memories from {len(summary.scopes)} scopes", file=sys.stderr)
         return 0
-    with (open(args.file, encoding="utf-8") if args.file != "-" else contextlib.nullcontext(sys.stdin)) as source:  # noqa: SIM115
-        report = await import_jsonl(bridge, identity, source.readlines())
+    # bytes: a line that is not UTF-8 is refused naming it (read_export), never a traceback
+    with (open(args.file, "rb") if args.file != "-" else contextlib.nullcontext(sys.stdin.buffer)) as source:  # noqa: SIM115
+        report = await import_jsonl(bridge, identity, source.readlines(), key=key)
     print(f"imported {report.written}, already present {report.already_present}, refused {len(report.refused)}", file=sys.stderr)
     for number, why in report.refused[:20]:
         print(f"  line {number}: {why}", file=sys.stderr)

@@ -34,7 +34,7 @@ from adapters.errors import BackendError
 from bridge.errors import VikingBridgeError
 from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
-from bridge.doors.edge import build_edge_providers
+from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
 from bridge.doors.http.limits import BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
@@ -217,12 +217,13 @@ def _install_handlers(app: FastAPI) -> None:
         return respond(request, exc)
 
 
-def application(lifespan: Any = None) -> FastAPI:
+def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     """The routes, the error handlers and the spec, without any state: what `create_app`
-    serves and what `bridge.doors.http.openapi` writes to docs/openapi.json."""
+    serves and what `bridge.doors.http.openapi` writes to docs/openapi.json. `docs`: the
+    interactive page at /docs (`VIKING_BRIDGE_SERVICE_DOCS`; off by default)."""
     app = FastAPI(
         title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
-        docs_url="/docs", redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
+        docs_url="/docs" if docs else None, redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
     )
     for module in ROUTERS:
         app.include_router(module.router, responses=None if module is ops else PROBLEM_RESPONSES)
@@ -255,7 +256,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
             if ctx.owns_bridge:
                 await ctx.bridge.aclose()
 
-    app = application(lifespan)
+    app = application(lifespan, docs=service_settings.docs)
     owns = bridge is None
     if bridge is None or auth is None:
         from bridge.facade import open_bridge
@@ -272,7 +273,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 identity_settings, service_settings.providers, bridge_settings.home, service_settings.nonce_db_path,
                 shared_state=bridge.state if bridge_settings.state_url is not None else None,
             )
-            auth = EdgeAuthenticator(providers, sessionless=sessionless)
+            auth = EdgeAuthenticator(providers, sessionless=sessionless, session_key=default_session_key(bridge_settings.home))
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
     app.add_middleware(EdgeMiddleware, fastapi_app=app)
     return app

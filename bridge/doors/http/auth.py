@@ -12,8 +12,9 @@ it chose its identity. `X-Session-Id` (the only thing a request may choose) narr
 identity's session; the session binding is checked by the bridge. A request whose credential
 names no session (an API key; a JWT without a session claim; gateway headers without
 X-VB-Session) and that sends no X-Session-Id runs in the identity's *default session*, an id
-derived from its fingerprint — so it cannot belong to anybody else, and it is bound once
-instead of a fresh session being bound (one durable write) on every request.
+derived from its fingerprint and keyed with the server's secret — so nobody can compute another
+user's, and no client may name an id in that namespace (refused) — and it is bound once instead
+of a fresh session being bound (one durable write) on every request.
 
 The gateway's nonce cache is a SQLite file shared by every worker process, so a nonce used on
 one worker is refused by all others. This module never reads identity from a body or query.
@@ -22,6 +23,7 @@ one worker is refused by all others. This module never reads identity from a bod
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Mapping, Sequence
 
 from bridge.doors.edge import default_session_id
@@ -39,8 +41,12 @@ class EdgeAuthenticator:
     """`authenticate(method, target, headers, body)`: `target` is the path plus query string as
     received (what a gateway signs); `headers` a list of (lower-case name, value) pairs."""
 
-    def __init__(self, providers: Mapping[str, IdentityProvider], *, sessionless: Sequence[str] = ("api_key",)) -> None:
+    def __init__(
+        self, providers: Mapping[str, IdentityProvider], *, sessionless: Sequence[str] = ("api_key",), session_key: bytes | None = None,
+    ) -> None:
         self.providers = dict(providers)
+        #: the default-session key (`default_session_key(home)` in the service; random if not given)
+        self.session_key = session_key or secrets.token_bytes(32)
         #: credential kinds whose provider invents a random session id when none is named
         self.sessionless = frozenset(sessionless) | {"gateway"}
 
@@ -90,5 +96,5 @@ class EdgeAuthenticator:
         if sessions:
             return narrow(identity, {"session_id": sessions[0].strip()})
         if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
-            return identity.with_session(default_session_id(identity))
+            return identity.with_session(default_session_id(identity, self.session_key))
         return identity

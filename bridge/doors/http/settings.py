@@ -13,6 +13,9 @@
     VIKING_BRIDGE_SERVICE_RATE_PER_SECOND      50          token bucket refill per identity
     VIKING_BRIDGE_SERVICE_RATE_BURST           100         bucket size per identity (0: no limit)
     VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS 30        in-flight requests get this long on SIGTERM
+    VIKING_BRIDGE_SERVICE_DOCS                 false       serve the interactive API page at /docs (no
+                                                           credential; it loads Swagger UI from a public
+                                                           CDN, so off unless a deployment wants it)
     VIKING_BRIDGE_SERVICE_PURGE_INTERVAL_SECONDS 0         purge expired memories this often (0: never)
     VIKING_BRIDGE_SERVICE_PURGE_API_KEYS       ""          comma-separated tenant-admin API keys, one per
                                                            tenant to purge (bridge/doors/http/maintenance.py)
@@ -58,6 +61,9 @@ class ServiceSettings(BaseSettings):
     shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)
     purge_interval_seconds: float = Field(0.0, ge=0, le=7 * 86400)
     purge_api_keys: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
+    #: /docs is unauthenticated, on the admin console's origin, and runs scripts from a public CDN:
+    #: an opt-in (docs/openapi.json in the repository is the reference; /openapi.json stays served).
+    docs: bool = False
 
 
 def load_service_settings(**overrides: Any) -> ServiceSettings:

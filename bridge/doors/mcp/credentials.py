@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ConfigDict
 
 from bridge.errors import ConfigurationError, VikingBridgeError
-from bridge.doors.edge import build_edge_providers, default_session_id
+from bridge.doors.edge import build_edge_providers, default_session_id, default_session_key
 from bridge.assembly.settings import BridgeSettings
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, BearerToken, DevEnvironment, IdentityProvider
@@ -56,7 +57,7 @@ async def stdio_identity(identity: IdentitySettings, bridge: BridgeSettings, *, 
     if key:
         provider = build_edge_providers(identity, ["api_key"], bridge.home, shared_state=shared_state)["api_key"]
         who = await provider.authenticate(ApiKey(key))
-        return who.with_session(default_session_id(who))
+        return who.with_session(default_session_id(who, default_session_key(bridge.home)))
     if identity.provider not in (None, "dev"):
         raise ConfigurationError(
             f"viking-bridge mcp over stdio takes its identity from an API key: set {API_KEY_ENV} in the server's environment "
@@ -70,9 +71,10 @@ async def stdio_identity(identity: IdentitySettings, bridge: BridgeSettings, *, 
 class JwtTokenVerifier:
     """The SDK's `TokenVerifier` over the bridge's JWT provider; an invalid token is `None` (401)."""
 
-    def __init__(self, provider: IdentityProvider, *, sessionless: bool) -> None:
+    def __init__(self, provider: IdentityProvider, *, sessionless: bool, session_key: bytes | None = None) -> None:
         self.provider = provider
         self.sessionless = sessionless
+        self.session_key = session_key or secrets.token_bytes(32)  # the server's, for default session ids
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
@@ -81,7 +83,7 @@ class JwtTokenVerifier:
             log.info("mcp: bearer token refused: %s", type(exc).__name__)
             return None
         if self.sessionless:
-            who = who.with_session(default_session_id(who))
+            who = who.with_session(default_session_id(who, self.session_key))
         # (client_id, subject) is the principal the SDK binds an Mcp-Session-Id to: another
         # identity's token cannot continue this MCP session
         return IdentifiedAccessToken(token=token, client_id=who.agent_id, subject=f"{who.tenant_id}/{who.user_id}/{who.fingerprint}",
@@ -94,4 +96,4 @@ def jwt_verifier(identity: IdentitySettings, bridge: BridgeSettings, **build: An
         raise ConfigurationError("viking-bridge mcp --transport http verifies bearer tokens: configure VIKING_BRIDGE_JWT__ISSUER, "
                                  "VIKING_BRIDGE_JWT__AUDIENCE and a key source (docs/identity.md)")
     provider = build_edge_providers(identity, ["jwt"], bridge.home, **build)["jwt"]
-    return JwtTokenVerifier(provider, sessionless=not identity.jwt.claims.session_id)
+    return JwtTokenVerifier(provider, sessionless=not identity.jwt.claims.session_id, session_key=default_session_key(bridge.home))

@@ -38,12 +38,12 @@ async def _serve_stdio() -> None:
     from identity.settings import load_settings
     from mcp.server.stdio import stdio_server
 
-    settings = load_bridge_settings()
+    identity_settings, settings = load_settings(), load_bridge_settings()  # every setting checked before anything is opened
     bridge = open_bridge(settings)
     try:
         await bridge.aopen()
         shared = bridge.state if settings.state_url is not None else None
-        identity = await stdio_identity(load_settings(), settings, shared_state=shared)
+        identity = await stdio_identity(identity_settings, settings, shared_state=shared)
         server = build_server(bridge, fixed_identity(identity))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

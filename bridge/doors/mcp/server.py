@@ -30,6 +30,7 @@ from bridge.doors.mcp.credentials import IdentifiedAccessToken
 from bridge.doors.mcp.tools import IDENTITY_NOTE, TOOLS
 from identity.model import MemoryIdentity
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 __all__ = ["build_server", "fixed_identity", "request_identity", "Identify", "SERVER_NAME"]
 
@@ -68,8 +69,8 @@ def build_server(bridge: MemoryBridge, identify: Identify) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = TOOLS.get(params.name)
-        if tool is None:
-            return _error("InvalidInput", f"unknown tool {params.name!r}; tools: {', '.join(TOOLS)}")
+        if tool is None:  # the spec: an unknown tool is a protocol error (invalid params), not a tool result
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}; tools: {', '.join(TOOLS)}")
         try:
             args = tool.args.model_validate(params.arguments or {})
         except ValidationError as exc:

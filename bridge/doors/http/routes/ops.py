@@ -1,9 +1,13 @@
 """Operational routes, without authentication: /health (process up), /ready (backend and state
-reachable), /metrics (Prometheus). They reveal no memory, identity or configuration."""
+reachable, and the disk they write to not full), /metrics (Prometheus). They reveal no memory,
+identity or configuration."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -14,6 +18,21 @@ from bridge.doors.http.schemas import Health
 router = APIRouter(tags=["operations"])
 PUBLIC_PATHS = frozenset({"/health", "/ready", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 READY_TIMEOUT_SECONDS = 5.0
+#: Below this much free space where the store or the state writes, the service is not ready: every
+#: request writes (a recall is audited), so a full disk fails them all while the probes still read.
+MIN_FREE_BYTES = 16 * 1024 * 1024
+
+
+def _local_dirs(bridge: Any) -> list[Path]:
+    """The directories the local store and the SQLite state write to (none for remote ones)."""
+    found = [getattr(bridge.backend, "path", None), getattr(getattr(bridge.state, "db", None), "path", None)]
+    return [Path(p) if Path(p).is_dir() else Path(p).parent for p in found if isinstance(p, (str, Path))]
+
+
+async def _disk(bridge: Any) -> None:
+    for directory in _local_dirs(bridge):
+        if shutil.disk_usage(directory).free < MIN_FREE_BYTES:
+            raise OSError(f"under {MIN_FREE_BYTES} bytes free")
 
 
 @router.get("/health", response_model=Health, summary="The process is up")
@@ -25,7 +44,8 @@ async def health() -> Health:
 async def ready(request: Request) -> Response:
     bridge = request.app.state.ctx.bridge
     checks: dict[str, str] = {}
-    for name, probe in (("state", bridge.state.audit.has_rows), ("backend", lambda: bridge.backend.list_scopes("readiness-probe"))):
+    probes = (("state", bridge.state.audit.has_rows), ("backend", lambda: bridge.backend.list_scopes("readiness-probe")), ("disk", lambda: _disk(bridge)))
+    for name, probe in probes:
         try:
             await asyncio.wait_for(probe(), READY_TIMEOUT_SECONDS)
             checks[name] = "ok"
