@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, action="append", help="run only these mutant indexes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant before it counts as killed (a hang)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument("--tests", action="append", help="run these test paths instead of the module's SELECTION")
+    parser.add_argument("--without", action="append", default=[], help="leave these test paths out (a 'before' measurement)")
+    parser.add_argument("--sample", type=int, default=1, help="run every Nth mutant only (a quick estimate)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
@@ -295,13 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         module = MODULES[name]
         mutants = count_mutants(module)
-        tests = [t for t in SELECTION[name] if (ROOT / t).exists()]
+        tests = [t for t in (args.tests or SELECTION[name]) if (ROOT / t).exists() and t not in args.without]
         if args.list:
             for k, what in enumerate(mutants):
                 print(f"{name}#{k}: {what}")
             continue
         for k, what in enumerate(mutants):
-            if args.only and k not in args.only:
+            if (args.only and k not in args.only) or k % args.sample:
                 continue
             o = run_one(module, k, tests, args.timeout)
             o.what = what
