@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.scopes import ReadSource, ScopeKey, ScopeSet, Visibility
+from adapters.scopes import ReadSource, ScopeEntry, ScopeKey, ScopeSet, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.operations import Capture, Remember
 from bridge.policy import Policy
@@ -202,3 +202,10 @@ def test_narrowing_lists_members_only_and_always_includes_the_author():
         SetTeamMembers(team_id=NARROWED.owner_id, agent_ids=("wukong",))
     with pytest.raises(InvalidInput, match="reserved"):
         Remember(content="x", kind="note", memory_type="team", team_id=NARROWED.owner_id)
+
+
+def test_membership_reads_the_team_in_full_even_when_an_injection_named_some_of_its_ids():
+    injected = ScopeEntry(PILGRIMS, 0.5, "injected by alice@brain", grant_id="m1", memory_ids=frozenset({"x"}), source=ReadSource.MANIFEST)
+    base = ScopeSet.from_entries([*_base(WUKONG), injected])
+    got = {e.key: e for e in with_shares_and_teams(POLICY, WUKONG, Purpose.CHAT, base, {}, frozenset({"pilgrims"}))}
+    assert got[PILGRIMS].memory_ids is None and got[PILGRIMS].source is ReadSource.OWN
