@@ -222,3 +222,16 @@ def test_quota_overrides_replace_only_what_they_name():
     assert QuotaConfig(overrides={"x": (None, QuotaLimits(1, None))}).enabled
     assert QuotaConfig(overrides={"x": (QuotaLimits(None, 5), None)}).enabled
     assert not QuotaConfig(overrides={"x": (None, None), "y": (QuotaLimits(), QuotaLimits())}).enabled
+
+
+# -- reading by reference -----------------------------------------------------------------------
+def test_read_by_reference_needs_a_default_scope_or_an_active_grant():
+    from bridge.policy.reads import approves_anything, read_reason
+
+    assert read_reason(policy, ALICE, ALPHA, [], 1.0) == "current workspace alpha"
+    with pytest.raises(NotPermitted, match="no grant"):
+        read_reason(policy, ALICE, BETA, [], 1.0)
+    assert read_reason(policy, ALICE, BETA, [_grant()], 1.0) == "authorised by grant g1"
+    with pytest.raises(NotPermitted, match="cross-tenant"):
+        read_reason(policy, ALICE, ScopeKey.workspace("globex", "alpha"), [_grant()], 1.0)
+    assert approves_anything(WS_APPROVER) and approves_anything(ADMIN) and not approves_anything(ALICE)
