@@ -51,7 +51,7 @@ _CONTRACT = ["contract_tests/test_sharing.py", "contract_tests/test_lifecycle.py
 #: the tests run against each module's mutants (fast, in-process; the local contract suite)
 SELECTION = {
     "policy": _CORE + ["tests/bridge/test_hardening_erasure.py", "tests/bridge/test_recall_only_scopes.py", "tests/bridge/test_find_by_key.py"] + _CONTRACT,
-    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/migrate/test_export_rules.py"] + _CONTRACT,
+    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/migrate/test_portability.py"] + _CONTRACT,
     "sharing": _CORE + ["tests/bridge/test_sharing_state.py"] + _CONTRACT,
     "roles": ["tests/bridge/test_federated_injection.py", "tests/bridge/test_roles_file.py", "tests/bridge/test_roles_router_planner.py",
               "tests/bridge/test_multiagent_demo.py", "tests/bridge/test_policy_rules.py", "contract_tests/test_roles.py"],
