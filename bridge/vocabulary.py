@@ -51,6 +51,11 @@ TIERS = ("hot", "warm", "cold")
 #: The audience entry meaning "every agent acting for the memory's user".
 EVERY_AGENT = "*"
 
+#: Team ids starting with this name a team's narrowed place (team memory written with an explicit
+#: `visible_to`): no member reads it in full, only the listed agents read exactly their memories.
+#: No team may be created with such an id (bridge/operations/fields.py `team_ident`).
+NARROWED_TEAM_PREFIX = "_narrowed~"
+
 
 #: Metadata keys the bridge itself writes (promotion lineage, author tenant, manifest); callers
 #: may not set them, so the bridge can trust them when it reads them back.

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from adapters.scopes import ScopeKey
-from bridge.errors import NotPermitted
+from bridge.errors import InvalidInput, NotPermitted
 from contract_tests.harness import ContractEnv
 
 pytestmark = pytest.mark.asyncio
@@ -215,3 +215,61 @@ async def test_task_working_memory_is_invisible_to_the_agents_other_tasks(contra
     other = await in_task("mountain")
     await contract.recall(other, TASK_TEXT, must_see=[long_term.memory_id], budget_tokens=BIG)  # the agent's own memory stays readable
     assert ScopeKey.parse(stored.scope).task_id == "river"
+
+
+NARROW_TEXT = "Pilgrim team decision: the project uses the Next.js App Router for every page"
+
+
+async def test_team_memory_narrowed_by_visible_to_reaches_only_the_listed_members(contract: ContractEnv) -> None:
+    """Seed 000 3.3: team memory written with an explicit visible_to is read by the listed
+    agents and its author only — never by another member of the team (in any search mode, by
+    get or by list), never by the team's own scope; it is labelled team with visible_to as given
+    (plus the author), and forgetting it ends every reader's view."""
+    bridge, ids = contract.bridge, contract.ids
+    admin = await ids.login("root", roles=["admin"])
+    await bridge.set_team_members(admin, "pilgrims", ["maomao", "wukong", "bajie", "shaseng"])
+    maomao = await ids.login("alice", agent="maomao")
+    stored = await bridge.remember(maomao, NARROW_TEXT, "decision", memory_type="team", visible_to=["wukong", "bajie"])
+    assert stored.memory_type == "team" and stored.visible_to == ("bajie", "maomao", "wukong"), stored
+    assert stored.scope != "acme/team/pilgrims", "narrowed team memory must not land where every member reads"
+    whole = await bridge.remember(maomao, NARROW_TEXT + " (whole team)", "decision", memory_type="team", team_id="pilgrims")
+
+    readers = [await ids.login("alice", agent="wukong"), await ids.login("bob", agent="bajie"), maomao]
+    for reader in readers:
+        seen = await contract.recall(reader, NARROW_TEXT, must_see=[stored.memory_id, whole.memory_id], budget_tokens=BIG)
+        (item,) = [i for i in seen.items if i.memory_id == stored.memory_id]
+        assert item.memory_type == "team" and item.visible_to == ("bajie", "maomao", "wukong"), item
+        assert (await bridge.get_memory(reader, stored.ref)).content == NARROW_TEXT
+
+    shaseng = await ids.login("alice", agent="shaseng")  # a member of the team, not listed
+    outsiders = [shaseng, await ids.login("alice", agent="tangseng"), await ids.login("alice", tenant="globex", agent="wukong")]
+    for reader in outsiders:
+        for mode in MODES + ({"kinds": ["decision"]},):
+            result = await bridge.recall(reader, NARROW_TEXT, budget_tokens=BIG, **mode)
+            contract.assert_not_seen(result, [stored], guarantee=f"narrowed team memory reaches only visible_to ({mode or 'default'})", reader=reader)
+        with pytest.raises(NotPermitted):
+            await bridge.get_memory(reader, stored.ref)
+        with pytest.raises(NotPermitted):
+            await bridge.list_memories(reader, stored.scope)
+    await contract.recall(shaseng, NARROW_TEXT, must_see=[whole.memory_id], budget_tokens=BIG)  # still a member of the team
+    listed = await bridge.list_memories(shaseng, "acme/team/pilgrims")
+    assert stored.memory_id not in [m.memory_id for m in listed.memories]
+
+    with pytest.raises(InvalidInput):  # narrowing never widens: a non-member cannot be listed
+        await bridge.remember(maomao, NARROW_TEXT + " (for a stranger)", "decision", memory_type="team", visible_to=["tangseng"])
+    with pytest.raises(InvalidInput):  # nobody can create a team that would read the narrowed place in full
+        await bridge.set_team_members(admin, ScopeKey.parse(stored.scope).owner_id, ["shaseng"])
+
+    await bridge.remove_team_member(admin, "pilgrims", "wukong")  # membership is read at every recall
+    result = await bridge.recall(readers[0], NARROW_TEXT, budget_tokens=BIG)
+    contract.assert_not_seen(result, [stored], guarantee="a listed agent removed from the team stops reading it", reader=readers[0])
+
+    assert await bridge.forget(admin, stored.ref)
+    for reader in readers[1:]:
+        result = await bridge.recall(reader, NARROW_TEXT, budget_tokens=BIG)
+        contract.assert_not_seen(result, [stored], guarantee="a forgotten narrowed team memory is gone for every reader", reader=reader)
+
+    erased = await bridge.remember(maomao, NARROW_TEXT + " (before the erasure)", "decision", memory_type="team", visible_to=["bajie"])
+    await bridge.forget_subject(admin, "alice")  # erasure of the author removes it and its audience
+    result = await bridge.recall(readers[1], NARROW_TEXT, budget_tokens=BIG)
+    contract.assert_not_seen(result, [erased], guarantee="an erased author's narrowed team memory is gone for every reader", reader=readers[1])

@@ -15,14 +15,15 @@ import uuid
 
 from adapters.base import SearchQuery, Status
 from adapters.errors import BackendError
-from adapters.scopes import ScopeKey
+from adapters.scopes import ScopeKey, Visibility
+from adapters.shared.embedding import relevance_floor
 from bridge.errors import ManifestError, NotPermitted, RecallIncomplete
 from bridge.operations import Inject, RevokeManifest
 from bridge.recall.guard import guard_hits
 from bridge.recall.scopes import load_manifest_for
 from bridge.policy import roles as role_rules
 from bridge.runtime import BridgeRuntime
-from bridge.state.records import InjectionManifest
+from bridge.state.records import InjectDepth, InjectionManifest
 from bridge.vocabulary import Purpose
 from identity.model import MemoryIdentity
 
@@ -49,7 +50,19 @@ async def _entries_by_reference(rt: BridgeRuntime, parent: MemoryIdentity, op: I
     return entries
 
 
+#: memories listed per scope for depth standard/full (a bound on one injection's work)
+LIST_PAGE = 200
+#: "directly about the task": a search hit scoring at least this share of the best hit's score
+#: (a semantic space scores loosely related text well above its floor, so the floor alone is not enough)
+TASK_RELEVANCE = 0.5
+
+
 async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject) -> list[tuple[ScopeKey, str]]:
+    """Seed 000 4.2's depths, each a superset of the one before, all from the parent's own
+    default scopes: minimal = the memories directly about the task (its search hits above the
+    embedder's relevance floor and within `TASK_RELEVANCE` of the best one); standard = those + the project's context (every live memory of
+    the parent's current workspace); full = those + every live memory the parent reads by default
+    (so everything it may hand on). At most `Limits.max_memory_refs`, task hits first."""
     scopes = rt.policy.readable_scopes(parent, Purpose.CHAT)
     try:
         result = await rt.backend.search(SearchQuery(scopes, op.task, limit=op.depth.limit, now=rt.clock()))
@@ -60,7 +73,31 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
     if not result.complete:
         raise RecallIncomplete("injection search failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes)
-    return [(h.scope, h.memory.id) for h in hits]
+    floor = relevance_floor(getattr(rt.backend, "embedder", None))  # a semantic space scores unrelated text above 0
+    now = rt.clock()
+    hits = [h for h in hits if not h.memory.expired(now) and h.score > floor]  # expiry: second wall, as the recall guard
+    best = max((h.score for h in hits), default=0.0)
+    entries = [(h.scope, h.memory.id) for h in hits if h.score >= TASK_RELEVANCE * best]
+    if op.depth is InjectDepth.MINIMAL:
+        return entries
+    if op.depth is InjectDepth.STANDARD:
+        context = [e.key for e in scopes if e.key.visibility is Visibility.WORKSPACE and e.memory_ids is None]
+    else:
+        context = [e.key for e in scopes if e.memory_ids is None]
+    cap, seen = rt.limits.max_memory_refs, set(entries)
+    for key in context:
+        cursor = None
+        while len(entries) < cap:
+            page = await rt.backend.list_page(key, cursor=cursor, limit=LIST_PAGE, statuses=frozenset({Status.ACTIVE}))
+            for m in page.memories:
+                ref = (key, m.id)
+                if m.scope == key and m.status is Status.ACTIVE and not m.expired(now) and ref not in seen and len(entries) < cap:
+                    entries.append(ref)
+                    seen.add(ref)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    return entries
 
 
 async def inject(rt: BridgeRuntime, parent: MemoryIdentity, op: Inject, *, detail: dict[str, object] | None = None) -> InjectionManifest:

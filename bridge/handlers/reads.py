@@ -23,7 +23,7 @@ from bridge.operations.reads import EditMemory, FindByKey, GetMemory, InjectCont
 from bridge.policy.reads import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
-from bridge.policy.sharing import SHAREABLE
+from bridge.policy.sharing import SHAREABLE, narrowed_base, reads_team
 from bridge.state.records import Grant
 from bridge.operations.fields import RESERVED_METADATA_PREFIX
 from bridge.policy.quotas import content_bytes
@@ -41,8 +41,13 @@ async def _read_reason(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKe
     """`read_reason`, plus what only the state can decide: a team the agent belongs to, and (for
     one memory by reference) a memory shared with this agent by visible_to."""
     if key.tenant_id == identity.tenant_id and key.visibility is Visibility.TEAM:
-        if key.owner_id in await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id):
+        teams = await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id)
+        if reads_team(identity, key, teams):
             return f"member of team {key.owner_id}"
+        base = narrowed_base(key)
+        if memory_id is not None and base in teams:  # narrowed team memory: exactly the listed ids
+            if memory_id in (await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)).get(key, ()):
+                return f"team {base} memory visible to this agent (visible_to)"
     elif memory_id is not None and key.visibility in SHAREABLE and not rt.policy.is_own_scope(identity, key):
         if memory_id in (await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)).get(key, ()):
             return f"shared by agent {key.owner_id} (visible_to)"

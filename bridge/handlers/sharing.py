@@ -18,7 +18,7 @@ from bridge.operations import Remember
 from bridge.policy import WriteDecision
 from bridge.operations.sharing import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
 from bridge.policy.sharing import (
-    check_share_change, check_team_admin, decide_team_write, memory_type_of, private_target, visible_to_of, write_audience,
+    check_share_change, check_team_admin, decide_narrowed_team_write, decide_team_write, memory_type_of, private_target, visible_to_of, write_audience,
 )
 from bridge.vocabulary import EVERY_AGENT
 from identity.model import MemoryIdentity
@@ -47,10 +47,13 @@ async def resolve_write(rt: BridgeRuntime, identity: MemoryIdentity, op: Remembe
     if mt == "team" or team is not None or op.visibility is Visibility.TEAM:
         if mt == "private" or op.visibility not in (None, Visibility.TEAM):
             raise InvalidInput("team memory is written with memory_type team (and a team_id), not with another visibility")
-        if names not in (None, (EVERY_AGENT,)):
-            raise InvalidInput('team memory is visible to the whole team (visible_to ["*"]); write private memory to share with named agents')
         member_of = await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id)
-        return decide_team_write(identity, team, member_of), frozenset()
+        decision = decide_team_write(identity, team, member_of)
+        if names in (None, (EVERY_AGENT,)):
+            return decision, frozenset()
+        # seed 000 3.3: an explicit list narrows the team memory to those agents (plus the author)
+        members = await rt.state.teams.members(identity.tenant_id, decision.scope.owner_id or "")
+        return decide_narrowed_team_write(identity, decision, names, members)
     if mt is None and names is None:
         return None, frozenset()
     if mt == "private" or (names != (EVERY_AGENT,) and op.visibility is None):

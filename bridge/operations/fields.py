@@ -19,7 +19,7 @@ from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput
 from bridge.operations.limits import Limits
 from bridge.results import MemoryRef, Message
-from bridge.vocabulary import EVERY_AGENT, RESERVED_METADATA_PREFIX, TIER_KEY, TIERS, Kind, Purpose, parse_kind, parse_purpose
+from bridge.vocabulary import EVERY_AGENT, NARROWED_TEAM_PREFIX, RESERVED_METADATA_PREFIX, TIER_KEY, TIERS, Kind, Purpose, parse_kind, parse_purpose
 from identity.ids import InvalidIdError, validate_id
 
 _MAX_METADATA_INT = 2**63  # JSON-safe everywhere; a 5,000-digit int is not metadata
@@ -90,6 +90,19 @@ def ident(value: object, what: str) -> str:
 
 def optional_ident(value: object, what: str) -> str | None:
     return None if value is None else ident(value, what)
+
+
+def team_ident(value: object, what: str = "team_id") -> str:
+    """A team id a caller may name: never one of the reserved narrowed places, which a team of
+    that name would let every member read in full."""
+    team = ident(value, what)
+    if team.startswith(NARROWED_TEAM_PREFIX):
+        raise InvalidInput(f"{what} {team!r} is reserved: team ids starting with {NARROWED_TEAM_PREFIX!r} name a team's narrowed memory")
+    return team
+
+
+def optional_team_ident(value: object, what: str = "team_id") -> str | None:
+    return None if value is None else team_ident(value, what)
 
 
 def scope_key(value: object, what: str = "scope") -> ScopeKey:

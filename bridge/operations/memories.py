@@ -12,7 +12,7 @@ from bridge.operations.limits import Limits
 from bridge.results import Message
 from bridge.operations.fields import memory_type_field, visible_to_field
 from bridge.operations.fields import (
-    MAX_TTL_S, check_metadata, expiry, kind, message, metadata, number, optional_ident,
+    MAX_TTL_S, check_metadata, expiry, kind, message, metadata, number, optional_ident, optional_team_ident,
     sequence, text, visibility, within,
 )
 from bridge.vocabulary import Kind
@@ -50,7 +50,7 @@ class Remember(Operation):
     def __post_init__(self) -> None:
         _set(self, "memory_type", memory_type_field(self.memory_type))
         _set(self, "visible_to", visible_to_field(self.visible_to))
-        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
+        _set(self, "team_id", optional_team_ident(self.team_id, "team_id"))
         _set(self, "content", text(self.content, "content"))
         _set(self, "kind", kind(self.kind))
         _set(self, "visibility", visibility(self.visibility))
@@ -88,7 +88,7 @@ class Capture(Operation):
     def __post_init__(self) -> None:
         _set(self, "memory_type", memory_type_field(self.memory_type))
         _set(self, "visible_to", visible_to_field(self.visible_to))
-        _set(self, "team_id", optional_ident(self.team_id, "team_id"))
+        _set(self, "team_id", optional_team_ident(self.team_id, "team_id"))
         _set(self, "expires_at", expiry(self.expires_at, self.ttl_s)[0])
         _set(self, "ttl_s", expiry(self.expires_at, self.ttl_s)[1])
         if self.content is not None:

@@ -16,7 +16,7 @@ from bridge.errors import InvalidInput
 from bridge.operations.limits import Limits
 from bridge.operations.base import Operation
 from bridge.operations.fields import visible_to_field
-from bridge.operations.fields import ident, memory_ref, sequence
+from bridge.operations.fields import ident, memory_ref, sequence, team_ident
 
 __all__ = ["SetVisibleTo", "SetTeamMembers", "AddTeamMember", "RemoveTeamMember"]
 
@@ -52,7 +52,7 @@ class SetTeamMembers(Operation):
     agent_ids: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        _set(self, "team_id", ident(self.team_id, "team_id"))
+        _set(self, "team_id", team_ident(self.team_id, "team_id"))
         _set(self, "agent_ids", tuple(sorted({ident(a, "agent_ids") for a in sequence(self.agent_ids, "agent_ids")})))
 
     def check(self, limits: Limits) -> None:
@@ -66,7 +66,7 @@ class AddTeamMember(Operation):
     member_agent_id: str
 
     def __post_init__(self) -> None:
-        _set(self, "team_id", ident(self.team_id, "team_id"))
+        _set(self, "team_id", team_ident(self.team_id, "team_id"))
         _set(self, "member_agent_id", ident(self.member_agent_id, "member_agent_id"))
 
 
@@ -76,5 +76,5 @@ class RemoveTeamMember(Operation):
     member_agent_id: str
 
     def __post_init__(self) -> None:
-        _set(self, "team_id", ident(self.team_id, "team_id"))
+        _set(self, "team_id", team_ident(self.team_id, "team_id"))
         _set(self, "member_agent_id", ident(self.member_agent_id, "member_agent_id"))

@@ -29,13 +29,13 @@ from adapters.base import Status
 from adapters.scopes import ReadSource, ScopeEntry, ScopeKey, ScopeSet, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.policy import ROLE_ADMIN, Policy, Role, WriteDecision
-from bridge.vocabulary import EVERY_AGENT
-from bridge.vocabulary import Purpose
+from bridge.vocabulary import EVERY_AGENT, NARROWED_TEAM_PREFIX, Purpose
 from identity.model import MemoryIdentity
 
 __all__ = [
     "MemoryType", "SHAREABLE", "memory_type_of", "visible_to_of", "write_audience", "check_share_change",
     "with_shares_and_teams", "decide_team_write", "check_team_admin", "private_target", "SHARE_WEIGHT",
+    "narrowed_team", "narrowed_base", "has_audience", "reads_team", "decide_narrowed_team_write",
 ]
 
 #: Visibilities whose memories can carry a selective `visible_to` (an agent's own places).
@@ -53,6 +53,32 @@ class MemoryType(str, enum.Enum):
     INJECTED = "injected"
 
 
+def narrowed_team(tenant_id: str, team_id: str) -> ScopeKey:
+    """The team's narrowed place: team memory written with an explicit `visible_to`. No member
+    reads it in full; the listed agents (and the author) read exactly their memories of it
+    through exact-id share entries, enforced inside every backend's query."""
+    return ScopeKey.team(tenant_id, NARROWED_TEAM_PREFIX + team_id)
+
+
+def narrowed_base(key: ScopeKey) -> str | None:
+    """The team whose narrowed place `key` is, else None."""
+    if key.visibility is Visibility.TEAM and key.owner_id is not None and key.owner_id.startswith(NARROWED_TEAM_PREFIX):
+        return key.owner_id[len(NARROWED_TEAM_PREFIX):]
+    return None
+
+
+def has_audience(key: ScopeKey) -> bool:
+    """Whether memories of `key` carry a stored audience (an agent's places, a narrowed team)."""
+    return key.visibility in SHAREABLE or narrowed_base(key) is not None
+
+
+def reads_team(identity: MemoryIdentity, key: ScopeKey, teams: frozenset[str]) -> bool:
+    """Whether `identity`, a member agent of `teams`, reads the team scope `key` in full: its own
+    team's place, never a narrowed place (even if state held a team of that reserved name)."""
+    return (key.visibility is Visibility.TEAM and key.tenant_id == identity.tenant_id and key.owner_id in teams
+            and narrowed_base(key) is None)
+
+
 def memory_type_of(key: ScopeKey, source: ReadSource = ReadSource.OWN) -> MemoryType:
     """Seed 000 rules 2 and 3: `private` is what only its creating agent reads (an agent's or a
     task's own place, shared further only by name); everything a whole audience reads — a
@@ -66,6 +92,8 @@ def memory_type_of(key: ScopeKey, source: ReadSource = ReadSource.OWN) -> Memory
 def visible_to_of(key: ScopeKey, audience: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The agents that read a memory of `key` with this share audience (`("*",)` = all of the
     scope's audience)."""
+    if narrowed_base(key) is not None:
+        return tuple(sorted(audience))  # the listed agents and the author, stored together
     if key.visibility not in SHAREABLE:
         return (EVERY_AGENT,)
     owner = key.owner_id or ""
@@ -116,10 +144,18 @@ def with_shares_and_teams(
     entries = {e.key: e for e in base}
     t = identity.tenant_id
     for team in sorted(teams):
+        if team.startswith(NARROWED_TEAM_PREFIX):
+            continue  # a narrowed place is never read in full (second wall: no team has such an id)
         key = ScopeKey.team(t, team)
         if key not in entries or entries[key].memory_ids is not None:
             entries[key] = ScopeEntry(key, policy.scope_weight(purpose, Visibility.TEAM), f"member of team {team}")
     for key, ids in sorted(shares.items(), key=lambda kv: str(kv[0])):
+        base_team = narrowed_base(key)
+        if base_team is not None:  # narrowed team memory: for current members of that team only
+            if key.tenant_id == t and base_team in teams and ids:
+                weight = policy.scope_weight(purpose, Visibility.TEAM)
+                entries[key] = ScopeEntry(key, weight, f"team {base_team} memory visible to this agent (visible_to)", memory_ids=ids, source=ReadSource.SHARE)
+            continue
         if key.tenant_id != t or key.user_id != identity.user_id or key.visibility not in SHAREABLE or not ids:
             continue
         have = entries.get(key)
@@ -144,6 +180,26 @@ def decide_team_write(identity: MemoryIdentity, team_id: str | None, member_of: 
     if team_id not in member_of:
         raise NotPermitted(f"agent {identity.agent_id} is not a member of team {team_id!r}; only members write team memory")
     return WriteDecision(ScopeKey.team(identity.tenant_id, team_id), Status.ACTIVE, f"team {team_id} memory, written by a member")
+
+
+def decide_narrowed_team_write(
+    identity: MemoryIdentity, team: WriteDecision, visible_to: Sequence[str], members: frozenset[str],
+) -> tuple[WriteDecision, frozenset[str]]:
+    """Team memory with an explicit `visible_to` (seed 000 3.3): it lands in the team's narrowed
+    place, readable by the listed agents and the author. Narrowing never widens: every listed
+    agent must be a member of the team."""
+    names = frozenset(visible_to)
+    if EVERY_AGENT in names:
+        raise InvalidInput('visible_to is either ["*"] (the whole team) or a list of agent ids, not both')
+    outside = sorted(names - members)
+    if outside:
+        raise InvalidInput(f"visible_to names agents that are not members of team {team.scope.owner_id}: {', '.join(outside)}")
+    team_id = team.scope.owner_id or ""
+    if len(NARROWED_TEAM_PREFIX + team_id) > 128:
+        raise InvalidInput(f"team id {team_id!r} is too long to narrow its memory to named agents")
+    audience = names | {identity.agent_id}
+    scope = narrowed_team(identity.tenant_id, team_id)
+    return WriteDecision(scope, Status.ACTIVE, f"team {team_id} memory visible to {', '.join(sorted(audience))}"), audience
 
 
 def check_team_admin(identity: MemoryIdentity) -> None:

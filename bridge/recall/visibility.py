@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from adapters.scopes import ScopeSet
 from bridge.results import RecalledMemory
-from bridge.policy.sharing import SHAREABLE, memory_type_of, visible_to_of, with_shares_and_teams
+from bridge.policy.sharing import has_audience, memory_type_of, visible_to_of, with_shares_and_teams
 from bridge.vocabulary import Purpose
 from identity.model import MemoryIdentity
 
@@ -38,7 +38,7 @@ async def label_visibility(rt: RecallRuntime, scopes: ScopeSet, items: list[Reca
     wanted: dict[str, list[str]] = {}
     for item in items:
         entry = entries.get(item.scope)
-        if entry is not None and entry.key.visibility in SHAREABLE:
+        if entry is not None and has_audience(entry.key):
             wanted.setdefault(item.scope, []).append(item.memory_id)
     audiences = {scope: await rt.state.shares.audience_of(entries[scope].key, ids) for scope, ids in wanted.items()}
     for item in items:
@@ -50,7 +50,7 @@ async def label_visibility(rt: RecallRuntime, scopes: ScopeSet, items: list[Reca
             # the items were built by the label stage of this recall and are not shared yet: set
             # in place (dataclasses.replace costs several microseconds per item on the hot path)
             object.__setattr__(item, "memory_type", kind)
-        if entry.key.visibility in SHAREABLE:
+        if has_audience(entry.key):
             audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
             object.__setattr__(item, "visible_to", visible_to_of(entry.key, audience))
     return items

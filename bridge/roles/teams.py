@@ -21,6 +21,7 @@ from typing import Iterable, Mapping, Protocol, Union
 from bridge.errors import InvalidInput
 from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
+from bridge.vocabulary import NARROWED_TEAM_PREFIX
 from identity.errors import InvalidInput as IdentityInvalidInput
 from identity.ids import validate_id
 
@@ -50,6 +51,8 @@ class TeamMembership:
         for team, agents in membership.items():
             try:
                 validate_id(team, "team_id")
+                if team.startswith(NARROWED_TEAM_PREFIX):
+                    raise InvalidInput(f"team membership: team id {team!r} is reserved (it names a team's narrowed memory)")
                 if isinstance(agents, str) or not isinstance(agents, Iterable):
                     raise InvalidInput(f"team {team!r}: members must be a list of agent ids")
                 members = frozenset(validate_id(a, f"member of team {team}") for a in agents)

@@ -36,9 +36,14 @@ async def walk_chain(get: Callable[[str], Awaitable[InjectionManifest | None]], 
     return out
 
 
+#: The `user_id` of share rows of a place no single user owns (a team's narrowed memory): the
+#: listed agents read it acting for any user of the tenant (no user id can be "*").
+ANY_USER = "*"
+
+
 def audience_rows(scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> list[tuple]:
     """The SQL rows of one share: (tenant_id, user_id, scope, memory_id, agent_id, shared_at)."""
-    return [(scope.tenant_id, scope.user_id, str(scope), memory_id, agent, at) for agent in sorted(audience)]
+    return [(scope.tenant_id, scope.user_id or ANY_USER, str(scope), memory_id, agent, at) for agent in sorted(audience)]
 
 
 def group_shares(rows: Iterable[tuple[str, str]]) -> dict[ScopeKey, frozenset[str]]:

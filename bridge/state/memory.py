@@ -248,8 +248,9 @@ class MemoryShares:
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
         out: dict[ScopeKey, set[str]] = defaultdict(set)
         for agent in {agent_id, EVERY_AGENT}:
-            for scope, memory_id in self._by_reader.get((tenant_id, user_id, agent), ()):
-                out[scope].add(memory_id)
+            for owner in (user_id, None):  # None: a place of no single user (a narrowed team)
+                for scope, memory_id in self._by_reader.get((tenant_id, owner, agent), ()):
+                    out[scope].add(memory_id)
         return {k: frozenset(v) for k, v in out.items()}
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:

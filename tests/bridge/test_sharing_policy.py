@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.scopes import ReadSource, ScopeKey, ScopeSet, Visibility
+from adapters.scopes import ReadSource, ScopeEntry, ScopeKey, ScopeSet, Visibility
 from bridge.errors import InvalidInput, NotPermitted
 from bridge.operations import Capture, Remember
 from bridge.policy import Policy
@@ -150,3 +150,62 @@ def test_sharing_operations_validate_their_fields():
         SetTeamMembers(team_id="red", agent_ids="wukong")
     with pytest.raises(InvalidInput):
         AddTeamMember(team_id="red", member_agent_id="*")
+
+
+# -- a team memory narrowed by visible_to (seed 000 3.3) ---------------------------------------
+from bridge.policy.sharing import decide_narrowed_team_write, has_audience, narrowed_base, narrowed_team, reads_team  # noqa: E402
+
+PILGRIMS = ScopeKey.team("acme", "pilgrims")
+NARROWED = narrowed_team("acme", "pilgrims")
+BOB_BAJIE = MemoryIdentity(tenant_id="acme", user_id="bob", agent_id="bajie", session_id="s5")
+
+
+def test_the_narrowed_place_is_a_reserved_team_place_no_member_reads_in_full():
+    assert narrowed_base(NARROWED) == "pilgrims" and NARROWED != PILGRIMS
+    assert narrowed_base(PILGRIMS) is None and narrowed_base(WUKONG_SCOPE) is None
+    assert has_audience(NARROWED) and has_audience(WUKONG_SCOPE) and has_audience(ScopeKey.task("acme", "w", "alice", "t"))
+    assert not has_audience(PILGRIMS) and not has_audience(ScopeKey.workspace("acme", "alpha"))
+    assert reads_team(WUKONG, PILGRIMS, frozenset({"pilgrims"}))
+    assert not reads_team(WUKONG, PILGRIMS, frozenset({"demons"}))
+    assert not reads_team(WUKONG, NARROWED, frozenset({"pilgrims", NARROWED.owner_id})), "never in full, whatever the state says"
+    assert not reads_team(EVIL_ADMIN, PILGRIMS, frozenset({"pilgrims"}))
+    assert not reads_team(WUKONG, ScopeKey.workspace("acme", "pilgrims"), frozenset({"pilgrims"}))
+    assert visible_to_of(NARROWED, frozenset({"wukong", "bajie", "maomao"})) == ("bajie", "maomao", "wukong")
+    assert memory_type_of(NARROWED) is MemoryType.TEAM
+
+
+def test_a_narrowed_share_reads_exactly_its_ids_for_current_members_of_any_user():
+    shares = {NARROWED: frozenset({"m1"})}
+    got = with_shares_and_teams(POLICY, BOB_BAJIE, Purpose.CHAT, _base(BOB_BAJIE), shares, frozenset({"pilgrims"}))
+    entry = {e.key: e for e in got}[NARROWED]
+    assert entry.memory_ids == frozenset({"m1"}) and entry.source is ReadSource.SHARE
+    assert PILGRIMS in {e.key for e in got} and {e.key: e for e in got}[PILGRIMS].memory_ids is None
+    for teams in (frozenset(), frozenset({"demons"})):  # not (or no longer) a member of the team
+        got = with_shares_and_teams(POLICY, BOB_BAJIE, Purpose.CHAT, _base(BOB_BAJIE), shares, teams)
+        assert NARROWED not in {e.key for e in got}
+    other = {narrowed_team("globex", "pilgrims"): frozenset({"m1"})}
+    got = with_shares_and_teams(POLICY, BOB_BAJIE, Purpose.CHAT, _base(BOB_BAJIE), other, frozenset({"pilgrims"}))
+    assert narrowed_team("globex", "pilgrims") not in {e.key for e in got}
+    got = with_shares_and_teams(POLICY, BOB_BAJIE, Purpose.CHAT, _base(BOB_BAJIE), {NARROWED: frozenset()}, frozenset({"pilgrims", NARROWED.owner_id}))
+    assert NARROWED not in {e.key for e in got}, "a reserved id among the teams is never read in full, an empty share reads nothing"
+
+
+def test_narrowing_lists_members_only_and_always_includes_the_author():
+    team = decide_team_write(WUKONG, "pilgrims", frozenset({"pilgrims"}))
+    decision, audience = decide_narrowed_team_write(WUKONG, team, ("bajie",), frozenset({"wukong", "bajie", "shaseng"}))
+    assert decision.scope == NARROWED and audience == {"bajie", "wukong"}
+    with pytest.raises(InvalidInput, match="not members"):
+        decide_narrowed_team_write(WUKONG, team, ("bajie", "tangseng"), frozenset({"wukong", "bajie"}))
+    with pytest.raises(InvalidInput, match="not both"):
+        decide_narrowed_team_write(WUKONG, team, ("*", "bajie"), frozenset({"wukong", "bajie"}))
+    with pytest.raises(InvalidInput, match="reserved"):
+        SetTeamMembers(team_id=NARROWED.owner_id, agent_ids=("wukong",))
+    with pytest.raises(InvalidInput, match="reserved"):
+        Remember(content="x", kind="note", memory_type="team", team_id=NARROWED.owner_id)
+
+
+def test_membership_reads_the_team_in_full_even_when_an_injection_named_some_of_its_ids():
+    injected = ScopeEntry(PILGRIMS, 0.5, "injected by alice@brain", grant_id="m1", memory_ids=frozenset({"x"}), source=ReadSource.MANIFEST)
+    base = ScopeSet.from_entries([*_base(WUKONG), injected])
+    got = {e.key: e for e in with_shares_and_teams(POLICY, WUKONG, Purpose.CHAT, base, {}, frozenset({"pilgrims"}))}
+    assert got[PILGRIMS].memory_ids is None and got[PILGRIMS].source is ReadSource.OWN

@@ -74,6 +74,39 @@ def test_seed000_5_2_member_team_capture_is_visible_at_once_and_a_non_member_is_
     assert "no team" in str(none)
 
 
+def test_seed000_3_3_team_capture_narrowed_by_visible_to_reaches_only_the_listed_agents(service: Service) -> None:
+    """Seed 000 3.3, sent verbatim: team memory with an explicit visible_to is stored, labelled
+    team with visible_to as given (plus its author), and recalled by wukong and bajie (GET, as
+    the seed writes it, and POST) but not by shaseng, a member of the same team outside the list."""
+    t = _tenant()
+    a = _agents(service, t, "maomao", "wukong", "bajie", "shaseng")
+    _team(service, t, ["maomao", "wukong", "bajie", "shaseng"])
+    r = a["maomao"].post("/api/v1/capture", json={
+        "content": "项目决定用 Next.js App Router",
+        "memory_type": "team",
+        "visible_to": ["wukong", "bajie"],
+        "agent_id": "maomao",
+    })
+    assert r.status_code == 200, r.text
+    (w,) = r.json()["written"]
+    assert w["status"] == "active" and w["memory_type"] == "team" and sorted(w["visible_to"]) == ["bajie", "maomao", "wukong"], w
+    for name in ("wukong", "bajie", "maomao"):
+        got = a[name].get("/api/v1/recall", params={"query": "项目决定用 Next.js App Router", "agent_id": name})
+        seen = _ids(got)
+        assert w["memory_id"] in seen, (name, got.text)
+        assert seen[w["memory_id"]]["memory_type"] == "team" and sorted(seen[w["memory_id"]]["visible_to"]) == ["bajie", "maomao", "wukong"]
+        one = a[name].get(f"/api/v1/memories/{w['memory_id']}", params={"scope": w["scope"]})
+        assert one.status_code == 200 and one.json()["content"] == "项目决定用 Next.js App Router", one.text
+    outside = a["shaseng"]
+    assert w["memory_id"] not in _ids(outside.get("/api/v1/recall", params={"query": "项目决定用 Next.js App Router", "agent_id": "shaseng"}))
+    assert w["memory_id"] not in _ids(outside.post("/api/v1/recall", json={"query": "项目决定用 Next.js App Router", "budget_tokens": 20000}))
+    assert outside.get(f"/api/v1/memories/{w['memory_id']}", params={"scope": w["scope"]}).status_code in (403, 404)
+    # narrowing never widens: an agent outside the team cannot be named
+    assert_problem(a["maomao"].post("/api/v1/capture", json={
+        "content": "项目决定用 Vite", "memory_type": "team", "visible_to": ["bailong"], "agent_id": "maomao",
+    }), 400)
+
+
 def test_seed000_4_1_and_4_3_the_main_agent_injects_and_a_child_cannot_inject_for_itself(service: Service) -> None:
     t = _tenant()
     a = _agents(service, t, "tangseng-brain", "wukong", workspace="hawk-bridge-backend")

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 
 from adapters.scopes import ScopeKey
-from bridge.state.common import audience_rows, group_audience, group_shares
+from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares
 from bridge.vocabulary import EVERY_AGENT
 from bridge.state.postgres.queries import Conn, count, fetch
 from identity.storage.postgres import PgPool
@@ -65,8 +65,8 @@ class PgShares(_Pg):
 
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
         rows = await self._fetch(
-            "SELECT scope, memory_id FROM shares WHERE tenant_id = %s AND user_id = %s AND agent_id IN (%s, %s)",
-            (tenant_id, user_id, agent_id, EVERY_AGENT),
+            "SELECT scope, memory_id FROM shares WHERE tenant_id = %s AND user_id IN (%s, %s) AND agent_id IN (%s, %s)",
+            (tenant_id, user_id, ANY_USER, agent_id, EVERY_AGENT),
         )
         return group_shares(rows)
 

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
-from bridge.state.common import audience_rows, group_audience, group_shares
+from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares
 from bridge.vocabulary import EVERY_AGENT
 
 __all__ = ["SHARING_MIGRATIONS", "SqliteShares", "SqliteTeams"]
@@ -52,8 +52,8 @@ class SqliteShares:
 
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
         rows = self.db.query(
-            "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id = ? AND agent_id IN (?, ?)",
-            (tenant_id, user_id, agent_id, EVERY_AGENT),
+            "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id IN (?, ?) AND agent_id IN (?, ?)",
+            (tenant_id, user_id, ANY_USER, agent_id, EVERY_AGENT),
         )
         return group_shares(rows)
 
