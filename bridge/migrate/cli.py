@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace) -> int:
     from bridge.migrate.copy import scopes_of
-    from bridge.migrate.endpoints import open_endpoint
+    from bridge.migrate.endpoints import open_endpoint, open_target
     from bridge.migrate.run import MigrationReport, migrate
     from bridge.migrate.verify import verify
     from bridge.state.sqlite import SqliteState
@@ -92,7 +92,7 @@ async def _run(args: argparse.Namespace) -> int:
     progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
     audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
     try:
-        async with open_endpoint(args.source, source=True) as source, open_endpoint(args.target) as target:
+        async with open_endpoint(args.source, source=True) as source, open_target(args.target, source) as target:
             if args.verify_only:
                 checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global, allow_empty=args.allow_empty))
                 from bridge.migrate.copy import CopyReport
