@@ -266,9 +266,10 @@ def _client_defaults(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["keys"]:
+        from bridge.policy.config import Role
         from identity.admin import main as keys_main
 
-        return keys_main(argv[1:])
+        return keys_main(argv[1:], roles=[r.value for r in Role])  # a key carries only roles the policy knows
     if argv[:1] == ["mcp"]:
         from bridge.doors.mcp.run import main as mcp_main
 
