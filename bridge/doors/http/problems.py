@@ -6,6 +6,7 @@
     QuotaExceeded ............................................ 409, type quota-exceeded (+ level, measure, used, requested, limit)
     Conflict ................................................. 409
     RequestTooLarge .......................................... 413 (body) / 414 (query string)
+    UnsupportedMediaType ..................................... 415 (a body that is not JSON)
     InvalidInput ............................................. 400
     request that does not fit its model (FastAPI validation) . 422 (malformed JSON: 400)
     RequestRateLimited ....................................... 429 + Retry-After
@@ -26,7 +27,7 @@ from typing import Any
 
 from bridge.errors import (
     Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
-    QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable,
+    QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable, UnsupportedMediaType,
 )
 
 __all__ = ["problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
@@ -40,6 +41,7 @@ PROBLEM_TYPE = "urn:viking-bridge:problem:"
 
 _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (RequestTooLarge, 413, "request-too-large", "Request too large"),
+    (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),
     (RequestRateLimited, 429, "rate-limited", "Too many requests"),
     (Unauthenticated, 401, "unauthenticated", "Authentication required"),
     (CorruptStorage, 503, "storage-needs-attention", "Storage needs attention"),
