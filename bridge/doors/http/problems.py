@@ -17,12 +17,15 @@
 The order below is the order of the checks: the most specific category first (an
 `IdentityProviderUnavailable` is both an identity error and `Unavailable`: it is a 503).
 `type` is a URN naming the category; `detail` is the error's message (messages never carry a
-credential or memory content; they may echo the caller's own input back to the caller).
+credential or memory content; they may echo the caller's own input back to the caller), with
+every absolute server path replaced by `<server path>`: a store's or a state file's location is
+the operator's business (it is in the server's log), never an API client's.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from bridge.errors import (
@@ -30,7 +33,7 @@ from bridge.errors import (
     QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable, UnsupportedMediaType,
 )
 
-__all__ = ["problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
+__all__ = ["problem_for", "problem_body", "without_server_paths", "PROBLEM_TYPE", "MEDIA_TYPE"]
 
 MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE = "urn:viking-bridge:problem:"
@@ -57,8 +60,17 @@ _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
 )
 
 
+#: An absolute POSIX path of two or more segments, not part of a URL and not the API's own routes.
+_SERVER_PATH = re.compile(r"(?<![\w/.:~-])(?!/api/)/(?:[^\s/'\"()\[\]{},;]+/)+[^\s/'\"()\[\]{},;]*")
+
+
+def without_server_paths(text: str) -> str:
+    """`text` with each absolute file-system path replaced by `<server path>`."""
+    return _SERVER_PATH.sub("<server path>", text)
+
+
 def problem_body(status: int, slug: str, title: str, detail: str, request_id: str, **extra: Any) -> dict[str, Any]:
-    body = {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": detail, "instance": f"urn:request:{request_id}", "request_id": request_id}
+    body = {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": without_server_paths(detail), "instance": f"urn:request:{request_id}", "request_id": request_id}
     body.update({k: v for k, v in extra.items() if v is not None})
     return body
 
