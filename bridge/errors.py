@@ -19,6 +19,7 @@
      │    │                                    or kind, malformed reference, id grammar
      │    ├── InvalidIdError                   identity.ids: an id that breaks the grammar
      │    ├── RequestTooLarge                  413/414: a body or query over the door's limit
+     │    ├── UnsupportedMediaType             415: a body the API cannot read (not JSON)
      │    └── InvalidRequest                   adapters: EmptyScopeError, UnsupportedFilter,
      │                                         EmbedderMismatch
      ├── NotPermitted                          403: the policy refuses (write a visibility,
@@ -78,7 +79,7 @@ from identity.errors import (
 from identity.model import MemoryIdentity
 
 __all__ = [
-    "VikingBridgeError", "ConfigurationError", "IdentityConfigurationError", "IdentityError",
+    "VikingBridgeError", "UnsupportedMediaType", "ConfigurationError", "IdentityConfigurationError", "IdentityError",
     "Unauthenticated", "InvalidCredential", "ExpiredCredential", "Forbidden",
     "SessionIdentityMismatch", "UnknownSession", "IdentityProviderUnavailable", "InvalidInput",
     "NotPermitted", "ManifestError", "NotFound", "Conflict", "RecallIncomplete", "Unavailable",
@@ -153,6 +154,10 @@ class RequestTooLarge(InvalidInput):
     def __init__(self, message: str, *, status: int = 413) -> None:
         self.status = status
         super().__init__(message)
+
+
+class UnsupportedMediaType(InvalidInput):
+    """A request body in a media type the API does not read (415): every body is JSON."""
 
 
 class RequestRateLimited(VikingBridgeError):

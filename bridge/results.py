@@ -244,6 +244,29 @@ class MemoryPage(BaseModel):
     next_cursor: str | None = None
 
 
+class MemoryChange(BaseModel):
+    """One change to a memory, from the audit log: who (user@agent of a tenant), what (the
+    action and, for an edit, the fields it changed, never their values), when (epoch seconds)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    ts: float
+    actor: str
+    action: str
+    detail: dict[str, Any] = {}
+
+
+class MemoryHistory(BaseModel):
+    """A memory's edit history, newest change first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    scope: str
+    changes: tuple[MemoryChange, ...]
+
+
 class InjectedContext(BaseModel):
     """Seed 000's inject-context answer: the manifest, its memories and the rendered block."""
 

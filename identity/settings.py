@@ -46,6 +46,7 @@ __all__ = [
     "GatewaySettings",
     "IdentitySettings",
     "JwtSettings",
+    "SettingPath",
     "build_provider",
     "build_session_registry",
     "load_settings",
@@ -70,6 +71,26 @@ def _split(value: Any) -> Any:
 
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split)]
 """A list setting: `a,b,c` or `["a","b","c"]`."""
+
+_UNEXPANDED = re.compile(r"\$\{[^}]*\}?|^\$[A-Za-z_][A-Za-z0-9_]*|^%[A-Za-z_][A-Za-z0-9_]*%$")
+
+
+def _path_setting(value: Any) -> Any:
+    """A path setting as given: an empty value (what a host writes for an unset `${VAR}`) or one
+    still holding a `${...}` / `$VAR` reference is refused here, while the settings load, so
+    nothing acts on `Path("")` — which is the working directory — before the mistake is seen."""
+    if isinstance(value, (str, Path)):
+        text = str(value)
+        if not text.strip():
+            raise InvalidSetting("is empty: give a file path (an unset ${VARIABLE} in the host's config expands to nothing)")
+        found = _UNEXPANDED.search(text)
+        if found:
+            raise InvalidSetting(f"holds an unexpanded variable reference {found.group(0)!r}: the host did not substitute it")
+    return value
+
+
+SettingPath = Annotated[Path, BeforeValidator(_path_setting)]
+"""A file or directory setting: never empty, never an unexpanded `${...}` (see `_path_setting`)."""
 
 
 class _Section(BaseModel):
@@ -107,7 +128,7 @@ class JwtSettings(_Section):
     audience: CommaList
     jwks_url: str | None = None
     public_key_pem: str | None = None
-    public_key_file: Path | None = None
+    public_key_file: SettingPath | None = None
     algorithms: CommaList = tuple(sorted(ASYMMETRIC_ALGORITHMS))
     required_claims: CommaList = ()
     leeway_seconds: float = Field(30.0, ge=0, le=300)
@@ -145,7 +166,7 @@ class JwtSettings(_Section):
 class ApiKeySettings(_Section):
     """`VIKING_BRIDGE_API_KEYS__DB_PATH`: the SQLite file `python -m identity.admin` writes to."""
 
-    db_path: Path
+    db_path: SettingPath
 
 
 class GatewaySettings(_Section):
@@ -158,7 +179,7 @@ class GatewaySettings(_Section):
     require_nonce: bool = True  # safe by default: a signed request without a fresh nonce could be replayed
     require_body_hash: bool = True  # safe by default: a signature without the body digest would carry any body
     #: A SQLite replay cache shared by the processes of one host (default: in-process only).
-    nonce_db_path: Path | None = None
+    nonce_db_path: SettingPath | None = None
     #: Hard cap on live nonces remembered; beyond it new requests get a retryable 503, never a pass.
     max_live_nonces: int = Field(DEFAULT_MAX_NONCES, ge=1, le=50_000_000)
 
@@ -180,7 +201,7 @@ class IdentitySettings(BaseSettings):
 
     mode: Literal["development", "production"] = "development"
     provider: ProviderName | None = None
-    session_db_path: Path | None = None
+    session_db_path: SettingPath | None = None
     jwt: JwtSettings | None = None
     api_keys: ApiKeySettings | None = None
     gateway: GatewaySettings | None = None

@@ -72,6 +72,7 @@ from typing import Callable
 from adapters.base import Capabilities
 from adapters.errors import EmbedderMismatch
 from adapters.local.errors import CorruptStore, storage_errors
+from adapters.local.holders import StoreHold
 from adapters.local.listing import LocalListing
 from adapters.local.maintenance import LocalMaintenance
 from adapters.local.partitions import Partition
@@ -137,7 +138,12 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
         with storage_errors(self._db_file):
             preflight(self.path, expect_existing=expect)
             private_dir(self.path)
-            self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
+            self._hold = StoreHold(self.path)  # shared while open; re-embedding needs it alone
+            try:
+                self._db = connect_durable(self._db_file, busy_timeout_s=busy_timeout_s)
+            except BaseException:
+                self._hold.close()
+                raise
         try:
             with storage_errors(self._db_file):
                 self.embedder: Embedder = embedder if embedder is not None else self._resolve_embedder()
@@ -161,6 +167,7 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
                 self._data_version = self._current_data_version()
         except BaseException:
             self._db.close()
+            self._hold.close()
             raise
         self._closed = False
         warm = getattr(self.embedder, "warm", None)
@@ -210,6 +217,7 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
                 self._partitions.clear()
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
+                self._hold.close()
 
     def __repr__(self) -> str:
         return f"LocalBackend({str(self.path)!r}, embedder={self.embedder.signature})"

@@ -34,7 +34,7 @@ from adapters.scopes import ScopeKey
 from identity.errors import CorruptStorage
 from identity.errors import StorageUnavailable as _StorageUnavailable
 
-__all__ = ["StorageBusy", "StorageFull", "StorageIOError", "EmbeddingFailed", "CorruptStore", "DamagedRecord", "storage_error", "storage_errors"]
+__all__ = ["StorageBusy", "StoreInUse", "StorageFull", "StorageIOError", "EmbeddingFailed", "CorruptStore", "DamagedRecord", "storage_error", "storage_errors"]
 
 BACKEND = "local"
 
@@ -58,6 +58,13 @@ class StorageBusy(_LocalStorageUnavailable):
     """The database was locked by another connection for longer than the busy timeout."""
 
     retryable = True
+
+
+class StoreInUse(_LocalStorageUnavailable):
+    """Another process holds the store open while this one needs it alone (re-embedding in
+    place), or the store is being re-embedded while this process tries to open it."""
+
+    retryable = False
 
 
 class StorageFull(_LocalStorageUnavailable):

@@ -17,7 +17,7 @@ from adapters.base import StoreMarker
 from adapters.errors import InvalidRequest, BackendUnavailable
 from adapters.local.checks import valid_key
 from adapters.local.errors import EmbeddingFailed
-from adapters.local.records import _provenance_from_json, clear_decode_caches, content_hash
+from adapters.local.records import _provenance_from_json, clear_decode_caches
 from adapters.local.store import LocalStoreBase, guarded, vector_blob
 from adapters.scopes import ScopeKey
 from adapters.shared.embedding import Embedder, describe_embedder
@@ -94,13 +94,18 @@ class LocalMaintenance(LocalStoreBase):
         serving; they are held in memory, about 4 x dimension bytes per row); then, under the
         write lock and without awaiting, every row is checked against the content it was embedded
         from and written. Rows added or edited meanwhile are embedded in another pass (at most
-        `max_passes`, then `BackendUnavailable`: retry when writes are quieter). Another process that
-        had the store open refuses its next search or write with `EmbedderMismatch` instead of
-        reading vectors of another shape. Ids, contents and the `writes` counter do not change.
+        `max_passes`, then `BackendUnavailable`: retry when writes are quieter). It runs only while
+        no other process (or other backend of this process) has the store open: otherwise
+        `StoreInUse` before anything changes (adapters/local/holders.py), so a running service is
+        never left with vectors of another space. Ids, contents and the `writes` counter do not change.
         Returns the number of rows re-embedded."""
         for name, value in (("batch_size", batch_size), ("max_passes", max_passes)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidRequest(f"{name} must be a positive integer", backend=self.name)
+        with self._hold.exclusive("re-embed the store in place"):  # StoreInUse while anybody else has it open
+            return await self._reembed_alone(embedder, batch_size, max_passes)
+
+    async def _reembed_alone(self, embedder: Embedder, batch_size: int, max_passes: int) -> int:
         staged: dict[int, tuple[str, bytes]] = {}  # rowid -> (content hash, new vector blob)
         for _ in range(max_passes):
             with self._lock:

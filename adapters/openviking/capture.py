@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, Sequence
 

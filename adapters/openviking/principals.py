@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import replace
 from typing import Any
 
 from adapters.base import Status, StoredMemory

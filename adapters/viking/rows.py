@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -25,7 +24,7 @@ from adapters.base import Status, StoredMemory
 from adapters.errors import CorruptRecord, InvalidRequest
 from adapters.scopes import ScopeKey, Visibility
 from adapters.shared.envelope import MEMORY_ID
-from adapters.viking.mapping import RECORD_FIELD, PrincipalMap, assistant_principal, backend_session_id, decode_record, principal_for, prov_from_json, registry_principal
+from adapters.viking.mapping import RECORD_FIELD, PrincipalMap, assistant_principal, decode_record, principal_for, prov_from_json, registry_principal
 
 #: The same logger as the rest of this backend, whichever concern logs.
 log = logging.getLogger("adapters.viking")

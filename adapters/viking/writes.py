@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 

@@ -85,6 +85,7 @@ from bridge.policy import Policy, PolicyConfig
 from bridge.policy.quotas import QuotaConfig, QuotaLimits
 from bridge.recall.config import BudgetConfig
 from bridge.recall.config import FreshnessConfig, RankingConfig
+from identity.settings import SettingPath  # one rule for every path setting: never empty, never an unexpanded ${...}
 
 __all__ = ["BridgeSettings", "load_bridge_settings", "default_home"]
 
@@ -177,7 +178,7 @@ class OpenVikingSettings(BaseModel):
     url: str | None = Field(None, pattern=r"^https?://")
     root_api_key: SecretStr | None = None
     mode: Literal["api_key", "trusted"] = "api_key"
-    key_store: Path | None = None
+    key_store: SettingPath | None = None
     key_store_secret: SecretStr | None = None
     namespace: str = Field("vb", pattern=r"^[a-z][a-z0-9]{0,15}$")
     timeout_s: float = Field(30.0, gt=0.0, le=600.0)
@@ -211,7 +212,7 @@ class VikingSettings(BaseModel):
     event_type: str = Field("sys_event_v1", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
     principal_prefix: str = Field("vb", pattern=r"^[A-Za-z][A-Za-z0-9]{0,15}$")
     #: where the write ledger lives (default HOME/viking)
-    ledger_dir: Path | None = None
+    ledger_dir: SettingPath | None = None
     timeout_s: float = Field(30.0, gt=0.0, le=600.0)
 
     @model_validator(mode="before")
@@ -223,8 +224,8 @@ class VikingSettings(BaseModel):
 class BridgeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_", env_nested_delimiter="__", extra="ignore", frozen=True)
 
-    home: Path = Field(default_factory=default_home)
-    config_file: Path | None = None  # a TOML file with any of these settings
+    home: SettingPath = Field(default_factory=default_home)
+    config_file: SettingPath | None = None  # a TOML file with any of these settings
     max_query_chars: int = Field(4000, ge=1, le=100_000)
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     max_messages: int = Field(1000, ge=1, le=100_000)
@@ -252,7 +253,7 @@ class BridgeSettings(BaseSettings):
     embedder_api_key: SecretStr | None = None
     #: The key of export seals (HMAC-SHA256); unset: HOME/export-seal.key, made on first export.
     export_key: SecretStr | None = None
-    roles_file: Path | None = None
+    roles_file: SettingPath | None = None
     quota_tenant_max_memories: int | None = Field(None, ge=0)
     quota_tenant_max_bytes: int | None = Field(None, ge=0)
     quota_user_max_memories: int | None = Field(None, ge=0)

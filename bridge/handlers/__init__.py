@@ -36,6 +36,8 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.ForkSession: sessions.fork_session,
     # reading, editing and approving stored memories
     ops.GetMemory: reads.get_memory,
+    ops.FindMemory: reads.find_memory,
+    ops.MemoryHistory: reads.memory_history,
     ops.FindByKey: reads.find_by_key,
     ops.ListMemories: reads.list_memories,
     ops.PendingApprovals: reads.pending_approvals,

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 
 
-from adapters.base import MemoryPatch, Status
+from adapters.base import MemoryPatch, Status, StoredMemory
 from adapters.scopes import ScopeKey, Visibility
 from bridge.errors import InvalidInput, NotFound, NotPermitted
 from bridge.handlers.injection import inject
 from bridge.handlers.lifecycle import author_tenant
-from bridge.results import InjectedContext, MemoryPage, MemoryRecord, RecalledMemory
-from bridge.operations.reads import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
-from bridge.policy.reads import approvable_scopes, approves_anything, grants_subject, may_edit, may_see_status, read_reason
+from bridge.results import InjectedContext, MemoryChange, MemoryHistory as HistoryResult, MemoryPage, MemoryRecord, RecalledMemory
+from bridge.operations.reads import EditMemory, FindByKey, FindMemory, GetMemory, InjectContext, ListGrants, ListMemories, MemoryHistory, PendingApprovals, Reject
+from bridge.policy.reads import HISTORY_HIDDEN_ACTIONS, approvable_scopes, approves_anything, default_read_scopes, grants_subject, may_edit, may_see_status, read_reason
+from bridge.state.records import AuditView
 from bridge.recall.render import render_context
 from bridge.runtime import BridgeRuntime
 from bridge.policy.sharing import SHAREABLE, narrowed_base, reads_team
@@ -30,7 +31,7 @@ from bridge.policy.quotas import content_bytes
 from bridge.writes import backend_key, release_memories, reserve_bytes
 from identity.model import MemoryIdentity
 
-__all__ = ["get_memory", "find_by_key", "list_memories", "pending_approvals", "edit_memory", "reject", "list_grants", "inject_context"]
+__all__ = ["get_memory", "find_memory", "memory_history", "find_by_key", "list_memories", "pending_approvals", "edit_memory", "reject", "list_grants", "inject_context"]
 
 
 async def _grants(rt: BridgeRuntime, identity: MemoryIdentity) -> list[Grant]:
@@ -64,6 +65,50 @@ async def get_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: GetMemory)
     return MemoryRecord.of(memory, reason)
 
 
+async def _default_scopes(rt: BridgeRuntime, identity: MemoryIdentity) -> list[tuple[ScopeKey, str]]:
+    return default_read_scopes(rt.policy, identity, await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id))
+
+
+async def _find(rt: BridgeRuntime, identity: MemoryIdentity, memory_id: str) -> tuple[StoredMemory, str]:
+    """The memory `memory_id` in one of the caller's default scopes, or `NotFound` — the same
+    answer whether it exists nowhere or only where the caller may not read it."""
+    now = rt.clock()
+    for key, reason in await _default_scopes(rt, identity):
+        try:
+            memory = await rt.backend.get(key, memory_id)
+        except NotFound:
+            continue
+        if memory.scope == key and not memory.expired(now) and may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
+            return memory, reason
+    raise NotFound(f"no memory {memory_id} among the memories {identity.principal} may read")
+
+
+async def find_memory(rt: BridgeRuntime, identity: MemoryIdentity, op: FindMemory) -> MemoryRecord:
+    memory, reason = await _find(rt, identity, op.memory_id)
+    await rt.state.audit.append(identity, "recall", memory_ids=[memory.id], scopes=[memory.scope], detail={"operation": "get"})
+    return MemoryRecord.of(memory, reason)
+
+
+async def memory_history(rt: BridgeRuntime, identity: MemoryIdentity, op: MemoryHistory) -> HistoryResult:
+    """The changes to a memory the caller may read (checked exactly as get, by reference or by
+    id alone), from the whole tenant's audit rows of that memory: a reader of a shared memory
+    sees who else changed it. Reads of it are not changes and are left out."""
+    if op.scope is None:
+        memory, _ = await _find(rt, identity, op.memory_id)
+    else:
+        await _read_reason(rt, identity, op.scope, op.memory_id)
+        memory = await rt.backend.get(op.scope, op.memory_id)
+        if not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id) or memory.expired(rt.clock()):
+            raise NotFound(f"no memory {op.memory_id} in {op.scope}")
+    scope = str(memory.scope)
+    rows = await rt.state.audit.query(AuditView(identity.tenant_id, None), memory_id=memory.id, limit=op.limit * 4)
+    changes = [
+        MemoryChange(seq=e.seq, ts=e.ts, actor=e.actor, action=e.action, detail=e.detail)
+        for e in rows if e.action not in HISTORY_HIDDEN_ACTIONS and (not e.scopes or scope in e.scopes)
+    ][: op.limit]
+    return HistoryResult(memory_id=memory.id, scope=scope, changes=tuple(changes))
+
+
 async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey) -> MemoryRecord:
     """The caller's own memory stored with `op.key` in `op.scope` (what a write with that
     idempotency key stored, per writer), read-checked exactly as `get_memory`; else NotFound."""
@@ -76,13 +121,46 @@ async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey
     return MemoryRecord.of(memory, reason)
 
 
+async def _scope_page(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, status: Status, cursor: str | None, limit: int) -> tuple[list[StoredMemory], str | None]:
+    page = await rt.backend.list_page(key, cursor=cursor, limit=limit, statuses=frozenset({status}))
+    now = rt.clock()  # expired memories are never listed (a page may come back short; the cursor still walks on)
+    shown = [m for m in page.memories if m.scope == key and not m.expired(now) and may_see_status(rt.policy, identity, key, m.status, m.provenance.author_user_id)]
+    return shown, page.next_cursor
+
+
 async def list_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMemories) -> MemoryPage:
+    if op.scope is None:
+        return await _list_all(rt, identity, op)
     reason = await _read_reason(rt, identity, op.scope)
-    status = Status(op.status)
-    page = await rt.backend.list_page(op.scope, cursor=op.cursor, limit=op.limit, statuses=frozenset({status}))
-    shown = [m for m in page.memories if m.scope == op.scope and may_see_status(rt.policy, identity, op.scope, m.status, m.provenance.author_user_id)]
+    shown, next_cursor = await _scope_page(rt, identity, op.scope, Status(op.status), op.cursor, op.limit)
     await rt.state.audit.append(identity, "recall", memory_ids=[m.id for m in shown], scopes=[op.scope], detail={"operation": "list"})
-    return MemoryPage(memories=tuple(MemoryRecord.of(m, reason) for m in shown), next_cursor=page.next_cursor)
+    return MemoryPage(memories=tuple(MemoryRecord.of(m, reason) for m in shown), next_cursor=next_cursor)
+
+
+async def _list_all(rt: BridgeRuntime, identity: MemoryIdentity, op: ListMemories) -> MemoryPage:
+    """"All my memories": the default scopes one after another, a cursor `scope#inner` saying
+    where the next page starts (a scope outside the default ones is refused, never read)."""
+    scopes = await _default_scopes(rt, identity)
+    names = [str(k) for k, _ in scopes]
+    at, inner = _split_cursor(op.cursor)
+    if at is not None and at not in names:
+        raise InvalidInput("the cursor names a scope outside the memories this identity reads by default")
+    start = 0 if at is None else names.index(at)
+    out: list[MemoryRecord] = []
+    next_cursor: str | None = None
+    for n in range(start, len(scopes)):
+        key, reason = scopes[n]
+        shown, more = await _scope_page(rt, identity, key, Status(op.status), inner if n == start else None, op.limit - len(out))
+        out.extend(MemoryRecord.of(m, reason) for m in shown)
+        if more is not None:
+            next_cursor = f"{key}#{more}"
+            break
+        if len(out) >= op.limit:
+            next_cursor = f"{scopes[n + 1][0]}#" if n + 1 < len(scopes) else None
+            break
+    if out:
+        await rt.state.audit.append(identity, "recall", memory_ids=[m.memory_id for m in out], scopes=sorted({ScopeKey.parse(m.scope) for m in out}, key=str), detail={"operation": "list"})
+    return MemoryPage(memories=tuple(out), next_cursor=next_cursor)
 
 
 def _split_cursor(cursor: str | None) -> tuple[str | None, str | None]:
@@ -90,7 +168,7 @@ def _split_cursor(cursor: str | None) -> tuple[str | None, str | None]:
         return None, None
     scope, sep, inner = cursor.partition("#")
     if not sep:
-        raise InvalidInput("not a cursor of the approval queue")
+        raise InvalidInput("not a cursor of this listing")
     return scope, inner or None
 
 

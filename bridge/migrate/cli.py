@@ -1,7 +1,7 @@
 """`viking-bridge migrate`: copy tenants' memories from one backend to another.
 
     viking-bridge migrate --from local:~/.local/share/viking-bridge --to postgres:postgresql://... \\
-        --tenant acme --tenant globex [--no-global] [--report report.json] [--verify-only]
+        --tenant acme --tenant globex [--no-global] [--allow-empty] [--report report.json] [--verify-only]
 
 Idempotent and resumable: run it again after a kill (or just again) and it writes nothing it
 already wrote. A progress bar on a terminal, one line per 5% otherwise; the report (JSON) has
@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="target", required=True, help="target backend (same forms)")
     p.add_argument("--tenant", action="append", default=[], required=True, help="a tenant to copy (repeat for several)")
     p.add_argument("--no-global", action="store_true", help="leave the global scope out")
+    p.add_argument("--allow-empty", action="store_true", help="accept a named tenant that has no memories in the source (else an error: a mistyped tenant copies nothing)")
     p.add_argument("--verify-only", action="store_true", help="copy nothing; compare the two sides")
     p.add_argument("--report", type=Path, help="write the JSON report here")
     p.add_argument("--operator", default="operator", help="the name the audit rows record for this run")
@@ -83,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace) -> int:
     from bridge.migrate.copy import scopes_of
-    from bridge.migrate.endpoints import open_endpoint
+    from bridge.migrate.endpoints import open_endpoint, open_target
     from bridge.migrate.run import MigrationReport, migrate
     from bridge.migrate.verify import verify
     from bridge.state.sqlite import SqliteState
@@ -91,16 +92,16 @@ async def _run(args: argparse.Namespace) -> int:
     progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
     audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
     try:
-        async with open_endpoint(args.source, source=True) as source, open_endpoint(args.target) as target:
+        async with open_endpoint(args.source, source=True) as source, open_target(args.target, source) as target:
             if args.verify_only:
-                checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global))
+                checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global, allow_empty=args.allow_empty))
                 from bridge.migrate.copy import CopyReport
 
                 report = MigrationReport(source.spec, target.spec, tuple(args.tenant), CopyReport(), checked)
             else:
                 try:
                     report = await migrate(source, target, args.tenant, include_global=not args.no_global, progress=progress,
-                                           audit_state=audit_state, operator=args.operator, concurrency=args.concurrency)
+                                           audit_state=audit_state, operator=args.operator, concurrency=args.concurrency, allow_empty=args.allow_empty)
                 finally:
                     if isinstance(progress, BarProgress):
                         progress.stop()

@@ -74,16 +74,26 @@ class CopyReport:
         return sum(t.present for t in self.scopes.values())
 
 
-async def scopes_of(backend: MemoryBackend, tenants: Sequence[str], include_global: bool) -> list[ScopeKey]:
-    """Every scope of `tenants` the backend holds memories in, plus the global scope if asked."""
+async def scopes_of(backend: MemoryBackend, tenants: Sequence[str], include_global: bool, *, allow_empty: bool = False) -> list[ScopeKey]:
+    """Every scope of `tenants` the backend holds memories in, plus the global scope if asked.
+
+    A named tenant with no memory at all in the source is an error (`InvalidInput` naming it):
+    a mistyped tenant would otherwise copy nothing and report success. `allow_empty=True` is for
+    a run that means it (a tenant that may legitimately be empty yet)."""
     if not tenants and not include_global:
         raise InvalidInput("name at least one tenant (or include the global scope)")
     keys: list[ScopeKey] = []
+    empty: list[str] = []
     for tenant in dict.fromkeys(tenants):
         listed = await backend.list_scopes(tenant)
         if any(k.tenant_id != tenant for k in listed):  # a backend bug must not widen the copy
             raise NotPermitted(f"backend {backend.name} listed another tenant's scope for {tenant}")
+        if not listed:
+            empty.append(tenant)
         keys.extend(sorted(listed))
+    if empty and not allow_empty:
+        names = ", ".join(repr(t) for t in empty)
+        raise InvalidInput(f"the source holds no memories of tenant {names}: is the tenant name right? (--allow-empty copies it anyway)")
     if include_global:
         keys.append(ScopeKey.global_())
     return keys

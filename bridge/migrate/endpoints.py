@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from adapters.base import MemoryBackend
+from adapters.errors import EmbedderMismatch
+from adapters.shared.embedding import embedder_for_signature
 from bridge.assembly.backends import OpenRequest, REGISTRY, backend_entry
 from bridge.assembly.opening import open_state
 from bridge.assembly.settings import BridgeSettings, load_bridge_settings
 from bridge.errors import ConfigurationError
 from bridge.state.protocols import BridgeState
 
-__all__ = ["Endpoint", "open_endpoint", "redact_spec"]
+__all__ = ["Endpoint", "open_endpoint", "open_target", "redact_spec", "kept_embedder"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,38 @@ def endpoint_settings(spec: str, base: BridgeSettings | None = None) -> BridgeSe
         raise ConfigurationError(f"not a backend spec: {redact_spec(spec)!r} (expected one of {', '.join(e.spec_usage for e in REGISTRY.values())})")
     base = base or load_bridge_settings()
     return load_bridge_settings(**{**base.model_dump(), **backend_entry(kind).spec_settings(where, base)})
+
+
+def kept_embedder(source: Endpoint) -> Any:
+    """The embedder a migration's target is opened with when the deployment names none
+    (`VIKING_BRIDGE_EMBEDDER=auto`): the source's own, rebuilt from its signature, so a hybrid
+    store stays hybrid on PostgreSQL (whose own default is hashing) instead of silently moving to
+    another vector space. None: the deployment chose one, or the source keeps its vectors
+    server-side (openviking, viking), and the target's setting or default applies."""
+    if load_bridge_settings().embedder != "auto":
+        return None
+    embedder = getattr(source.backend, "embedder", None)
+    signature = getattr(embedder, "signature", None)
+    if embedder is None or not isinstance(signature, str):
+        return None
+    return embedder_for_signature(signature) or embedder
+
+
+@contextlib.asynccontextmanager
+async def open_target(spec: str, source: Endpoint) -> AsyncIterator[Endpoint]:
+    """`open_endpoint(spec)` for a migration's target, keeping the source's embedder
+    (`kept_embedder`). A target that already holds vectors of another embedder is refused with
+    the two named and how to choose, never written in two vector spaces."""
+    embedder = kept_embedder(source)
+    try:
+        async with open_endpoint(spec, embedder=embedder) as target:
+            yield target
+    except EmbedderMismatch as exc:
+        mine = getattr(getattr(source.backend, "embedder", None), "signature", "its own")
+        raise ConfigurationError(
+            f"{redact_spec(spec)}: {exc}; the source {source.spec} recalls with {mine}. Choose one: migrate into a new target "
+            "(it keeps the source's embedder), or set VIKING_BRIDGE_EMBEDDER to the target's embedder to re-embed into it"
+        ) from None
 
 
 @contextlib.asynccontextmanager

@@ -53,7 +53,7 @@ class MigrationReport:
 
 async def migrate(
     source: Endpoint, target: Endpoint, tenants: Sequence[str], *, include_global: bool = True, progress: Progress | None = None,
-    check: bool = True, audit_state: BridgeState | None = None, operator: str = "operator", concurrency: int = 4,
+    check: bool = True, audit_state: BridgeState | None = None, operator: str = "operator", concurrency: int = 4, allow_empty: bool = False,
 ) -> MigrationReport:
     """Copy the tenants' memories from `source` to `target`, verify, and audit the run."""
     if source.spec == target.spec:
@@ -61,7 +61,7 @@ async def migrate(
     state = target.state or audit_state
     if state is None:
         raise ConfigurationError(f"{target.spec} keeps no bridge state: give the state the migration is audited in")
-    scopes = await scopes_of(source.backend, tenants, include_global)
+    scopes = await scopes_of(source.backend, tenants, include_global, allow_empty=allow_empty)
     now = time.time()  # one instant for liveness: what the copy leaves out as expired, the check expects on neither side
     copied = await copy_memories(source.backend, target.backend, scopes, progress=progress, concurrency=concurrency, now=now)
     checked = await verify(source.backend, target.backend, scopes, now=now) if check else None

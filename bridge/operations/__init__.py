@@ -24,7 +24,7 @@ from bridge.operations.grants import IssueGrant, RevokeGrant
 from bridge.operations.injection import Inject, RevokeManifest, WriteBack
 from bridge.operations.audit import QueryAudit
 from bridge.operations.sessions import ForkSession, StartSession
-from bridge.operations.reads import EditMemory, FindByKey, GetMemory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
+from bridge.operations.reads import EditMemory, FindByKey, FindMemory, GetMemory, MemoryHistory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
 from bridge.operations.sharing import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
 from bridge.operations.admin import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
 from bridge.operations.export import ExportMemories
@@ -34,7 +34,7 @@ from bridge.operations.fields import RESERVED_METADATA_PREFIX
 __all__ = [
     "Operation", "Recall", "Remember", "Capture", "Forget", "Approve", "Promote", "ForgetSubject",
     "PurgeExpired", "IssueGrant", "RevokeGrant", "Inject", "RevokeManifest", "WriteBack",
-    "QueryAudit", "StartSession", "ForkSession", "GetMemory", "FindByKey", "ListMemories",
+    "QueryAudit", "StartSession", "ForkSession", "GetMemory", "FindMemory", "MemoryHistory", "FindByKey", "ListMemories",
     "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext", "SetVisibleTo",
     "SetTeamMembers", "AddTeamMember", "RemoveTeamMember", "TenantGrants", "TenantManifests",
     "ScopeCounts", "WhoCanRead", "ExportMemories", "RoleInject", "RESERVED_METADATA_PREFIX",

@@ -19,7 +19,7 @@ from bridge.operations.lifecycle import _RefOperation
 from bridge.operations.sharing import _set
 from bridge.operations.fields import check_metadata, flag, ident, memory_ref, metadata, number, optional_ident, positive_int, scope_key, text, within
 
-__all__ = ["GetMemory", "FindByKey", "ListMemories", "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext"]
+__all__ = ["GetMemory", "FindMemory", "MemoryHistory", "FindByKey", "ListMemories", "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext"]
 
 _LISTABLE = {"active": "active", "pending": "pending", "superseded": "superseded"}
 
@@ -28,6 +28,34 @@ _LISTABLE = {"active": "active", "pending": "pending", "superseded": "superseded
 class GetMemory(_RefOperation):
     """One memory by reference, if the identity may read it (its default scopes or a grant)."""
 
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindMemory(Operation):
+    """One memory by id alone, looked up only in the scopes the caller reads by default (its
+    own scopes and its teams): never a wider view, and absent (`NotFound`) alike whether it does
+    not exist or lives where the caller may not read it."""
+
+    memory_id: str
+
+    def __post_init__(self) -> None:
+        _set(self, "memory_id", ident(self.memory_id, "memory_id"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHistory(Operation):
+    """Who changed one memory, what and when (its audit rows, newest first, reads left out),
+    for a caller who may read the memory; `scope` None: found as `FindMemory` finds it."""
+
+    memory_id: str
+    scope: ScopeKey | None = None
+    limit: int = 100
+
+    def __post_init__(self) -> None:
+        _set(self, "memory_id", ident(self.memory_id, "memory_id"))
+        if self.scope is not None:
+            _set(self, "scope", scope_key(self.scope))
+        _set(self, "limit", positive_int(self.limit, "limit", 500))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,15 +78,17 @@ class FindByKey(Operation):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListMemories(Operation):
-    """One page of a readable scope's memories; pass `next_cursor` back for the next page."""
+    """One page of a readable scope's memories; pass `next_cursor` back for the next page.
+    `scope` None: every scope the caller reads by default ("all my memories"), one after another."""
 
-    scope: ScopeKey
+    scope: ScopeKey | None = None
     cursor: str | None = None
     limit: int = 50
     status: str = "active"
 
     def __post_init__(self) -> None:
-        _set(self, "scope", scope_key(self.scope))
+        if self.scope is not None:
+            _set(self, "scope", scope_key(self.scope))
         if self.cursor is not None:
             _set(self, "cursor", text(self.cursor, "cursor"))
         _set(self, "limit", positive_int(self.limit, "limit", 500))

@@ -18,7 +18,7 @@ from bridge.policy import ROLE_ADMIN, Policy, Role
 from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports", "may_purge_expired"]
+__all__ = ["default_read_scopes", "HISTORY_HIDDEN_ACTIONS", "read_reason", "may_see_status", "approves_anything", "approvable_scopes", "may_edit", "grants_subject", "export_scopes", "exports", "may_purge_expired"]
 
 
 def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants: Iterable[Grant], now: float) -> str:
@@ -30,6 +30,20 @@ def read_reason(policy: Policy, identity: MemoryIdentity, key: ScopeKey, grants:
     if key.tenant_id != identity.tenant_id:
         raise NotPermitted(f"{identity.principal} may not read {key}: cross-tenant reads are never allowed")
     return f"authorised by grant {policy.authorise_grant(identity, key, grants, now).grant_id}"
+
+
+def default_read_scopes(policy: Policy, identity: MemoryIdentity, teams: Iterable[str]) -> list[tuple[ScopeKey, str]]:
+    """What "all my memories" and "this id" (no scope named) may look in: the scopes the
+    identity reads by default plus the teams its agent belongs to, each with why. Grants and
+    injections are not included: a scope-less read never gives a wider view than recall's
+    default, so a memory outside it is answered as absent, exactly like one that does not exist."""
+    scopes = list(policy.own_scopes(identity))
+    scopes += [(ScopeKey.team(identity.tenant_id, team), f"member of team {team}") for team in sorted(set(teams))]
+    return scopes
+
+
+#: Audit rows left out of a memory's edit history: who *read* it is not a change to it.
+HISTORY_HIDDEN_ACTIONS = frozenset({"recall", "export"})
 
 
 def may_see_status(policy: Policy, identity: MemoryIdentity, key: ScopeKey, status: Status, author_user_id: str) -> bool:

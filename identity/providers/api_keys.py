@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
+import logging
 import secrets
 import time
 from collections.abc import Iterable
@@ -34,6 +35,8 @@ from identity.ids import validate_id
 from identity.model import MemoryIdentity
 from identity.providers.base import ApiKey, new_session_id, require_credential
 from identity.state.protocols import ApiKeyRecord, ApiKeyRepository, StoredApiKey
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -49,6 +52,7 @@ API_KEY_PREFIX = "vbk"
 _SCHEME = "hmac-sha256"
 _KEY_ID_HEX = 16
 _MAX_KEY_LENGTH = 256
+_TOUCH_EVERY_S = 60.0
 _SECRET_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -112,6 +116,7 @@ class ApiKeyStore:
             salt=salt,
             digest=_digest(salt, secrets.token_urlsafe(32)),
         )
+        self._touched: dict[str, float] = {}
 
     @classmethod
     def in_memory(cls) -> "ApiKeyStore":
@@ -187,7 +192,23 @@ class ApiKeyStore:
             raise InvalidCredential("unknown API key")  # same message: no oracle for valid key ids
         if found.record.revoked:
             raise InvalidCredential(f"API key {key_id} has been revoked")
+        self._note_use(key_id)
         return found.record
+
+    def _note_use(self, key_id: str) -> None:
+        """Record the key's last use for `keys list`, at most once a minute per key and process
+        (one small write, never on every request). Bookkeeping only: a failure to record it is
+        logged and never refuses a valid key."""
+        now = time.time()
+        if now - self._touched.get(key_id, 0.0) < _TOUCH_EVERY_S:
+            return
+        self._touched[key_id] = now
+        if len(self._touched) > 65536:
+            self._touched.clear()
+        try:
+            self.repository.touch(key_id, now)
+        except Exception as exc:  # noqa: BLE001 - bookkeeping must not turn a valid key away
+            log.warning("could not record the last use of API key %s: %s", key_id, type(exc).__name__)
 
 
 def _key_id(key_id: object) -> str:

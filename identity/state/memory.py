@@ -63,6 +63,12 @@ class InMemoryApiKeyRepository:
             self._keys[key_id] = dataclasses.replace(stored, record=record)
             return True
 
+    def touch(self, key_id: str, at: float) -> None:
+        with self._lock:
+            stored = self._keys.get(key_id)
+            if stored is not None:
+                self._keys[key_id] = dataclasses.replace(stored, record=dataclasses.replace(stored.record, last_used_at=at))
+
     def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
         with self._lock:
             found = [k.record for k in self._keys.values() if tenant_id is None or k.record.tenant_id == tenant_id]

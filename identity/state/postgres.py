@@ -43,7 +43,10 @@ IDENTITY_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, created_at);
         GRANT SELECT, INSERT ON api_keys TO {runtime};
         GRANT UPDATE (revoked_at) ON api_keys TO {runtime};
-    """,)),
+    """, """
+        CREATE TABLE api_key_uses (key_id text PRIMARY KEY, last_used_at double precision NOT NULL);
+        GRANT SELECT, INSERT, UPDATE ON api_key_uses TO {runtime};
+    """)),
     ("nonces", ("""
         CREATE TABLE nonces (nonce text PRIMARY KEY, expires_at double precision NOT NULL);
         CREATE INDEX nonces_by_expiry ON nonces (expires_at);
@@ -96,12 +99,13 @@ class PgApiKeyRepository(_OnPool):
     """`ApiKeyRepository` on PostgreSQL: a key id is never reused; a revocation is final and
     seen by every replica at its next lookup (no cache)."""
 
-    _COLUMNS = "key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles, permission_version, label, created_at, revoked_at"
+    _COLUMNS = ("key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles, permission_version, label, created_at, revoked_at,"
+                " (SELECT last_used_at FROM api_key_uses u WHERE u.key_id = api_keys.key_id)")
 
     @staticmethod
     def _record(row: Sequence[Any]) -> ApiKeyRecord:
-        key_id, tenant, user, departments, workspace, agent, roles, version, label, created, revoked = row
-        return ApiKeyRecord(key_id, tenant, user, frozenset(departments), workspace, agent, frozenset(roles), version, label, created, revoked)
+        key_id, tenant, user, departments, workspace, agent, roles, version, label, created, revoked, used = row
+        return ApiKeyRecord(key_id, tenant, user, frozenset(departments), workspace, agent, frozenset(roles), version, label, created, revoked, used)
 
     def insert(self, key: StoredApiKey) -> None:
         r = key.record
@@ -134,9 +138,18 @@ class PgApiKeyRepository(_OnPool):
 
         return self.pool.run_sync(run, "API key store")
 
+    def touch(self, key_id: str, at: float) -> None:
+        async def run(conn: psycopg.AsyncConnection) -> None:
+            await conn.execute(
+                "INSERT INTO api_key_uses (key_id, last_used_at) VALUES (%s, %s)"
+                " ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(api_key_uses.last_used_at, EXCLUDED.last_used_at)", (key_id, at),
+            )
+
+        self.pool.run_sync(run, "API key store")
+
     def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
         async def run(conn: psycopg.AsyncConnection) -> list[ApiKeyRecord]:
-            where, args = (" WHERE tenant_id = %s", (tenant_id,)) if tenant_id is not None else ("", ())
+            where, args = (" WHERE api_keys.tenant_id = %s", (tenant_id,)) if tenant_id is not None else ("", ())
             cur = await conn.execute(f"SELECT {self._COLUMNS} FROM api_keys{where} ORDER BY created_at", args)
             return [self._record(r) for r in await cur.fetchall()]
 

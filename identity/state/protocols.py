@@ -78,6 +78,7 @@ class ApiKeyRecord:
     label: str
     created_at: float
     revoked_at: float | None
+    last_used_at: float | None = None  # when a request last presented it (recorded at most once a minute per process)
 
     @property
     def revoked(self) -> bool:
@@ -109,6 +110,10 @@ class ApiKeyRepository(Protocol):
     def lookup(self, key_id: str) -> StoredApiKey | None: ...
 
     def revoke(self, key_id: str, at: float) -> bool: ...
+
+    def touch(self, key_id: str, at: float) -> None:
+        """Record that the key was presented at `at` (for `keys list`; never changes what it grants)."""
+        ...
 
     def records(self, tenant_id: str | None = None) -> Sequence[ApiKeyRecord]: ...
 

@@ -112,11 +112,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at         REAL
 )
 """,
+    # when each key was last presented: a table of its own, so recording a use never rewrites
+    # the key's row (and the migration is idempotent for a file adopted without versions)
+    "CREATE TABLE IF NOT EXISTS api_key_uses (key_id TEXT PRIMARY KEY, last_used_at REAL NOT NULL)",
 )
 
 _API_KEY_COLUMNS = (
     "key_id, tenant_id, user_id, department_ids, workspace_id, agent_id, roles,"
-    " permission_version, label, created_at, revoked_at"
+    " permission_version, label, created_at, revoked_at,"
+    " (SELECT last_used_at FROM api_key_uses u WHERE u.key_id = api_keys.key_id)"
 )
 
 
@@ -128,7 +132,7 @@ def _record(row: tuple, path: Path) -> ApiKeyRecord:
 
 
 def _decode(row: tuple) -> ApiKeyRecord:
-    (key_id, tenant, user, departments, workspace, agent, roles, version, label, created, revoked) = row
+    (key_id, tenant, user, departments, workspace, agent, roles, version, label, created, revoked, used) = row
     return ApiKeyRecord(
         key_id=key_id,
         tenant_id=tenant,
@@ -141,6 +145,7 @@ def _decode(row: tuple) -> ApiKeyRecord:
         label=label,
         created_at=created,
         revoked_at=revoked,
+        last_used_at=used,
     )
 
 
@@ -194,11 +199,18 @@ class SqliteApiKeyRepository:
             cur = self._run("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (at, key_id))
         return cur.rowcount == 1
 
+    def touch(self, key_id: str, at: float) -> None:
+        with self._lock:
+            self._run(
+                "INSERT INTO api_key_uses (key_id, last_used_at) VALUES (?, ?)"
+                " ON CONFLICT (key_id) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)", (key_id, at),
+            )
+
     def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
         query = f"SELECT {_API_KEY_COLUMNS} FROM api_keys"
         args: tuple[str, ...] = ()
         if tenant_id is not None:
-            query += " WHERE tenant_id = ?"
+            query += " WHERE api_keys.tenant_id = ?"
             args = (tenant_id,)
         with self._lock:
             rows = self._run(query + " ORDER BY created_at", args).fetchall()

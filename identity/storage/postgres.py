@@ -31,7 +31,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, LiteralString, TypeVar, cast
+from typing import LiteralString, TypeVar, cast
 from urllib.parse import urlsplit
 
 import psycopg

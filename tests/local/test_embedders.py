@@ -20,6 +20,7 @@ from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.shared.embedding import HashingEmbedder, HybridEmbedder, OpenAICompatibleEmbedder, embedder_for_signature
 from adapters.errors import EmbedderMismatch
 from adapters.local import LocalBackend
+from adapters.local.errors import StoreInUse
 from adapters.local.errors import EmbeddingFailed
 from adapters.scopes import ScopeKey, ScopeSet
 from bridge.errors import ConfigurationError
@@ -167,17 +168,18 @@ async def test_an_old_store_re_embedded_explicitly_moves_wholly_into_the_hybrid_
     old = LocalBackend(tmp_path / "s", HashingEmbedder())
     stored = await old.put_many([(ALICE, mem("I'm severely allergic to peanuts"), "k1"), (ALICE, mem("the quarterly report is due Friday"), "k2")])
     marker = await old.store_marker()
-    stale = LocalBackend(tmp_path / "s")  # another opener, still in the hashing space
+    stale = LocalBackend(tmp_path / "s")  # another opener, in the hashing space (a running service)
     assert (await stale.search(SearchQuery(ScopeSet.of(ALICE), "peanuts"))).hits
-    assert await old.reembed(emb.hybrid_default(), batch_size=1) == 2
+    with pytest.raises(StoreInUse, match="another process has this store open"):
+        await old.reembed(emb.hybrid_default(), batch_size=1)  # refused: the opener would be left in the wrong space
+    assert (await stale.search(SearchQuery(ScopeSet.of(ALICE), "peanuts"))).hits  # and it keeps working
+    await stale.aclose()
+    assert await old.reembed(emb.hybrid_default(), batch_size=1) == 2  # alone now
     assert isinstance(old.embedder, HybridEmbedder)
     hits = (await old.search(SearchQuery(ScopeSet.of(ALICE), "what food can I never eat?"))).hits
     assert hits[0].memory.id == stored[0].id
     assert (await old.store_marker()) == marker  # same store, same write count: the bridge binding holds
-    with pytest.raises(EmbedderMismatch, match="re-embedded"):
-        await stale.search(SearchQuery(ScopeSet.of(ALICE), "peanuts"))  # refused, never a mixed-space read
     assert stale.quarantine_alarms == 0 and await old.quarantined() == []
-    await stale.aclose()
     await old.aclose()
     reopened = LocalBackend(tmp_path / "s")  # the default now finds the hybrid recorded
     try:
@@ -206,7 +208,9 @@ async def test_a_failed_re_embed_leaves_the_store_in_its_old_space(tmp_path):
 async def test_a_row_written_during_a_re_embed_is_embedded_too_never_left_in_the_old_space(tmp_path):
     b = LocalBackend(tmp_path / "s", HashingEmbedder())
     await b.put_many([(ALICE, mem("first"), "k1"), (ALICE, mem("second"), "k2")])
-    writer = LocalBackend(tmp_path / "s")  # another opener writing while the vectors are computed
+    # another task of the same process writing while the vectors are computed (another process
+    # cannot: re-embedding needs the store alone, see test_an_old_store_re_embedded_explicitly_...)
+    writer = b
     calls = []
 
     class Wider(HashingEmbedder):
@@ -220,7 +224,6 @@ async def test_a_row_written_during_a_re_embed_is_embedded_too_never_left_in_the
     assert calls == [["first", "second"], ["written meanwhile"]]  # a second pass for the new row only
     hits = (await b.search(SearchQuery(ScopeSet.of(ALICE), "written meanwhile"))).hits
     assert hits[0].memory.content == "written meanwhile" and b.quarantine_alarms == 0
-    await writer.aclose()
     await b.aclose()
 
 

@@ -10,29 +10,19 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from bridge.errors import InvalidInput, VikingBridgeError
+from bridge.doors.cli.memories import dump_json, edit_fields, read_content
 
 __all__ = ["run_client", "ServiceProblem", "read_content"]
 
 
 class ServiceProblem(VikingBridgeError):
     """The service answered with problem+json."""
-
-
-def read_content(value: str) -> str:
-    if value == "-":
-        return sys.stdin.read()
-    if value.startswith("@"):
-        try:
-            return Path(value[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {value[1:]}: {exc.strerror}") from None
-    return value
 
 
 def _call(client: httpx.Client, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None) -> Any:
@@ -49,9 +39,23 @@ def _call(client: httpx.Client, method: str, path: str, *, body: Any = None, par
     return r.json()
 
 
+def _memories(c: httpx.Client, args: Any) -> Any:
+    """list / get / edit / history over HTTP: the service's JSON as it answered it."""
+    memory = quote(getattr(args, "memory_id", "") or "", safe="")
+    if args.command == "list":
+        return _call(c, "GET", "/api/v1/memories", params={"scope": args.scope, "cursor": args.cursor, "limit": args.limit, "status": args.status})
+    if args.command == "history":
+        return _call(c, "GET", f"/api/v1/memories/{memory}/history", params={"scope": args.scope, "limit": args.limit})
+    if args.command == "get":
+        return _call(c, "GET", f"/api/v1/memories/{memory}", params={"scope": args.scope})
+    fields = edit_fields(args)  # checked before any call
+    scope = args.scope or _call(c, "GET", f"/api/v1/memories/{memory}")["scope"]
+    return _call(c, "PATCH", f"/api/v1/memories/{memory}", params={"scope": scope}, body=fields)
+
+
 def run_client(args: Any, out: Any = sys.stdout) -> int:
     if bool(args.api_key) == bool(args.token):
-        raise InvalidInput("client mode needs exactly one of --api-key or --token")
+        raise InvalidInput("client mode needs exactly one of --api-key or --token (or VIKING_BRIDGE_API_KEY / VIKING_BRIDGE_TOKEN in the environment)")
     auth = {"X-API-Key": args.api_key} if args.api_key else {"Authorization": f"Bearer {args.token}"}
     with httpx.Client(base_url=args.url.rstrip("/"), headers=auth, timeout=60) as c:
         cmd = args.command
@@ -62,7 +66,9 @@ def run_client(args: Any, out: Any = sys.stdout) -> int:
             print(f"{r['status']} {r['scope']} {r['memory_id']} ({r['reason']}{', deduplicated' if r['deduplicated'] else ''})", file=out)
         elif cmd == "recall":
             r = _call(c, "POST", "/api/v1/recall", body={"query": args.query, "purpose": args.purpose, "budget_tokens": args.budget, "manifest_id": getattr(args, "manifest", None)})
-            print(json.dumps(r, indent=2, ensure_ascii=False) if args.json else r["context"], file=out)
+            print(dump_json(r) if args.json else r["context"], file=out)
+        elif cmd in ("list", "get", "edit", "history"):
+            print(dump_json(_memories(c, args)), file=out)
         elif cmd == "forget":
             if args.subject:
                 print(f"forgot {_call(c, 'POST', '/api/v1/forget-subject', body={'subject_user_id': args.subject})['count']} memories of {args.subject}", file=out)

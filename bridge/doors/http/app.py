@@ -36,7 +36,7 @@ from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
 from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
-from bridge.doors.http.limits import BodyLimit, TokenBuckets
+from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log
 from bridge.doors.http.problems import MEDIA_TYPE, problem_body, problem_for
@@ -150,6 +150,7 @@ class EdgeMiddleware:
                 target += "?" + scope["query_string"].decode("latin-1")
             headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
             who = await ctx.auth.authenticate(scope["method"], target, headers, body)
+            json_body(scope, body)  # after authentication: a gateway's signature covers the headers as sent
             principal = who.principal
             ctx.buckets.take(who.fingerprint)
             scope["state"]["identity"] = who

@@ -3,6 +3,10 @@
 Accepted (each only if its provider is configured):
     Authorization: Bearer <JWT>                      -> JwtProvider
     Authorization: ApiKey <key>   or   X-API-Key     -> ApiKeyProvider
+    Authorization: Bearer vbk_<key id>_<secret>      -> ApiKeyProvider (most SDKs send a key as a
+                                                        bearer token; the `vbk_` prefix, which no
+                                                        JWT has, decides — every other bearer token
+                                                        is verified as a JWT, nothing is tried twice)
     X-VB-* headers + X-VB-Signature                  -> GatewayProvider, given the SHA-256 of
                                                         the body exactly as received
 A request presenting more than one kind of credential is refused (which one would win is an
@@ -29,12 +33,14 @@ from collections.abc import Mapping, Sequence
 from bridge.doors.edge import default_session_id
 from bridge.errors import Unauthenticated
 from identity.model import MemoryIdentity
+from identity.providers.api_keys import API_KEY_PREFIX
 from identity.providers.base import ApiKey, BearerToken, Credential, GatewayRequest, IdentityProvider, narrow
 
 __all__ = ["EdgeAuthenticator", "SESSION_HEADER"]
 
 SESSION_HEADER = "x-session-id"
 _SCHEMES = {"bearer": "jwt", "apikey": "api_key"}
+_API_KEY_BEARER = f"{API_KEY_PREFIX}_"
 
 
 class EdgeAuthenticator:
@@ -66,7 +72,9 @@ class EdgeAuthenticator:
             scheme, _, token = authorization[0].strip().partition(" ")
             kind = _SCHEMES.get(scheme.lower())
             if kind is None or not token.strip():
-                raise Unauthenticated("Authorization must be 'Bearer <JWT>' or 'ApiKey <key>'")
+                raise Unauthenticated("Authorization must be 'Bearer <JWT>', 'Bearer <API key>' or 'ApiKey <key>'")
+            if kind == "jwt" and token.strip().startswith(_API_KEY_BEARER):
+                kind = "api_key"
             presented.append(kind)
         if api_key_header:
             presented.append("api_key")

@@ -6,6 +6,7 @@
     QuotaExceeded ............................................ 409, type quota-exceeded (+ level, measure, used, requested, limit)
     Conflict ................................................. 409
     RequestTooLarge .......................................... 413 (body) / 414 (query string)
+    UnsupportedMediaType ..................................... 415 (a body that is not JSON)
     InvalidInput ............................................. 400
     request that does not fit its model (FastAPI validation) . 422 (malformed JSON: 400)
     RequestRateLimited ....................................... 429 + Retry-After
@@ -16,20 +17,23 @@
 The order below is the order of the checks: the most specific category first (an
 `IdentityProviderUnavailable` is both an identity error and `Unavailable`: it is a 503).
 `type` is a URN naming the category; `detail` is the error's message (messages never carry a
-credential or memory content; they may echo the caller's own input back to the caller).
+credential or memory content; they may echo the caller's own input back to the caller), with
+every absolute server path replaced by `<server path>`: a store's or a state file's location is
+the operator's business (it is in the server's log), never an API client's.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from bridge.errors import (
     Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
-    QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable,
+    QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable, UnsupportedMediaType,
 )
 
-__all__ = ["problem_for", "problem_body", "PROBLEM_TYPE", "MEDIA_TYPE"]
+__all__ = ["problem_for", "problem_body", "without_server_paths", "PROBLEM_TYPE", "MEDIA_TYPE"]
 
 MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE = "urn:viking-bridge:problem:"
@@ -40,6 +44,7 @@ PROBLEM_TYPE = "urn:viking-bridge:problem:"
 
 _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (RequestTooLarge, 413, "request-too-large", "Request too large"),
+    (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),
     (RequestRateLimited, 429, "rate-limited", "Too many requests"),
     (Unauthenticated, 401, "unauthenticated", "Authentication required"),
     (CorruptStorage, 503, "storage-needs-attention", "Storage needs attention"),
@@ -55,8 +60,17 @@ _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
 )
 
 
+#: An absolute POSIX path of two or more segments, not part of a URL and not the API's own routes.
+_SERVER_PATH = re.compile(r"(?<![\w/.:~-])(?!/api/)/(?:[^\s/'\"()\[\]{},;]+/)+[^\s/'\"()\[\]{},;]*")
+
+
+def without_server_paths(text: str) -> str:
+    """`text` with each absolute file-system path replaced by `<server path>`."""
+    return _SERVER_PATH.sub("<server path>", text)
+
+
 def problem_body(status: int, slug: str, title: str, detail: str, request_id: str, **extra: Any) -> dict[str, Any]:
-    body = {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": detail, "instance": f"urn:request:{request_id}", "request_id": request_id}
+    body = {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": without_server_paths(detail), "instance": f"urn:request:{request_id}", "request_id": request_id}
     body.update({k: v for k, v in extra.items() if v is not None})
     return body
 

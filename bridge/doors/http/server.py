@@ -59,6 +59,8 @@ def serve(host: str | None = None, port: int | None = None, workers: int | None 
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="vb-metrics-")
     logging.getLogger("viking_bridge.service").info("serving on %s:%s with %d worker(s)", host, port, workers)
+    base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+    print(f"viking-bridge: serving {base}/ — console {base}/admin/, API docs {base}/docs", file=sys.stderr, flush=True)
     try:
         uvicorn.run(
             "bridge.doors.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,

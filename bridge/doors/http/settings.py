@@ -26,13 +26,13 @@ a 401, whatever the mode.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.errors import ConfigurationError
+from identity.settings import SettingPath
 
 __all__ = ["ServiceSettings", "load_service_settings", "CredentialKind"]
 
@@ -52,7 +52,7 @@ class ServiceSettings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535)
     workers: int = Field(1, ge=1, le=64)
     providers: Annotated[tuple[CredentialKind, ...], NoDecode, BeforeValidator(_split)] = ()
-    nonce_db_path: Path | None = None
+    nonce_db_path: SettingPath | None = None
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
     max_query_bytes: int = Field(8192, ge=256, le=1_048_576)
     request_timeout_seconds: float = Field(30.0, gt=0, le=3600)

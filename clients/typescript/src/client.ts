@@ -158,6 +158,14 @@ export class VikingBridgeClient {
   getMemory(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"get_memory">> {
     return this.call("get_memory", { ...at(ref), ...options });
   }
+  /** One memory by id alone, looked up only in the caller's default scopes (a 404 for one elsewhere, as for none). */
+  findMemory(memoryId: string, options?: CallOptions): Promise<ResultOf<"get_memory">> {
+    return this.call("get_memory", { path: { memory_id: memoryId }, ...options });
+  }
+  /** Who changed a memory, what and when (from the audit log, newest first); by id alone or with its scope. */
+  memoryHistory(memoryId: string, scope?: string, options?: CallOptions): Promise<ResultOf<"memory_history">> {
+    return this.call("memory_history", { path: { memory_id: memoryId }, query: scope === undefined ? {} : { scope }, ...options });
+  }
   /** The caller's own memory stored with an idempotency key in `scope` (O(1); per writer: never another writer's). */
   findByKey(scope: string, key: string, options?: CallOptions): Promise<ResultOf<"find_by_key">> {
     return this.call("find_by_key", { path: { key }, query: { scope }, ...options });
@@ -298,6 +306,7 @@ export const OPERATION_METHODS = {
   issue_grant: "issueGrant",
   list_grants: "listGrants",
   list_memories: "listMemories",
+  memory_history: "memoryHistory",
   metrics: "metrics",
   my_role: "myRole",
   promote: "promote",

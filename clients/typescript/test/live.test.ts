@@ -57,6 +57,9 @@ test("alice remembers, reads, lists, edits and recalls her memories (API key and
   assert.ok(page.memories.some((m) => m.memory_id === state.secret!.memory_id));
   const edited = await alice.editMemory(ref, { content: `alice's private note: my locker code is ${marker}, row 3` });
   assert.equal(edited.memory_id, state.secret.memory_id);
+  assert.equal((await alice.findMemory(state.secret.memory_id)).scope, state.secret.scope, "found by id alone among her memories");
+  const history = await alice.memoryHistory(state.secret.memory_id);
+  assert.equal(history.changes[0].action, "edit", "the edit heads the memory's history");
   const recalled = await alice.recall({ query: "locker code", budget_tokens: 2000 });
   assert.ok(recalled.memories.some((m) => m.memory_id === state.secret!.memory_id && m.why_visible), "recall finds and labels her memory");
   const viaGet = await alice.recallGet({ query: "locker code", purpose: "chat" });

@@ -46,7 +46,7 @@ def check_caller(who: MemoryIdentity, *, agent_id: str | None = None, user_id: s
 
 #: Operations that change nothing but their own audit row: a timeout may simply cancel them.
 READS = (
-    ops.Recall, ops.QueryAudit, reads.GetMemory, reads.FindByKey, reads.ListMemories, reads.PendingApprovals, reads.ListGrants,
+    ops.Recall, ops.QueryAudit, reads.GetMemory, reads.FindMemory, reads.MemoryHistory, reads.FindByKey, reads.ListMemories, reads.PendingApprovals, reads.ListGrants,
     admin_ops.TenantGrants, admin_ops.TenantManifests, admin_ops.ScopeCounts, admin_ops.WhoCanRead,
 )
 

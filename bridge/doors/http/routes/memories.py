@@ -1,7 +1,9 @@
 """Routes that write or change memories, and the read API over them (`/api/v1/...`).
 
 A memory is addressed as `/memories/{memory_id}?scope=<scope key>` (a scope key holds slashes), or
-by the caller's own idempotency key as `/memories/by-key/{key}?scope=<scope key>`.
+by the caller's own idempotency key as `/memories/by-key/{key}?scope=<scope key>`. Without a scope,
+`GET /memories` is "all my memories" and `GET /memories/{id}` "this id", both within the scopes the
+caller reads by default (a memory elsewhere is a 404, as if it did not exist).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 
 from bridge import operations as ops
 from bridge.operations import reads
-from bridge.results import MemoryPage, MemoryRecord
+from bridge.results import MemoryHistory, MemoryPage, MemoryRecord
 from bridge.results import CaptureResult, WriteResult
 from bridge.doors.http.routes.common import check_caller, execute, identity
 from bridge.doors.http.routes.sharing import write_team
@@ -22,6 +24,7 @@ from bridge.doors.http.schemas import (
 
 router = APIRouter(prefix="/api/v1", tags=["memories"])
 Scope = Annotated[str, Query(min_length=1, max_length=400, description="The memory's scope key, e.g. 'acme/ws/alpha'.")]
+AnyScope = Annotated[str | None, Query(min_length=1, max_length=400, description="The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default.")]
 
 
 @router.post("/capture", response_model=CaptureResult, summary="Capture a conversation (seed 000)")
@@ -41,9 +44,9 @@ async def remember(body: RememberRequest, request: Request) -> WriteResult:
     return await execute(request, who, op)
 
 
-@router.get("/memories", response_model=MemoryPage, summary="List a readable scope's memories (cursor pages)")
+@router.get("/memories", response_model=MemoryPage, summary="List a readable scope's memories, or all the caller's (cursor pages)")
 async def list_memories(
-    request: Request, scope: Scope, cursor: Annotated[str | None, Query(max_length=512)] = None,
+    request: Request, scope: AnyScope = None, cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50, status: Literal["active", "pending", "superseded"] = "active",
 ) -> MemoryPage:
     return await execute(request, identity(request), reads.ListMemories(scope=scope, cursor=cursor, limit=limit, status=status))
@@ -54,9 +57,16 @@ async def find_by_key(key: str, scope: Scope, request: Request) -> MemoryRecord:
     return await execute(request, identity(request), reads.FindByKey(scope=scope, key=key))
 
 
-@router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="Get one memory by reference")
-async def get_memory(memory_id: str, scope: Scope, request: Request) -> MemoryRecord:
+@router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="Get one memory by reference, or by id among the caller's")
+async def get_memory(memory_id: str, request: Request, scope: AnyScope = None) -> MemoryRecord:
+    if scope is None:
+        return await execute(request, identity(request), reads.FindMemory(memory_id=memory_id))
     return await execute(request, identity(request), reads.GetMemory(ref=(scope, memory_id)))
+
+
+@router.get("/memories/{memory_id}/history", response_model=MemoryHistory, summary="Who changed a memory, what and when (from the audit log)")
+async def memory_history(memory_id: str, request: Request, scope: AnyScope = None, limit: Annotated[int, Query(ge=1, le=500)] = 100) -> MemoryHistory:
+    return await execute(request, identity(request), reads.MemoryHistory(memory_id=memory_id, scope=scope, limit=limit))
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Edit a memory in place (same id, re-embedded, audited)")

@@ -1,6 +1,6 @@
-"""Operational routes, without authentication: /health (process up), /ready (backend and state
-reachable, and the disk they write to not full), /metrics (Prometheus). They reveal no memory,
-identity or configuration."""
+"""Operational routes, without authentication: / (the home: where the console and the API docs
+are), /health (process up), /ready (backend and state reachable, and the disk they write to not
+full), /metrics (Prometheus). They reveal no memory, identity or configuration."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bridge.doors.http.observability import CONTENT_TYPE_LATEST
 from bridge.doors.http.schemas import Health
 
 router = APIRouter(tags=["operations"])
-PUBLIC_PATHS = frozenset({"/health", "/ready", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+PUBLIC_PATHS = frozenset({"/", "/health", "/ready", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 READY_TIMEOUT_SECONDS = 5.0
 #: Below this much free space where the store or the state writes, the service is not ready: every
 #: request writes (a recall is audited), so a full disk fails them all while the probes still read.
@@ -33,6 +33,28 @@ async def _disk(bridge: Any) -> None:
     for directory in _local_dirs(bridge):
         if shutil.disk_usage(directory).free < MIN_FREE_BYTES:
             raise OSError(f"under {MIN_FREE_BYTES} bytes free")
+
+
+#: Where a person (or a script) who opens the service's address goes next.
+HOME_LINKS = {"console": "/admin/", "api_docs": "/docs", "openapi": "/openapi.json", "health": "/health", "ready": "/ready"}
+_HOME_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>viking-bridge</title></head>
+<body><h1>viking-bridge memory service</h1>
+<p>Every call under <code>/api/v1</code> needs a credential: an API key (<code>X-API-Key</code>, or
+<code>Authorization: Bearer vbk_...</code>) or a JWT (<code>Authorization: Bearer ...</code>).</p>
+<ul>{links}</ul></body></html>
+"""
+_HOME_HEADERS = {"Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+
+
+@router.get("/", include_in_schema=False)
+async def home(request: Request) -> Response:
+    """The first thing someone opening the address sees: HTML for a browser, JSON otherwise."""
+    if "text/html" in request.headers.get("accept", ""):
+        links = "".join(f'<li><a href="{path}">{name.replace("_", " ")}</a> <code>{path}</code></li>' for name, path in HOME_LINKS.items())
+        return Response(_HOME_HTML.format(links=links), media_type="text/html; charset=utf-8", headers=_HOME_HEADERS)
+    return JSONResponse({"service": "viking-bridge", "api": "/api/v1", "links": HOME_LINKS,
+                         "credentials": "X-API-Key: vbk_..., Authorization: Bearer vbk_... (API key) or Authorization: Bearer <JWT>"}, headers=_HOME_HEADERS)
 
 
 @router.get("/health", response_model=Health, summary="The process is up")

@@ -234,7 +234,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a readable scope's memories (cursor pages) */
+        /** List a readable scope's memories, or all the caller's (cursor pages) */
         get: operations["list_memories"];
         put?: never;
         /** Remember one memory */
@@ -269,7 +269,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one memory by reference */
+        /** Get one memory by reference, or by id among the caller's */
         get: operations["get_memory"];
         put?: never;
         post?: never;
@@ -292,6 +292,23 @@ export interface paths {
         put?: never;
         /** Approve a pending memory */
         post: operations["approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memories/{memory_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who changed a memory, what and when (from the audit log) */
+        get: operations["memory_history"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -877,6 +894,40 @@ export interface components {
             task: string;
             /** User Id */
             user_id: string;
+        };
+        /**
+         * MemoryChange
+         * @description One change to a memory, from the audit log: who (user@agent of a tenant), what (the
+         *     action and, for an edit, the fields it changed, never their values), when (epoch seconds).
+         */
+        MemoryChange: {
+            /** Action */
+            action: string;
+            /** Actor */
+            actor: string;
+            /**
+             * Detail
+             * @default {}
+             */
+            detail?: {
+                [key: string]: unknown;
+            };
+            /** Seq */
+            seq: number;
+            /** Ts */
+            ts: number;
+        };
+        /**
+         * MemoryHistory
+         * @description A memory's edit history, newest change first.
+         */
+        MemoryHistory: {
+            /** Changes */
+            changes: components["schemas"]["MemoryChange"][];
+            /** Memory Id */
+            memory_id: string;
+            /** Scope */
+            scope: string;
         };
         /** MemoryPage */
         MemoryPage: {
@@ -3297,9 +3348,9 @@ export interface operations {
     };
     list_memories: {
         parameters: {
-            query: {
-                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
-                scope: string;
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
                 cursor?: string | null;
                 limit?: number;
                 status?: "active" | "pending" | "superseded";
@@ -3654,9 +3705,9 @@ export interface operations {
     };
     get_memory: {
         parameters: {
-            query: {
-                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
-                scope: string;
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
             };
             header?: never;
             path: {
@@ -4034,6 +4085,126 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WriteResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    memory_history: {
+        parameters: {
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryHistory"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */

@@ -21,6 +21,7 @@ export const ROUTES = {
   "issue_grant": { method: "POST", path: "/api/v1/grants", success: [201], authenticated: true, idempotencyKey: false },
   "list_grants": { method: "GET", path: "/api/v1/grants", success: [200], authenticated: true, idempotencyKey: false },
   "list_memories": { method: "GET", path: "/api/v1/memories", success: [200], authenticated: true, idempotencyKey: false },
+  "memory_history": { method: "GET", path: "/api/v1/memories/{memory_id}/history", success: [200], authenticated: true, idempotencyKey: false },
   "metrics": { method: "GET", path: "/metrics", success: [200], authenticated: false, idempotencyKey: false },
   "my_role": { method: "GET", path: "/api/v1/roles/me", success: [200], authenticated: true, idempotencyKey: false },
   "promote": { method: "POST", path: "/api/v1/memories/{memory_id}/promote", success: [200], authenticated: true, idempotencyKey: false },
