@@ -20,6 +20,7 @@ from bridge.recall.config import BudgetConfig, TokenCounter
 from bridge.recall.config import RankingConfig
 from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
+from identity.providers.api_keys import ApiKeyStore
 from identity.sessions import SessionRegistry
 
 __all__ = ["BridgeRuntime"]
@@ -45,3 +46,6 @@ class BridgeRuntime:
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)
+    #: The API-key store the door authenticates keys with (the HTTP service sets it), for the
+    #: key-management operations (bridge/handlers/keys.py); None: they refuse, saying why.
+    api_keys: ApiKeyStore | None = None
