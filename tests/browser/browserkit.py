@@ -56,9 +56,13 @@ class Screenshots:
     taken: list[Path] = field(default_factory=list)
     for_docs: bool = False
 
-    def take(self, page: object, name: str) -> Path:
+    def take(self, page: object, name: str, *, docs: bool = True, mask: tuple[object, ...] = ()) -> Path | None:
+        """`docs=False`: a picture the run keeps but docs/admin-console.md does not show;
+        `mask`: locators painted over (a one-time secret must not end up in a committed image)."""
+        if self.for_docs and not docs:
+            return None
         path = self.directory / (f"console-{name}.png" if self.for_docs else f"{len(self.taken) + 1:02d}-{name}.png")
         # the docs show what a screen shows (one viewport, small files); the run keeps whole pages
-        page.screenshot(path=str(path), full_page=not self.for_docs)  # type: ignore[attr-defined]
+        page.screenshot(path=str(path), full_page=not self.for_docs, mask=list(mask))  # type: ignore[attr-defined]
         self.taken.append(path)
         return path

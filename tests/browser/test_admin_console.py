@@ -187,7 +187,7 @@ def test_audit_rows_are_one_line_and_page_back_by_actor(page: Any, service: Serv
     expect(rows.locator("th")).to_have_text([str(s) for s in expected[3:6]])
     rows.first.locator("summary").click()  # the whole detail, on demand
     expect(rows.first.locator("pre")).to_contain_text('"session_id"')
-    screenshots.take(page, "audit-log-actor-page-2")
+    screenshots.take(page, "audit-log-actor-page-2", docs=False)
     assert not page.problems, page.problems
 
 
@@ -238,7 +238,7 @@ def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tena
     expect(page.locator("#status")).to_have_text("1 pending memory awaiting approval.")
     expect(page.locator("#main")).not_to_contain_text("Tenant A's confidential standard")
     expect(page.locator("#main")).not_to_contain_text(a_pending["memory_id"])
-    screenshots.take(page, "tenant-b-queue")
+    screenshots.take(page, "tenant-b-queue", docs=False)
     for name in ("Grants", "Manifests", "Audit log", "Scopes"):
         goto(page, name)
         expect(page.locator("#status")).not_to_be_empty()
@@ -250,7 +250,7 @@ def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tena
     page.get_by_role("button", name="Explain").click()
     expect(page.get_by_role("alert")).to_contain_text("403")
     expect(page.locator("#readers-out")).to_be_empty()
-    screenshots.take(page, "tenant-b-refused-a-memory")
+    screenshots.take(page, "tenant-b-refused-a-memory", docs=False)
     # the same through the API: B's admin credential reaches nothing of A
     assert a_pending["memory_id"] not in other.admin.get("/api/v1/approvals").text
     assert other.admin.get(f"/api/v1/admin/memories/{a_pending['memory_id']}/readers", params={"scope": a_pending["scope"]}).status_code == 403
@@ -262,7 +262,7 @@ def test_member_is_refused_the_admin_views(page: Any, service: Service, tenant: 
     sign_in(page, service, tenant.member_key)
     expect(page.get_by_role("alert")).to_contain_text("403")
     expect(page.locator("#approvals-out")).to_be_empty()
-    screenshots.take(page, "member-refused")
+    screenshots.take(page, "member-refused", docs=False)
     for name in ("Grants", "Manifests", "Scopes"):
         goto(page, name)
         expect(page.get_by_role("alert")).to_contain_text("403")
@@ -281,7 +281,7 @@ def test_xss_payload_in_a_memory_renders_as_text(page: Any, service: Service, te
     goto(page, "Approval queue")
     expect(cell).to_have_text(XSS)
     assert page.evaluate("window.__pwned") is None
-    screenshots.take(page, "xss-as-text")
+    screenshots.take(page, "xss-as-text", docs=False)
     assert p["memory_id"]
 
 
@@ -323,7 +323,7 @@ def test_approver_works_the_queue_of_their_department_only(page: Any, service: S
     expect(page.locator("#approvals-out")).not_to_contain_text(theirs["memory_id"])
     page.get_by_role("button", name=f"Approve memory {mine['memory_id']}").click()
     expect(page.locator("#status")).to_have_text(f"Approved memory {mine['memory_id']}.")
-    screenshots.take(page, "approver-queue")
+    screenshots.take(page, "approver-queue", docs=False)
     goto(page, "Grants")  # the tenant-wide views stay an admin's
     expect(page.get_by_role("alert")).to_contain_text("403")
     assert tenant.member.get(f"/api/v1/memories/{mine['memory_id']}", params={"scope": mine["scope"]}).json()["status"] == "active"
@@ -341,7 +341,7 @@ def test_admin_signs_in_with_a_bearer_token_and_follows_who_can_read_from_the_qu
     table = page.get_by_role("table", name=f"Who can read {p['memory_id']}")
     expect(table.locator("tbody tr").filter(has_text="its author, user alice")).to_contain_text("author")
     expect(page.get_by_role("link", name="Who can read")).to_have_attribute("aria-current", "page")
-    screenshots.take(page, "who-can-read-pending")
+    screenshots.take(page, "who-can-read-pending", docs=False)
     assert not page.problems, page.problems
 
 
@@ -401,7 +401,7 @@ def test_admin_issues_and_revokes_an_api_key(page: Any, service: Service, tenant
     row = table.locator("tbody tr").filter(has_text="the CI bot")
     expect(row).to_contain_text("approver")
     assert secret.split("_")[2] not in table.inner_text(), "the listing never shows a secret"
-    screenshots.take(page, "api-keys")
+    screenshots.take(page, "api-keys", mask=(page.get_by_label("The new API key"),))
     page.get_by_role("button", name="I have copied it").click()
     expect(page.get_by_label("The new API key")).to_have_count(0)
     key_id = secret.split("_")[1]

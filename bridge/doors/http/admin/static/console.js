@@ -36,6 +36,11 @@
     return new Date(ts * 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
   }
 
+  // A time in a table cell: one line, never wrapped
+  function stamp(ts) {
+    return el('span', { class: 'when' }, when(ts));
+  }
+
   // A data table: caption, column headers with scope=col, one row per item.
   function table(caption, columns, items, cells) {
     const head = el('tr', {}, ...columns.map((c) => el('th', { scope: 'col' }, c)));
@@ -159,7 +164,7 @@
     $('approvals-more').hidden = !page.next_cursor;
     const rows = page.memories;
     const node = table('Pending memories awaiting your decision', ['Memory', 'Scope', 'Kind', 'Author', 'Content', 'Created', 'Actions'], rows, (m) => [
-      m.memory_id, m.scope, m.kind, m.author, el('span', { class: 'content' }, m.content), when(m.created_at),
+      m.memory_id, m.scope, m.kind, m.author, el('span', { class: 'content' }, m.content), stamp(m.created_at),
       el('span', { class: 'actions' },
         el('button', { type: 'button', 'aria-label': `Approve memory ${m.memory_id}`, onclick: () => run(() => decide(m, 'approve')) }, 'Approve'),
         el('button', { type: 'button', class: 'danger', 'aria-label': `Reject memory ${m.memory_id}`, onclick: () => run(() => rejectAfterConfirm(m)) }, 'Reject (delete)…'),
@@ -279,12 +284,12 @@
     });
     state.auditOldest = rows.length ? rows[rows.length - 1].seq : null;
     const node = table('Audit rows, newest first', ['Seq', 'Time', 'Actor', 'Action', 'Memories', 'Detail'], rows, (e) => [
-      String(e.seq), when(e.ts),
+      String(e.seq), stamp(e.ts),
       el('button', { type: 'button', class: 'link', 'aria-label': `Only rows of ${e.actor}`, onclick: () => filterByActor(e.actor) }, e.actor),
       e.action,
       el('span', { class: 'ids' }, ...e.memory_ids.slice(0, 3).map((id) => (e.scopes.length === 1
-        ? el('button', { type: 'button', class: 'link', 'aria-label': `Who can read memory ${id}`, onclick: () => explain(e.scopes[0], id) }, id)
-        : el('code', {}, id))), e.memory_ids.length > 3 ? ` +${e.memory_ids.length - 3} more` : null),
+        ? el('button', { type: 'button', class: 'link', title: id, 'aria-label': `Who can read memory ${id}`, onclick: () => explain(e.scopes[0], id) }, id)
+        : el('code', { title: id }, id))), e.memory_ids.length > 3 ? ` +${e.memory_ids.length - 3} more` : null),
       detailCell(e),
     ]);
     node.classList.add('audit');
@@ -368,7 +373,7 @@
     state.memoriesCursor = page.next_cursor;
     $('memories-more').hidden = !page.next_cursor;
     const node = table(`Memories of ${scope}`, ['Memory', 'Kind', 'Status', 'Author', 'Content', 'Updated', 'Actions'], page.memories, (m) => [
-      m.memory_id, m.kind, m.status, m.author, el('span', { class: 'content' }, m.content), when(m.updated_at),
+      m.memory_id, m.kind, m.status, m.author, el('span', { class: 'content' }, m.content), stamp(m.updated_at),
       el('span', { class: 'actions' },
         el('button', { type: 'button', class: 'secondary', 'aria-label': `Who can read memory ${m.memory_id}`, onclick: () => explain(m.scope, m.memory_id) }, 'Who can read'),
         el('button', { type: 'button', class: 'secondary', 'aria-label': `History of memory ${m.memory_id}`, onclick: () => auditHistory(m.memory_id) }, 'History')),
@@ -382,7 +387,7 @@
   async function loadKeys() {
     const keys = await api('GET', '/api/v1/admin/keys', { include_revoked: $('keys-revoked').checked });
     show('keys-out', table('API keys of your tenant', ['Key id', 'User', 'Agent', 'Departments', 'Workspace', 'Roles', 'Label', 'Created', 'State', 'Actions'], keys, (k) => [
-      k.key_id, k.user_id, k.agent_id, k.department_ids.join(', '), k.workspace_id || '', k.roles.join(', ') || 'member', k.label, when(k.created_at),
+      k.key_id, k.user_id, k.agent_id, k.department_ids.join(', '), k.workspace_id || '', k.roles.join(', ') || 'member', k.label, stamp(k.created_at),
       k.revoked_at === null ? 'active' : `revoked ${when(k.revoked_at)}`,
       k.revoked_at === null ? el('button', { type: 'button', class: 'danger', 'aria-label': `Revoke key ${k.key_id}`, onclick: () => run(() => revokeKey(k)) }, 'Revoke…') : '',
     ]));
