@@ -274,7 +274,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 shared_state=bridge.state if bridge_settings.state_url is not None else None,
             )
             auth = EdgeAuthenticator(providers, sessionless=sessionless)
-    key_provider = auth.providers.get("api_key")
+    key_provider = getattr(auth, "providers", {}).get("api_key")
     if bridge.runtime.api_keys is None and isinstance(key_provider, ApiKeyProvider):  # key management manages the keys this door accepts
         bridge.runtime.api_keys = key_provider.store
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
