@@ -301,3 +301,57 @@ class TeamResult(BaseModel):
 
     team_id: str
     members: tuple[str, ...]
+
+
+class ApiKeyOut(BaseModel):
+    """One API key of a tenant as its admin sees it: the binding and status, never the secret."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key_id: str
+    user_id: str
+    agent_id: str
+    department_ids: tuple[str, ...] = ()
+    workspace_id: str | None = None
+    roles: tuple[str, ...] = ()
+    label: str = ""
+    created_at: float
+    revoked_at: float | None = None
+
+
+class IssuedApiKeyOut(BaseModel):
+    """A newly issued key: `key` is the only copy of its secret (shown once, stored nowhere)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    record: ApiKeyOut
+
+
+class DirectoryUser(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    agents: tuple[str, ...] = ()  # agents seen for this user: its keys' and its audit rows'
+    roles: tuple[str, ...] = ()  # roles on its active keys (a JWT's roles are known only per request)
+    department_ids: tuple[str, ...] = ()
+    workspace_ids: tuple[str, ...] = ()
+    active_keys: int = 0
+    last_seen: float | None = None  # newest audit row of this user among those read
+
+
+class DirectoryTeam(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    team_id: str
+    members: tuple[str, ...] = ()  # agent ids
+
+
+class TenantDirectoryOut(BaseModel):
+    """Who the bridge knows in a tenant: users (from keys and audit actors) and teams."""
+
+    model_config = ConfigDict(frozen=True)
+
+    users: tuple[DirectoryUser, ...] = ()
+    teams: tuple[DirectoryTeam, ...] = ()
+    audit_rows_read: int = 0  # how many of the newest audit rows the actors were taken from

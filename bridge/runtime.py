@@ -21,6 +21,7 @@ from bridge.recall.config import BudgetConfig, TokenCounter
 from bridge.recall.config import RankingConfig
 from bridge.roles.book import RoleBook
 from bridge.state.protocols import BridgeState
+from identity.providers.api_keys import ApiKeyStore
 from identity.sessions import SessionRegistry
 
 __all__ = ["BridgeRuntime"]
@@ -46,6 +47,9 @@ class BridgeRuntime:
     #: Damaged records a backend took out of service, waiting for their audit row (a backend's
     #: quarantine hook appends; `MemoryBridge.execute` audits them after the operation).
     quarantined: list[Any] = field(default_factory=list)
+    #: The API-key store the door authenticates keys with (the HTTP service sets it), for the
+    #: key-management operations (bridge/handlers/keys.py); None: they refuse, saying why.
+    api_keys: ApiKeyStore | None = None
     #: The raw store, expired records included: only for the paths that must see them to remove
     #: them (the purge, the write path and recovery, erasure, the recall guard). Set from `backend`.
     store: MemoryBackend = field(init=False)

@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable
 
 from bridge import operations as ops
 from bridge.handlers import (
-    admin, audit, erasure, expiry, export, grants, injection, lifecycle, memories, reads, roles, sessions, sharing,
+    admin, audit, erasure, expiry, export, grants, injection, keys, lifecycle, memories, reads, roles, sessions, sharing,
 )
 from bridge.recall.pipeline import run_recall
 
@@ -58,4 +58,10 @@ HANDLERS: dict[type[ops.Operation], Callable[..., Awaitable[Any]]] = {
     ops.TenantManifests: admin.tenant_manifests,
     ops.ScopeCounts: admin.scope_counts,
     ops.WhoCanRead: admin.who_can_read,
+    ops.BrowseMemories: admin.browse_memories,
+    ops.TenantDirectory: admin.tenant_directory,
+    # API-key management of a tenant admin
+    ops.ListApiKeys: keys.list_api_keys,
+    ops.IssueApiKey: keys.issue_api_key,
+    ops.RevokeApiKey: keys.revoke_api_key,
 }

@@ -1,26 +1,32 @@
 """Handlers of the admin console's operations: tenant grants, live manifests,
-per-scope counts, and who can read a memory.
+per-scope counts, who can read a memory, browsing a scope, and the tenant's directory.
 
 Every permission is the policy's (`bridge/policy/reads.py`: `require_tenant_admin`,
 `may_inspect`, `readers_of`); this module fetches, asks and returns. The tenant is always the
-caller's own: every store call names `identity.tenant_id`, never a value from the request. No
-answer carries memory content (the approval queue, which does, is `reads.pending_approvals`);
-looking into one memory's readers is audited like a read (a `recall` row naming its id).
+caller's own: every store call names `identity.tenant_id`, never a value from the request. Only
+browsing carries memory content (audited as an `inspect` row naming the ids shown);
+looking into one memory's readers is audited like a read, as an `inspect` row naming its id (an
+administrative view is no `recall`: that action is an agent's retrieval, and a console left open
+on a page must not fill the log with recalls nobody made).
 """
 
 from __future__ import annotations
 
 
+from typing import Any
+
 from adapters.base import Status
 from adapters.scopes import Visibility
-from bridge.operations.admin import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
+from bridge.operations.admin import BrowseMemories, ScopeCounts, TenantDirectory, TenantGrants, TenantManifests, WhoCanRead
 from bridge.policy.reads import may_inspect, readers_of, require_tenant_admin
-from bridge.results import ManifestSummary, MemoryReaders, ReaderOut, ScopeCount
+from bridge.results import (
+    DirectoryTeam, DirectoryUser, ManifestSummary, MemoryPage, MemoryReaders, MemoryRecord, ReaderOut, ScopeCount, TenantDirectoryOut,
+)
 from bridge.runtime import BridgeRuntime
 from bridge.state.records import Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["tenant_grants", "tenant_manifests", "scope_counts", "who_can_read"]
+__all__ = ["tenant_grants", "tenant_manifests", "scope_counts", "who_can_read", "browse_memories", "tenant_directory"]
 
 #: Counting stops here per scope (and says so): an admin page must not walk a huge scope twice a second.
 COUNT_CAP = 100_000
@@ -96,11 +102,84 @@ async def who_can_read(rt: BridgeRuntime, identity: MemoryIdentity, op: WhoCanRe
         members = await rt.state.teams.members(identity.tenant_id, key.owner_id)
     readers = readers_of(rt.policy, key, memory.status, memory.provenance.author_user_id, grants, manifests, now, shared_with=shared, team_members=members)
     # an admin looking into a memory is itself on the record (ids only, like every read)
-    await rt.state.audit.append(identity, "recall", memory_ids=[memory_id], scopes=[key], detail={"operation": "who_can_read"})
+    await rt.state.audit.append(identity, "inspect", memory_ids=[memory_id], scopes=[key], detail={"operation": "who_can_read"})
     p = memory.provenance
     never = "nobody outside its audience" if key.tenant_id is None else "no identity of another tenant: cross-tenant reads are never allowed"
     return MemoryReaders(
         memory_id=memory.id, scope=str(key), visibility=key.visibility.value, kind=memory.kind, status=memory.status.value,
         author=f"{p.author_user_id}@{p.author_agent_id}", readers=tuple(ReaderOut.of(r) for r in readers), never=never,
         complete=len(grants) < READER_SOURCES_CAP and len(held) < READER_SOURCES_CAP,
+    )
+
+
+#: How many memories one browse request scans at most (a text search over a big scope pages on).
+BROWSE_SCAN_CAP = 2_000
+#: How many of the newest audit rows the directory reads its actors from.
+DIRECTORY_AUDIT_ROWS = 1_000
+
+
+async def browse_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: BrowseMemories) -> MemoryPage:
+    key = op.scope
+    may_inspect(identity, key)  # tenant admin, own tenant: before anything is read
+    statuses = frozenset({Status.ACTIVE, Status.PENDING, Status.SUPERSEDED}) if op.status is None else frozenset({Status(op.status)})
+    needle = None if op.text is None else op.text.casefold()
+    now = rt.clock()
+    out: list[MemoryRecord] = []
+    cursor, scanned = op.cursor, 0
+    while True:
+        # never ask for more than still fits: the cursor must resume right after the last memory weighed
+        page = await rt.backend.list_page(key, cursor=cursor, limit=op.limit - len(out), statuses=statuses)
+        scanned += len(page.memories)
+        out.extend(
+            MemoryRecord.of(m, "tenant admin view") for m in page.memories
+            if m.scope == key and not m.expired(now) and (needle is None or needle in m.content.casefold())
+        )
+        cursor = page.next_cursor
+        if cursor is None or len(out) >= op.limit or scanned >= BROWSE_SCAN_CAP:
+            break
+    if out:  # content was shown: on the record, as an administrative view
+        await rt.state.audit.append(identity, "inspect", memory_ids=[m.memory_id for m in out], scopes=[key], detail={"operation": "browse", "text": op.text is not None})
+    return MemoryPage(memories=tuple(out), next_cursor=cursor)
+
+
+async def tenant_directory(rt: BridgeRuntime, identity: MemoryIdentity, op: TenantDirectory) -> TenantDirectoryOut:
+    require_tenant_admin(identity, "listing the users, agents and teams of the tenant")
+    tenant = identity.tenant_id
+    users: dict[str, dict[str, Any]] = {}
+
+    def user(user_id: str) -> dict[str, Any]:
+        return users.setdefault(user_id, {"agents": set(), "roles": set(), "departments": set(), "workspaces": set(), "keys": 0, "seen": None})
+
+    if rt.api_keys is not None:
+        for record in rt.api_keys.records(tenant_id=tenant):
+            if record.tenant_id != tenant or record.revoked:
+                continue
+            u = user(record.user_id)
+            u["agents"].add(record.agent_id)
+            u["roles"] |= record.roles
+            u["departments"] |= record.department_ids
+            if record.workspace_id:
+                u["workspaces"].add(record.workspace_id)
+            u["keys"] += 1
+    rows = await rt.state.audit.query(rt.policy.audit_view(identity), limit=DIRECTORY_AUDIT_ROWS)
+    for row in rows:  # newest first: the first row of a user is its last sighting
+        prefix, _, rest = row.actor.partition("/")
+        user_id, at, agent_id = rest.partition("@")
+        if row.tenant_id != tenant or prefix != tenant or not at or not user_id:
+            continue
+        u = user(user_id)
+        u["agents"].add(agent_id)
+        u["seen"] = u["seen"] or row.ts
+    team_ids = {k.owner_id for k in await rt.backend.list_scopes(tenant) if k.visibility is Visibility.TEAM and k.tenant_id == tenant and k.owner_id}
+    for agent in sorted({a for u in users.values() for a in u["agents"]}):
+        team_ids |= await rt.state.teams.teams_of(tenant, agent)
+    teams = [DirectoryTeam(team_id=t, members=tuple(sorted(await rt.state.teams.members(tenant, t)))) for t in sorted(team_ids)]
+    return TenantDirectoryOut(
+        users=tuple(
+            DirectoryUser(
+                user_id=uid, agents=tuple(sorted(u["agents"])), roles=tuple(sorted(u["roles"])), department_ids=tuple(sorted(u["departments"])),
+                workspace_ids=tuple(sorted(u["workspaces"])), active_keys=u["keys"], last_seen=u["seen"],
+            ) for uid, u in sorted(users.items())
+        ),
+        teams=tuple(teams), audit_rows_read=len(rows),
     )

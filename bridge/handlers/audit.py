@@ -11,4 +11,6 @@ __all__ = ["query_audit"]
 
 
 async def query_audit(rt: BridgeRuntime, identity: MemoryIdentity, op: QueryAudit) -> list[AuditEvent]:
-    return await rt.state.audit.query(rt.policy.audit_view(identity), action=op.action, memory_id=op.memory_id, since_seq=op.since_seq, limit=op.limit)
+    return await rt.state.audit.query(
+        rt.policy.audit_view(identity), action=op.action, memory_id=op.memory_id, since_seq=op.since_seq, before_seq=op.before_seq, actor=op.actor, limit=op.limit,
+    )

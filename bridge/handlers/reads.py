@@ -3,7 +3,7 @@ seed 000's inject-context.
 
 Every permission is the policy's (`bridge/policy/__init__.py`, `bridge/policy/reads.py`); this module
 fetches, asks, returns and audits. Reads are audited like recalls (`recall` rows naming
-the memory ids, never content); an edit is an `edit` row naming the fields changed, never their
+the memory ids, never content; the approval queue, an administrative view, as `inspect`); an edit is an `edit` row naming the fields changed, never their
 values. A memory the caller may not see in a scope it may read is reported as absent
 (`NotFound`), so a pending proposal's existence does not leak to readers of the scope. An
 expired memory is absent too: `rt.backend` is the live view (adapters/live.py), for every handler.
@@ -192,7 +192,8 @@ async def pending_approvals(rt: BridgeRuntime, identity: MemoryIdentity, op: Pen
             following = n + 1
             return MemoryPage(memories=tuple(out), next_cursor=f"{scopes[following]}#" if following < len(scopes) else None)
     if out:
-        await rt.state.audit.append(identity, "recall", memory_ids=[m.memory_id for m in out], scopes=sorted({ScopeKey.parse(m.scope) for m in out}, key=str), detail={"operation": "pending"})
+        # the review queue is an administrative view (`inspect`), not a retrieval (`recall`)
+        await rt.state.audit.append(identity, "inspect", memory_ids=[m.memory_id for m in out], scopes=sorted({ScopeKey.parse(m.scope) for m in out}, key=str), detail={"operation": "pending"})
     return MemoryPage(memories=tuple(out))
 
 

@@ -26,7 +26,8 @@ from bridge.operations.audit import QueryAudit
 from bridge.operations.sessions import ForkSession, StartSession
 from bridge.operations.reads import EditMemory, FindByKey, FindMemory, GetMemory, MemoryHistory, InjectContext, ListGrants, ListMemories, PendingApprovals, Reject
 from bridge.operations.sharing import AddTeamMember, RemoveTeamMember, SetTeamMembers, SetVisibleTo
-from bridge.operations.admin import ScopeCounts, TenantGrants, TenantManifests, WhoCanRead
+from bridge.operations.admin import BrowseMemories, ScopeCounts, TenantDirectory, TenantGrants, TenantManifests, WhoCanRead
+from bridge.operations.keys import IssueApiKey, ListApiKeys, RevokeApiKey
 from bridge.operations.export import ExportMemories
 from bridge.operations.roles import RoleInject
 from bridge.operations.fields import RESERVED_METADATA_PREFIX
@@ -38,4 +39,5 @@ __all__ = [
     "PendingApprovals", "EditMemory", "Reject", "ListGrants", "InjectContext", "SetVisibleTo",
     "SetTeamMembers", "AddTeamMember", "RemoveTeamMember", "TenantGrants", "TenantManifests",
     "ScopeCounts", "WhoCanRead", "ExportMemories", "RoleInject", "RESERVED_METADATA_PREFIX",
+    "BrowseMemories", "TenantDirectory", "ListApiKeys", "IssueApiKey", "RevokeApiKey",
 ]

@@ -22,7 +22,9 @@ class QueryAudit(Operation):
     action: str | None = None  # only rows of this audit action
     memory_id: str | None = None
     limit: int = 100
-    since_seq: int = 0
+    since_seq: int = 0  # only rows after this one (a lower bound, exclusive)
+    before_seq: int | None = None  # only rows before this one: the cursor that pages back past the newest rows
+    actor: str | None = None  # only rows of this actor (its principal, `tenant/user@agent`, as the rows show it)
 
     def __post_init__(self) -> None:
         if self.action is not None and (not isinstance(self.action, str) or self.action not in AUDIT_ACTIONS):
@@ -31,6 +33,10 @@ class QueryAudit(Operation):
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
         if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
             raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
+        if self.before_seq is not None and (isinstance(self.before_seq, bool) or not isinstance(self.before_seq, int) or self.before_seq < 1):
+            raise InvalidInput(f"before_seq must be a positive integer, got {shown(self.before_seq)}")
+        if self.actor is not None and (not isinstance(self.actor, str) or not 0 < len(self.actor) <= 400 or not self.actor.isprintable()):
+            raise InvalidInput(f"actor must be a principal such as 'acme/alice@assistant', got {shown(self.actor)}")
 
     def check(self, limits: Limits) -> None:
         if self.limit > limits.max_audit_rows:

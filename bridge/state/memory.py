@@ -81,10 +81,14 @@ class MemoryAuditLog:
         if marker is not None and (self._marker is None or self._marker.store_id == marker.store_id):
             self._marker = StoreMarker(marker.store_id, max(marker.writes, self._marker.writes if self._marker else 0))
 
-    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+    async def query(
+        self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
+        before_seq: int | None = None, actor: str | None = None, limit: int = 100,
+    ) -> list[AuditEvent]:
         out = [
             e for user, e in reversed(self._rows)
-            if e.tenant_id == view.tenant_id and e.seq > since_seq and (view.user_id is None or user == view.user_id)
+            if e.tenant_id == view.tenant_id and e.seq > since_seq and (before_seq is None or e.seq < before_seq)
+            and (view.user_id is None or user == view.user_id) and (actor is None or e.actor == actor)
             and (action is None or e.action == action) and (memory_id is None or memory_id in e.memory_ids)
         ]
         return out[:limit]

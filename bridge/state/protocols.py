@@ -112,8 +112,12 @@ class AuditLog(Protocol):
         intent open checks reconciled as `recovered`); return the seq of the memory's row."""
         ...
 
-    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
-        """Rows inside `view`, newest first."""
+    async def query(
+        self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
+        before_seq: int | None = None, actor: str | None = None, limit: int = 100,
+    ) -> list[AuditEvent]:
+        """Rows inside `view`, newest first, with `since_seq < seq < before_seq` (no upper bound
+        when `before_seq` is None): `before_seq` = the smallest seq of a page pages back."""
         ...
 
     async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:

@@ -18,15 +18,19 @@ __all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView
 #: `recovered` = a write a crash left unaudited, found and audited at the next open;
 #: `quarantine` = a damaged record the backend took out of service; `migrate` = an operator's
 #: copy of a tenant's memories between backends (bridge/migrate); `export` = a caller took their
-#: exportable memories out (bridge/migrate/jsonl.py).
+#: exportable memories out (bridge/migrate/jsonl.py); `inspect` = an admin or approver looked at
+#: memories through an administrative view (the approval queue, "who can read", the console's
+#: browser): on the record like every read, but not a `recall`, which is an agent's retrieval.
 AUDIT_ACTIONS = frozenset({
     "write", "recall", "forget", "forget_subject", "approve", "promote", "grant", "revoke", "inject",
     "guard_alarm", "capture", "denied", "recovered", "quarantine", "edit", "reject", "migrate", "export",
     "share", "team",  # a memory's visible_to changed; a team's membership changed
     "expired",  # the purge deleted an expired memory
+    "inspect",  # an administrative view of memories (ids only on the row)
+    "api_key",  # a tenant admin issued or revoked an API key (its id, never the secret)
 })
 #: Rows of reads are committed without waiting for the disk unless configured (bridge/state/sqlite/__init__.py).
-READ_ACTIONS = frozenset({"recall"})
+READ_ACTIONS = frozenset({"recall", "inspect"})
 #: Actions whose row says a memory was stored (the write path's `plan.action`s). A memory is
 #: audited as stored exactly once: by one of these rows, or by a `recovered` row whose
 #: `operation` is one of them (bridge/state/*: `append_stored`, `recover_intent`).

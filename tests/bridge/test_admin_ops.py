@@ -74,7 +74,7 @@ async def test_who_can_read_names_the_audience_the_grants_and_the_manifests(brid
     assert by_via["grant"].ref == g.grant_id and "bob" in by_via["grant"].who and "reviewer" in by_via["grant"].who
     assert by_via["manifest"].ref == m.manifest_id and "helper" in by_via["manifest"].who
     assert "another tenant" in report.never and report.complete
-    looked = await bridge.audit_events(ADMIN, action="recall", memory_id=w.memory_id)
+    looked = await bridge.audit_events(ADMIN, action="inspect", memory_id=w.memory_id)
     assert any(r.detail.get("operation") == "who_can_read" and r.actor == ADMIN.principal for r in looked)
     await bridge.revoke_manifest(MEMBER, m.manifest_id)
     await bridge.revoke_grant(ADMIN, g.grant_id)

@@ -171,6 +171,28 @@ async def test_audit_views_filters_and_order(state):
         await state.audit.append(ALICE, "rewrite_history")
 
 
+async def test_audit_pages_back_with_before_seq_and_filters_by_actor(state):
+    """The newest-first log can be walked past any page: `before_seq` = the smallest seq shown.
+    Without it only the newest `limit` rows were ever reachable."""
+    coder = make_identity(agent="coder")
+    seqs = [await state.audit.append(ALICE if n % 2 else coder, "write", memory_ids=[f"m{n}"]) for n in range(7)]
+    other = await state.audit.append(ZED, "write", memory_ids=["z"])
+    view = AuditView("acme", None)
+    walked, before = [], None
+    while True:
+        page = await state.audit.query(view, limit=3, before_seq=before)
+        walked += [e.seq for e in page]
+        if len(page) < 3:
+            break
+        before = page[-1].seq
+    assert walked == sorted(seqs, reverse=True) and other not in walked, "three pages, newest first, every row once"
+    assert [e.seq for e in await state.audit.query(view, before_seq=seqs[3], since_seq=seqs[0])] == [seqs[2], seqs[1]], "both bounds are exclusive"
+    assert [e.seq for e in await state.audit.query(view, actor=coder.principal)] == [s for n, s in enumerate(seqs) if n % 2 == 0][::-1]
+    assert [e.seq for e in await state.audit.query(view, actor=coder.principal, before_seq=seqs[4], limit=1)] == [seqs[2]]
+    assert await state.audit.query(view, actor=ZED.principal) == [], "another tenant's actor is not in this tenant's view"
+    assert await state.audit.query(AuditView("acme", "bob"), actor=ALICE.principal) == [], "the view still bounds an actor filter"
+
+
 async def test_write_intents_close_with_their_audit_row_or_recover(state):
     scope = ScopeKey.private("acme", "alice")
     assert await state.audit.open_intents() == [] and not await state.audit.has_rows()

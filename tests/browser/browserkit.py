@@ -5,7 +5,9 @@
 Playwright's own browser downloads are never used (`playwright install` is not run): the
 browser is launched from `CHROMIUM` with a fresh profile directory per session.
 
-`Screenshots` saves one PNG per page a test visits and lists them at the end of the run.
+`Screenshots` saves one PNG per page a test visits and lists them at the end of the run. With
+`VB_WRITE_SCREENSHOTS=1` they are written to docs/images/console-<name>.png under stable names,
+the pictures docs/admin-console.md shows (commit them after looking at them).
 """
 
 from __future__ import annotations
@@ -47,13 +49,20 @@ def ensure_chromium(log_path: Path) -> str | None:
 
 @dataclass
 class Screenshots:
-    """Where the PNGs go: $VIKING_BRIDGE_SCREENSHOTS if set, else a pytest temporary directory."""
+    """Where the PNGs go: docs/images (stable names) with VB_WRITE_SCREENSHOTS=1, else
+    $VIKING_BRIDGE_SCREENSHOTS if set, else a pytest temporary directory (numbered names)."""
 
     directory: Path
     taken: list[Path] = field(default_factory=list)
+    for_docs: bool = False
 
-    def take(self, page: object, name: str) -> Path:
-        path = self.directory / f"{len(self.taken) + 1:02d}-{name}.png"
-        page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+    def take(self, page: object, name: str, *, docs: bool = True, mask: tuple[object, ...] = ()) -> Path | None:
+        """`docs=False`: a picture the run keeps but docs/admin-console.md does not show;
+        `mask`: locators painted over (a one-time secret must not end up in a committed image)."""
+        if self.for_docs and not docs:
+            return None
+        path = self.directory / (f"console-{name}.png" if self.for_docs else f"{len(self.taken) + 1:02d}-{name}.png")
+        # the docs show what a screen shows (one viewport, small files); the run keeps whole pages
+        page.screenshot(path=str(path), full_page=not self.for_docs, mask=list(mask))  # type: ignore[attr-defined]
         self.taken.append(path)
         return path

@@ -13,6 +13,8 @@ import pytest
 from tests.browser.browserkit import CHROMIUM, CHROMIUM_ARGS, Screenshots, ensure_chromium
 
 _SHOTS: list[Screenshots] = []
+#: Where VB_WRITE_SCREENSHOTS=1 puts the pictures of docs/admin-console.md.
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +54,11 @@ def page(chromium: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Screenshots:
+    for_docs = os.environ.get("VB_WRITE_SCREENSHOTS") == "1"
     given = os.environ.get("VIKING_BRIDGE_SCREENSHOTS")
-    directory = Path(given) if given else tmp_path_factory.mktemp("screenshots")
+    directory = DOCS_IMAGES if for_docs else Path(given) if given else tmp_path_factory.mktemp("screenshots")
     directory.mkdir(parents=True, exist_ok=True)
-    shots = Screenshots(directory)
+    shots = Screenshots(directory, for_docs=for_docs)
     _SHOTS.append(shots)
     return shots
 

@@ -68,7 +68,19 @@ def test_admin_approves_and_rejects_from_the_queue(page: Any, service: Service, 
     screenshots.take(page, "approval-queue")
     page.get_by_role("button", name=f"Approve memory {keep['memory_id']}").click()
     expect(page.locator("#status")).to_have_text(f"Approved memory {keep['memory_id']}.")
-    page.get_by_role("button", name=f"Reject memory {drop['memory_id']}").click()
+    reject = page.get_by_role("button", name=f"Reject memory {drop['memory_id']}")
+    approve = page.get_by_role("button", name=f"Approve memory {drop['memory_id']}")
+    assert reject.inner_text() != approve.inner_text() and "Reject" in reject.inner_text()
+    colours = [b.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]") for b in (reject, approve)]
+    assert colours[0] != colours[1], f"Reject must not look like Approve: {colours}"
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    reject.click()  # asked, and dismissed: nothing happens
+    expect(page.locator("#status")).to_have_text(f"Kept memory {drop['memory_id']}: nothing was rejected.")
+    assert asked and drop["memory_id"] in asked[0] and "cannot be undone" in asked[0]
+    assert tenant.admin.get(f"/api/v1/memories/{drop['memory_id']}", params={"scope": drop["scope"]}).status_code == 200
+    page.once("dialog", lambda d: d.accept())
+    reject.click()
     expect(page.locator("#status")).to_have_text(f"Rejected memory {drop['memory_id']}.")
     expect(page.get_by_role("table", name="Pending memories awaiting your decision").get_by_role("row")).to_have_count(1)
     got = tenant.member.get(f"/api/v1/memories/{keep['memory_id']}", params={"scope": keep["scope"]})
@@ -139,7 +151,43 @@ def test_audit_filters_narrow_the_rows(page: Any, service: Service, tenant: Tena
     expect(rows).to_have_count(len(tenant.admin.get("/api/v1/audit", params={"memory_id": p["memory_id"]}).json()))
     for text in rows.all_inner_texts():
         assert p["memory_id"] in text
+    assert not page.problems, page.problems
+
+
+def test_audit_rows_are_one_line_and_page_back_by_actor(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    for n in range(7):
+        tenant.member.post("/api/v1/memories", json={"content": f"note {n} with a longish detail", "kind": "note", "metadata": {"n": n}})
+    tenant.admin.post("/api/v1/grants", json={"grantee_user_id": "bob", "scope": f"{tenant.id}/dept/ops", "ttl_seconds": 600, "reason": "on call"})
+    alice = f"{tenant.id}/alice@brain"
+    expected = [e["seq"] for e in tenant.admin.get("/api/v1/audit", params={"actor": alice}).json()]
+    assert len(expected) == 7
+    sign_in(page, service, tenant.admin_key)
+    goto(page, "Audit log")
+    table = page.get_by_role("table", name="Audit rows, newest first")
+    rows = table.locator("tbody tr")
+    expect(rows.first).to_be_visible()
+    heights = [r["height"] for r in rows.evaluate_all("rs => rs.map(r => r.getBoundingClientRect())")]
+    assert max(heights) < 60, f"an audit row is one line, not a column of JSON: {heights}"
+    assert table.locator("td details").first.bounding_box()["width"] > 300, "the detail column is readable"
     screenshots.take(page, "audit-log")
+    table.get_by_role("button", name=f"Only rows of {alice}").first.click()  # the actor filter, from a row
+    audit = page.get_by_role("region", name="Audit log")
+    expect(audit.get_by_label("Actor (tenant/user@agent)")).to_have_value(alice)
+    audit.get_by_label("Rows per page").fill("3")
+    page.get_by_role("button", name="Apply filters").click()
+    seen: list[int] = []
+    for _ in range(3):  # newest page, then two older ones: 3 + 3 + 1 rows
+        expect(page.locator("#audit-position")).to_contain_text(f"page {len(seen) // 3 + 1}")
+        seen += [int(t) for t in rows.locator("th").all_inner_texts()]
+        if len(seen) < 7:
+            page.get_by_role("button", name="Older rows").click()
+    assert seen == expected, "paging back walks every row of the actor once, newest first"
+    expect(page.get_by_role("button", name="Older rows")).to_be_disabled()
+    page.get_by_role("button", name="Newer rows").click()
+    expect(rows.locator("th")).to_have_text([str(s) for s in expected[3:6]])
+    rows.first.locator("summary").click()  # the whole detail, on demand
+    expect(rows.first.locator("pre")).to_contain_text('"session_id"')
+    screenshots.take(page, "audit-log-actor-page-2", docs=False)
     assert not page.problems, page.problems
 
 
@@ -154,6 +202,9 @@ def test_scope_counts_show_every_scope_of_the_tenant(page: Any, service: Service
     assert set(texts) == {f"{tenant.id}/dept/eng", f"{tenant.id}/user/alice"}, texts
     assert texts[f"{tenant.id}/dept/eng"].split("\t")[2:4] == ["0", "1"]  # active 0, pending 1
     screenshots.take(page, "scopes")
+    table.get_by_role("button", name=f"Browse memories of {tenant.id}/user/alice").click()
+    expect(page.get_by_role("link", name="Memories")).to_have_attribute("aria-current", "page")
+    expect(page.get_by_role("table", name=f"Memories of {tenant.id}/user/alice")).to_contain_text("I like green tea")
     assert not page.problems, page.problems
 
 
@@ -172,7 +223,11 @@ def test_who_can_read_explains_a_memory(page: Any, service: Service, tenant: Ten
     expect(table.locator("tbody tr").filter(has_text="user bob")).to_contain_text(grant["grant_id"])
     expect(page.locator("dl.facts")).to_contain_text("cross-tenant reads are never allowed")
     screenshots.take(page, "who-can-read")
-    assert not page.problems, page.problems
+    readers.get_by_label("Memory id").fill("no-such-memory")
+    readers.get_by_label("Memory id").press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("404")
+    expect(page.locator("#readers-out")).to_be_empty()  # not the previous memory's answer
+    assert not [m for m in page.problems if "404" not in m], page.problems
 
 
 def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
@@ -183,7 +238,7 @@ def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tena
     expect(page.locator("#status")).to_have_text("1 pending memory awaiting approval.")
     expect(page.locator("#main")).not_to_contain_text("Tenant A's confidential standard")
     expect(page.locator("#main")).not_to_contain_text(a_pending["memory_id"])
-    screenshots.take(page, "tenant-b-queue")
+    screenshots.take(page, "tenant-b-queue", docs=False)
     for name in ("Grants", "Manifests", "Audit log", "Scopes"):
         goto(page, name)
         expect(page.locator("#status")).not_to_be_empty()
@@ -195,7 +250,7 @@ def test_admin_of_tenant_b_cannot_see_tenant_a(page: Any, service: Service, tena
     page.get_by_role("button", name="Explain").click()
     expect(page.get_by_role("alert")).to_contain_text("403")
     expect(page.locator("#readers-out")).to_be_empty()
-    screenshots.take(page, "tenant-b-refused-a-memory")
+    screenshots.take(page, "tenant-b-refused-a-memory", docs=False)
     # the same through the API: B's admin credential reaches nothing of A
     assert a_pending["memory_id"] not in other.admin.get("/api/v1/approvals").text
     assert other.admin.get(f"/api/v1/admin/memories/{a_pending['memory_id']}/readers", params={"scope": a_pending["scope"]}).status_code == 403
@@ -207,7 +262,7 @@ def test_member_is_refused_the_admin_views(page: Any, service: Service, tenant: 
     sign_in(page, service, tenant.member_key)
     expect(page.get_by_role("alert")).to_contain_text("403")
     expect(page.locator("#approvals-out")).to_be_empty()
-    screenshots.take(page, "member-refused")
+    screenshots.take(page, "member-refused", docs=False)
     for name in ("Grants", "Manifests", "Scopes"):
         goto(page, name)
         expect(page.get_by_role("alert")).to_contain_text("403")
@@ -226,7 +281,7 @@ def test_xss_payload_in_a_memory_renders_as_text(page: Any, service: Service, te
     goto(page, "Approval queue")
     expect(cell).to_have_text(XSS)
     assert page.evaluate("window.__pwned") is None
-    screenshots.take(page, "xss-as-text")
+    screenshots.take(page, "xss-as-text", docs=False)
     assert p["memory_id"]
 
 
@@ -268,7 +323,7 @@ def test_approver_works_the_queue_of_their_department_only(page: Any, service: S
     expect(page.locator("#approvals-out")).not_to_contain_text(theirs["memory_id"])
     page.get_by_role("button", name=f"Approve memory {mine['memory_id']}").click()
     expect(page.locator("#status")).to_have_text(f"Approved memory {mine['memory_id']}.")
-    screenshots.take(page, "approver-queue")
+    screenshots.take(page, "approver-queue", docs=False)
     goto(page, "Grants")  # the tenant-wide views stay an admin's
     expect(page.get_by_role("alert")).to_contain_text("403")
     assert tenant.member.get(f"/api/v1/memories/{mine['memory_id']}", params={"scope": mine["scope"]}).json()["status"] == "active"
@@ -286,7 +341,7 @@ def test_admin_signs_in_with_a_bearer_token_and_follows_who_can_read_from_the_qu
     table = page.get_by_role("table", name=f"Who can read {p['memory_id']}")
     expect(table.locator("tbody tr").filter(has_text="its author, user alice")).to_contain_text("author")
     expect(page.get_by_role("link", name="Who can read")).to_have_attribute("aria-current", "page")
-    screenshots.take(page, "who-can-read-pending")
+    screenshots.take(page, "who-can-read-pending", docs=False)
     assert not page.problems, page.problems
 
 
@@ -299,3 +354,90 @@ def test_a_long_queue_pages_with_load_more(page: Any, service: Service, tenant: 
     expect(page.get_by_role("button", name="Load more")).to_be_hidden()
     shown = set(page.locator("#approvals-out tbody th").all_inner_texts())
     assert shown == ids
+
+
+def test_admin_browses_and_searches_memories(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    for text in ("Release on Tuesdays", "Tea in the kitchen", "release notes in CHANGES.md", XSS):
+        tenant.member.post("/api/v1/memories", json={"content": text, "kind": "note"})
+    scope = f"{tenant.id}/user/alice"
+    sign_in(page, service, tenant.admin_key)
+    goto(page, "Memories")
+    region = page.get_by_role("region", name="Browse and search memories")
+    region.get_by_label("Scope").fill(scope)
+    region.get_by_label("Content contains").fill("release")
+    page.get_by_role("button", name="Search").click()
+    table = page.get_by_role("table", name=f"Memories of {scope}")
+    expect(table.locator("tbody tr")).to_have_count(2)
+    assert sorted(table.locator("span.content").all_inner_texts()) == ["Release on Tuesdays", "release notes in CHANGES.md"]
+    screenshots.take(page, "memories")
+    region.get_by_label("Content contains").fill("")
+    page.get_by_role("button", name="Search").click()
+    expect(table.locator("tbody tr")).to_have_count(4)
+    assert page.evaluate("window.__pwned") is None and page.locator("#memories-out img, #memories-out script").count() == 0
+    first_id = table.locator("tbody th").first.inner_text()
+    table.get_by_role("button", name=f"History of memory {first_id}").click()
+    expect(page.get_by_role("region", name="Audit log").get_by_label("Memory id")).to_have_value(first_id)
+    expect(page.get_by_role("table", name="Audit rows, newest first").locator("tbody tr").last).to_contain_text("write")  # its first row: the write
+    assert tenant.member.get("/api/v1/admin/memories", params={"scope": scope}).status_code == 403
+    assert not page.problems, page.problems
+
+
+def test_admin_issues_and_revokes_an_api_key(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    sign_in(page, service, tenant.admin_key)
+    goto(page, "API keys")
+    region = page.get_by_role("region", name="API keys of your tenant")
+    region.get_by_label("User id").fill("dora")
+    region.get_by_label("Agent id").fill("ci")
+    region.get_by_label("Departments (comma-separated)").fill("eng, ops")
+    region.get_by_label("approver").check()
+    region.get_by_label("Label").fill("the CI bot")
+    page.get_by_role("button", name="Issue key").click()
+    expect(page.locator("#status")).to_contain_text("copy it now")
+    secret = page.get_by_label("The new API key").input_value()
+    assert secret.startswith("vbk_")
+    who = service.client(secret).get("/api/v1/admin/whoami").json()
+    assert (who["principal"], who["roles"], who["department_ids"]) == (f"{tenant.id}/dora@ci", ["approver"], ["eng", "ops"])
+    table = page.get_by_role("table", name="API keys of your tenant")
+    row = table.locator("tbody tr").filter(has_text="the CI bot")
+    expect(row).to_contain_text("approver")
+    assert secret.split("_")[2] not in table.inner_text(), "the listing never shows a secret"
+    screenshots.take(page, "api-keys", mask=(page.get_by_label("The new API key"),))
+    page.get_by_role("button", name="I have copied it").click()
+    expect(page.get_by_label("The new API key")).to_have_count(0)
+    key_id = secret.split("_")[1]
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name=f"Revoke key {key_id}").click()
+    expect(page.locator("#status")).to_have_text(f"Revoked key {key_id}.")
+    assert service.client(secret).get("/api/v1/admin/whoami").status_code == 401
+    assert tenant.member.get("/api/v1/admin/keys").status_code == 403
+    assert not page.problems, page.problems
+
+
+def test_directory_shows_users_agents_and_teams(page: Any, service: Service, tenant: Tenant, screenshots: Screenshots) -> None:
+    tenant.pending("a proposal, so alice has acted")
+    tenant.admin.put("/api/v1/teams/red", json={"agent_ids": ["brain", "helper"]})
+    sign_in(page, service, tenant.admin_key)
+    goto(page, "Directory")
+    users = page.get_by_role("table", name="Users and their agents")
+    expect(users.locator("tbody tr").filter(has_text="alice")).to_contain_text("brain")
+    expect(users.locator("tbody tr").filter(has_text="root")).to_contain_text("admin")
+    expect(page.get_by_role("table", name="Teams").locator("tbody tr").filter(has_text="red")).to_contain_text("brain, helper")
+    screenshots.take(page, "directory")
+    users.get_by_role("button", name=f"Audit rows of {tenant.id}/alice@brain").click()
+    expect(page.get_by_role("region", name="Audit log").get_by_label("Actor (tenant/user@agent)")).to_have_value(f"{tenant.id}/alice@brain")
+    assert tenant.member.get("/api/v1/admin/directory").status_code == 403
+    assert not page.problems, page.problems
+
+
+def test_viewing_the_console_logs_no_recall(page: Any, service: Service, tenant: Tenant) -> None:
+    p = tenant.pending("a pending standard")
+    tenant.member.post("/api/v1/memories", json={"content": "a note", "kind": "note"})
+    sign_in(page, service, tenant.admin_key)
+    for name in ("Memories", "Scopes", "Grants", "Manifests", "Audit log", "API keys", "Directory", "Approval queue"):
+        goto(page, name)
+        expect(page.locator("#status")).not_to_be_empty()
+    page.get_by_role("button", name=f"Who can read memory {p['memory_id']}").click()
+    expect(page.get_by_role("table", name=f"Who can read {p['memory_id']}")).to_be_visible()
+    rows = tenant.admin.get("/api/v1/audit", params={"actor": f"{tenant.id}/root@assistant", "limit": 1000}).json()
+    assert [e for e in rows if e["action"] == "recall"] == [], "an admin's page views are no recall"
+    assert {e["detail"].get("operation") for e in rows if e["action"] == "inspect"} >= {"pending", "who_can_read"}

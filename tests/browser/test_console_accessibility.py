@@ -13,7 +13,7 @@ from tests.service.servicekit import Service
 axe_sync = pytest.importorskip("axe_playwright_python.sync_playwright", reason="axe-core for Playwright (pip install -e '.[test]')")
 from playwright.sync_api import expect  # noqa: E402
 
-PAGES = ("Approval queue", "Grants", "Manifests", "Audit log", "Scopes", "Who can read")
+PAGES = ("Approval queue", "Memories", "Scopes", "Grants", "Manifests", "Audit log", "Who can read", "API keys", "Directory")
 
 
 def _violations(page: Any) -> list[str]:
@@ -32,11 +32,25 @@ def test_every_console_page_has_no_axe_violations(page: Any, service: Service) -
         goto(page, name)
         expect(page.locator("#status")).not_to_be_empty()
         found[name] = _violations(page)
+    goto(page, "Who can read")
     page.get_by_role("region", name="Who can read this memory, and why").get_by_label("Scope", exact=True).fill(p["scope"])
     page.get_by_role("region", name="Who can read this memory, and why").get_by_label("Memory id").fill(p["memory_id"])
     page.get_by_role("button", name="Explain").click()
     expect(page.get_by_role("table", name=f"Who can read {p['memory_id']}")).to_be_visible()
     found["who can read, answered"] = _violations(page)
+    goto(page, "Memories")
+    page.get_by_role("region", name="Browse and search memories").get_by_label("Scope").fill(p["scope"])
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("table", name=f"Memories of {p['scope']}")).to_be_visible()
+    found["memories, searched"] = _violations(page)
+    goto(page, "API keys")
+    page.get_by_role("region", name="API keys of your tenant").get_by_label("User id").fill("dora")
+    page.get_by_role("button", name="Issue key").click()
+    expect(page.get_by_label("The new API key")).to_be_visible()
+    found["api keys, one issued"] = _violations(page)
+    goto(page, "Audit log")
+    page.locator("#audit-out summary").first.click()
+    found["audit, a detail opened"] = _violations(page)
     assert not {k: v for k, v in found.items() if v}, found
 
 

@@ -24,6 +24,7 @@ from contract_tests.postgres_server import TestDatabase
 from identity.model import MemoryIdentity
 from tests.bridge.test_state_migrations import (  # noqa: F401  (the SQLite/memory protocol suite, re-run here over `state` below)
     test_audit_views_filters_and_order,
+    test_audit_pages_back_with_before_seq_and_filters_by_actor,
     test_grants_roundtrip_revoke_and_purge,
     test_manifest_chain_and_revoke_tree,
     test_manifest_purges,

@@ -36,6 +36,7 @@ from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
 from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
+from identity.providers.api_keys import ApiKeyProvider
 from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log
@@ -275,6 +276,9 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 shared_state=bridge.state if bridge_settings.state_url is not None else None,
             )
             auth = EdgeAuthenticator(providers, sessionless=sessionless, session_key=default_session_key(bridge_settings.home))
+    key_provider = getattr(auth, "providers", {}).get("api_key")
+    if bridge.runtime.api_keys is None and isinstance(key_provider, ApiKeyProvider):  # key management manages the keys this door accepts
+        bridge.runtime.api_keys = key_provider.store
     app.state.ctx = ServiceContext(bridge, auth, service_settings, TokenBuckets(service_settings.rate_per_second, service_settings.rate_burst), Metrics(), owns)
     app.add_middleware(EdgeMiddleware, fastapi_app=app)
     return app

@@ -218,10 +218,13 @@ class PgAuditLog:
 
         return await self.pool.run(run, "audit log")
 
-    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+    async def query(
+        self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
+        before_seq: int | None = None, actor: str | None = None, limit: int = 100,
+    ) -> list[AuditEvent]:
         text = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = %s AND seq > %s"
         params: list[object] = [view.tenant_id, since_seq]
-        for clause, value in ((" AND user_id = %s", view.user_id), (" AND action = %s", action), (" AND memory_ids @> ARRAY[%s]::text[]", memory_id)):
+        for clause, value in ((" AND user_id = %s", view.user_id), (" AND seq < %s", before_seq), (" AND actor = %s", actor), (" AND action = %s", action), (" AND memory_ids @> ARRAY[%s]::text[]", memory_id)):
             if value is not None:
                 text += clause
                 params.append(value)

@@ -221,23 +221,27 @@ class SqliteAuditLog:
             (marker.store_id, marker.writes),
         )
 
-    async def query(self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+    async def query(
+        self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
+        before_seq: int | None = None, actor: str | None = None, limit: int = 100,
+    ) -> list[AuditEvent]:
         sql = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = ? AND seq > ?"
         params: list[object] = [view.tenant_id, since_seq]
         if view.user_id is not None:
             sql += " AND user_id = ?"
             params.append(view.user_id)
-        if action is not None:
-            sql += " AND action = ?"
-            params.append(action)
+        for clause, value in ((" AND seq < ?", before_seq), (" AND actor = ?", actor), (" AND action = ?", action)):
+            if value is not None:
+                sql += clause
+                params.append(value)
         if memory_id is not None:
             sql += " AND instr(memory_ids, ?) > 0"  # JSON-quoted: matches whole ids only
             params.append(json.dumps(memory_id))
         sql += " ORDER BY seq DESC LIMIT ?"
         params.append(limit)
         return [
-            AuditEvent(seq, ts, tenant, actor, session, act, tuple(json.loads(m)), tuple(json.loads(s)), tuple(json.loads(g)), json.loads(d))
-            for seq, ts, tenant, actor, session, act, m, s, g, d in self.db.query(sql, params)
+            AuditEvent(seq, ts, tenant, who, session, act, tuple(json.loads(m)), tuple(json.loads(s)), tuple(json.loads(g)), json.loads(d))
+            for seq, ts, tenant, who, session, act, m, s, g, d in self.db.query(sql, params)
         ]
 
     async def begin_intent(self, identity: MemoryIdentity, action: str, scope: ScopeKey, backend_key: str) -> str:

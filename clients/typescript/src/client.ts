@@ -264,6 +264,26 @@ export class VikingBridgeClient {
   whoCanRead(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"who_can_read">> {
     return this.call("who_can_read", { ...at(ref), ...options });
   }
+  /** One page of one scope of the tenant (any status unless `status`), only memories containing `text` when given. */
+  browseMemories(query: QueryOf<"browse_memories">, options?: CallOptions): Promise<ResultOf<"browse_memories">> {
+    return this.call("browse_memories", { query: q(query), ...options });
+  }
+  /** The tenant's users, agents and teams, as the bridge knows them (keys, audit actors, team membership). */
+  tenantDirectory(options?: CallOptions): Promise<ResultOf<"tenant_directory">> {
+    return this.call("tenant_directory", { ...options });
+  }
+  /** The tenant's API keys: ids and bindings, never a secret. */
+  listKeys(query: QueryOf<"list_keys"> = {}, options?: CallOptions): Promise<ResultOf<"list_keys">> {
+    return this.call("list_keys", { query: q(query), ...options });
+  }
+  /** Issue a key of the tenant; the answer's `key` is the only copy of its secret. */
+  issueKey(body: BodyOf<"issue_key">, options?: CallOptions): Promise<ResultOf<"issue_key">> {
+    return this.call("issue_key", { body, ...options });
+  }
+  /** Revoke a key of the tenant by its id (the 16 hex characters after `vbk_`). */
+  revokeKey(keyId: string, options?: CallOptions): Promise<ResultOf<"revoke_key">> {
+    return this.call("revoke_key", { path: { key_id: keyId }, ...options });
+  }
 
   // -- operations (no credential sent) -----------------------------------------------------
   health(options?: CallOptions): Promise<ResultOf<"health">> {
@@ -293,6 +313,7 @@ export const OPERATION_METHODS = {
   approvals: "pendingApprovals",
   approve: "approve",
   audit: "audit",
+  browse_memories: "browseMemories",
   capture: "capture",
   edit_memory: "editMemory",
   find_by_key: "findByKey",
@@ -304,7 +325,9 @@ export const OPERATION_METHODS = {
   inject_get: "injectContextGet",
   inject_post: "injectContext",
   issue_grant: "issueGrant",
+  issue_key: "issueKey",
   list_grants: "listGrants",
+  list_keys: "listKeys",
   list_memories: "listMemories",
   memory_history: "memoryHistory",
   metrics: "metrics",
@@ -318,12 +341,14 @@ export const OPERATION_METHODS = {
   remember: "remember",
   remove_team_member: "removeTeamMember",
   revoke_grant: "revokeGrant",
+  revoke_key: "revokeKey",
   revoke_manifest: "revokeManifest",
   role_inject: "roleInject",
   scope_counts: "scopeCounts",
   set_team_members: "setTeamMembers",
   set_visible_to: "setVisibleTo",
   start_session: "startSession",
+  tenant_directory: "tenantDirectory",
   tenant_grants: "tenantGrants",
   tenant_manifests: "tenantManifests",
   who_can_read: "whoCanRead",

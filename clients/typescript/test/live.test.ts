@@ -292,6 +292,17 @@ test("admin console: tenant grants, manifests and scope counts for the admin; a 
   const fact = counts.find((c) => c.scope === state.fact!.scope);
   assert.ok(fact && (fact.active ?? 0) >= 1, `the workspace scope is counted: ${JSON.stringify(fact)}`);
   await assert.rejects(carol.scopeCounts(), NotPermittedError);
+  const browsed = await alice.browseMemories({ scope: state.fact!.scope, limit: 50 });
+  assert.ok(browsed.memories.every((m) => m.scope === state.fact!.scope), "browsing stays in the scope asked for");
+  await assert.rejects(carol.browseMemories({ scope: state.fact!.scope }), NotPermittedError);
+  const directory = await alice.tenantDirectory();
+  assert.ok((directory.users ?? []).some((u) => u.user_id === "alice"), `the admin is in her tenant's directory: ${JSON.stringify(directory.users)}`);
+  await assert.rejects(carol.tenantDirectory(), NotPermittedError);
+  const issued = await alice.issueKey({ for_user: "dora", for_agent: "ts-client", label: "typescript live test" });
+  assert.ok(issued.key.startsWith("vbk_") && issued.record.user_id === "dora");
+  assert.ok((await alice.listKeys()).some((k) => k.key_id === issued.record.key_id), "the new key is listed");
+  await assert.rejects(carol.listKeys(), NotPermittedError);
+  assert.equal((await alice.revokeKey(issued.record.key_id)).deleted, true);
   await alice.revokeManifest(injected.manifest_id);
   await alice.revokeGrant(grant.grant_id);
 });

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, Field
 
 from bridge.operations import admin as admin_ops
-from bridge.results import ManifestSummary, MemoryReaders, ScopeCount
+from bridge.operations import keys as key_ops
+from bridge.results import ApiKeyOut, IssuedApiKeyOut, ManifestSummary, MemoryPage, MemoryReaders, ScopeCount, TenantDirectoryOut
 from bridge.doors.http.routes.common import execute, grant_out, identity
-from bridge.doors.http.schemas import GrantOut
+from bridge.doors.http.schemas import Body, Deleted, GrantOut
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin console"])
 Scope = Annotated[str, Query(min_length=1, max_length=400, description="The memory's scope key, e.g. 'acme/ws/alpha'.")]
@@ -60,3 +61,48 @@ async def scope_counts(request: Request) -> list[ScopeCount]:
 @router.get("/memories/{memory_id}/readers", response_model=MemoryReaders, summary="Who can read one memory and why (tenant admin)")
 async def who_can_read(memory_id: str, scope: Scope, request: Request) -> MemoryReaders:
     return await execute(request, identity(request), admin_ops.WhoCanRead(ref=(scope, memory_id)))
+
+
+@router.get("/memories", response_model=MemoryPage, summary="One page of one scope's memories, optionally only those containing `text` (tenant admin)")
+async def browse_memories(
+    scope: Scope, request: Request, text: Annotated[str | None, Query(min_length=1, max_length=400, description="Only memories whose content contains this (case-insensitive).")] = None,
+    status: Annotated[str | None, Query(description="active, pending or superseded; default: every status.")] = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> MemoryPage:
+    return await execute(request, identity(request), admin_ops.BrowseMemories(scope=scope, text=text, status=status, cursor=cursor, limit=limit))
+
+
+@router.get("/directory", response_model=TenantDirectoryOut, summary="Users, agents and teams of the caller's tenant, as the bridge knows them (tenant admin)")
+async def tenant_directory(request: Request) -> TenantDirectoryOut:
+    return await execute(request, identity(request), admin_ops.TenantDirectory())
+
+
+class KeyRequest(Body):
+    """The identity a new key of the caller's tenant stands for (the tenant is always the
+    caller's). Every field names the key's TARGET identity, never the caller, hence `for_*`."""
+
+    for_user: str = Field(min_length=1, max_length=128, description="TARGET: the user the key acts as.")
+    for_agent: str = Field("assistant", min_length=1, max_length=128, description="TARGET: the agent the key acts as.")
+    for_departments: list[str] = Field(default_factory=list, max_length=64, description="TARGET: the key's departments.")
+    for_workspace: str | None = Field(None, min_length=1, max_length=128, description="TARGET: the key's workspace.")
+    with_roles: list[str] = Field(default_factory=list, max_length=8, description="admin, approver, or global_admin (only by one who holds it).")
+    label: str = Field("", max_length=200)
+
+
+@router.get("/keys", response_model=list[ApiKeyOut], summary="API keys of the caller's tenant, never their secrets (tenant admin)")
+async def list_keys(request: Request, include_revoked: bool = False) -> list[ApiKeyOut]:
+    return await execute(request, identity(request), key_ops.ListApiKeys(include_revoked=include_revoked))
+
+
+@router.post("/keys", response_model=IssuedApiKeyOut, status_code=201, summary="Issue an API key of the caller's tenant; the answer holds the only copy of the secret (tenant admin)")
+async def issue_key(body: KeyRequest, request: Request) -> IssuedApiKeyOut:
+    op = key_ops.IssueApiKey(
+        user_id=body.for_user, agent_id=body.for_agent, department_ids=tuple(body.for_departments), workspace_id=body.for_workspace,
+        roles=tuple(body.with_roles), label=body.label,
+    )
+    return await execute(request, identity(request), op)
+
+
+@router.delete("/keys/{key_id}", response_model=Deleted, summary="Revoke an API key of the caller's tenant, by its id (tenant admin)")
+async def revoke_key(key_id: Annotated[str, Path(min_length=1, max_length=300)], request: Request) -> Deleted:
+    return Deleted(deleted=await execute(request, identity(request), key_ops.RevokeApiKey(key_id=key_id)))

@@ -57,8 +57,11 @@ async def fork_session(body: ForkRequest, request: Request) -> SessionOut:
 async def audit(
     request: Request, action: str | None = None, memory_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100, since_seq: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    before_seq: Annotated[int | None, Query(ge=1, le=2**62, description="Only rows older than this seq: pass the smallest seq of a page to page back.")] = None,
+    actor: Annotated[str | None, Query(min_length=1, max_length=400, description="Only rows of this actor, e.g. 'acme/alice@assistant'.")] = None,
 ) -> list[AuditOut]:
-    return [audit_out(e) for e in await execute(request, identity(request), ops.QueryAudit(action=action, memory_id=memory_id, limit=limit, since_seq=since_seq))]
+    op = ops.QueryAudit(action=action, memory_id=memory_id, limit=limit, since_seq=since_seq, before_seq=before_seq, actor=actor)
+    return [audit_out(e) for e in await execute(request, identity(request), op)]
 
 
 @router.post("/purge-expired", response_model=PurgeReport, summary="Delete the caller's tenant's expired memories (tenant admin; one bounded run)")

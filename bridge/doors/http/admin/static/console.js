@@ -8,10 +8,11 @@
 
 (function () {
   const STORE_KEY = 'viking-bridge-console-credential';
-  const PAGES = ['approvals', 'grants', 'manifests', 'audit', 'scopes', 'readers'];
-  const AUDIT_ACTIONS = ['approve', 'capture', 'denied', 'edit', 'forget', 'forget_subject', 'grant', 'guard_alarm', 'inject',
-    'promote', 'quarantine', 'recall', 'recovered', 'reject', 'revoke', 'write'];
-  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null };
+  const PAGES = ['approvals', 'memories', 'scopes', 'grants', 'manifests', 'audit', 'readers', 'keys', 'directory'];
+  const AUDIT_ACTIONS = ['api_key', 'approve', 'capture', 'denied', 'edit', 'expired', 'export', 'forget', 'forget_subject', 'grant',
+    'guard_alarm', 'inject', 'inspect', 'migrate', 'promote', 'quarantine', 'recall', 'recovered', 'reject', 'revoke', 'share', 'team', 'write'];
+  // audit paging: `auditPages` holds the before_seq of each page shown so far (null = the newest)
+  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null, memoriesCursor: null, auditPages: [null], auditOldest: null };
 
   const $ = (id) => document.getElementById(id);
 
@@ -33,6 +34,11 @@
   function when(ts) {
     if (ts === null || ts === undefined) return '';
     return new Date(ts * 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  }
+
+  // A time in a table cell: one line, never wrapped
+  function stamp(ts) {
+    return el('span', { class: 'when' }, when(ts));
   }
 
   // A data table: caption, column headers with scope=col, one row per item.
@@ -126,6 +132,8 @@
     state.me = null;
     sessionStorage.removeItem(STORE_KEY);
     for (const p of PAGES) { $(`page-${p}`).hidden = true; $(`${p}-out`).replaceChildren(); }
+    $('key-issued').replaceChildren();
+    $('key-issued').hidden = true;
     $('pages').hidden = true;
     $('signed-in-as').hidden = true;
     $('sign-out').hidden = true;
@@ -156,11 +164,11 @@
     $('approvals-more').hidden = !page.next_cursor;
     const rows = page.memories;
     const node = table('Pending memories awaiting your decision', ['Memory', 'Scope', 'Kind', 'Author', 'Content', 'Created', 'Actions'], rows, (m) => [
-      m.memory_id, m.scope, m.kind, m.author, el('span', { class: 'content' }, m.content), when(m.created_at),
+      m.memory_id, m.scope, m.kind, m.author, el('span', { class: 'content' }, m.content), stamp(m.created_at),
       el('span', { class: 'actions' },
         el('button', { type: 'button', 'aria-label': `Approve memory ${m.memory_id}`, onclick: () => run(() => decide(m, 'approve')) }, 'Approve'),
-        el('button', { type: 'button', 'aria-label': `Reject memory ${m.memory_id}`, onclick: () => run(() => decide(m, 'reject')) }, 'Reject'),
-        el('button', { type: 'button', 'aria-label': `Who can read memory ${m.memory_id}`, onclick: () => explain(m.scope, m.memory_id) }, 'Who can read')),
+        el('button', { type: 'button', class: 'danger', 'aria-label': `Reject memory ${m.memory_id}`, onclick: () => run(() => rejectAfterConfirm(m)) }, 'Reject (delete)…'),
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `Who can read memory ${m.memory_id}`, onclick: () => explain(m.scope, m.memory_id) }, 'Who can read')),
     ]);
     if (more) {
       $('approvals-out').append(node);
@@ -171,6 +179,16 @@
     show('approvals-out', node);
     const tail = page.next_cursor ? ' (more remain: Load more)' : '';
     announce(rows.length ? `${rows.length} pending ${rows.length === 1 ? 'memory' : 'memories'} awaiting approval${tail}.` : 'Nothing awaits your approval.');
+  }
+
+  // Rejecting deletes the proposal for good: the admin confirms it, naming the memory.
+  async function rejectAfterConfirm(memory) {
+    const preview = memory.content.length > 80 ? `${memory.content.slice(0, 80)}…` : memory.content;
+    if (!window.confirm(`Reject and delete pending memory ${memory.memory_id}?\n\n"${preview}"\n\nThis cannot be undone.`)) {
+      announce(`Kept memory ${memory.memory_id}: nothing was rejected.`);
+      return;
+    }
+    await decide(memory, 'reject');
   }
 
   async function decide(memory, verb) {
@@ -227,26 +245,75 @@
     announce(`Revoked manifest ${manifestId} and every manifest derived from it.`);
   }
 
+  // One line per row: the detail's keys and values, shortened; the whole JSON on demand.
+  function detailSummary(detail) {
+    const parts = Object.entries(detail || {}).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    const line = parts.join(' · ');
+    return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+  }
+
+  function detailCell(e) {
+    const extra = [];
+    if (e.scopes.length) extra.push(`scopes: ${e.scopes.join(', ')}`);
+    if (e.grant_ids.length) extra.push(`grants: ${e.grant_ids.join(', ')}`);
+    const summary = [detailSummary(e.detail), ...extra].filter(Boolean).join(' · ') || '—';
+    const full = { ...e.detail, scopes: e.scopes, grant_ids: e.grant_ids, session_id: e.session_id };
+    return el('details', { class: 'detail' }, el('summary', {}, summary), el('pre', {}, JSON.stringify(full, null, 2)));
+  }
+
+  function filterByActor(actor) {
+    $('audit-actor').value = actor;
+    state.auditPages = [null];
+    go('audit');
+  }
+
+  function auditHistory(memoryId) {
+    $('audit-action').value = '';
+    $('audit-actor').value = '';
+    $('audit-memory').value = memoryId;
+    state.auditPages = [null];
+    go('audit');
+  }
+
   async function loadAudit() {
     const data = new FormData($('audit-form'));
+    const before = state.auditPages[state.auditPages.length - 1];
+    const limit = Number(data.get('limit')) || 50;
     const rows = await api('GET', '/api/v1/audit', {
-      action: data.get('action'), memory_id: data.get('memory_id').trim(), since_seq: data.get('since_seq') || 0, limit: data.get('limit') || 100,
+      action: data.get('action'), actor: data.get('actor').trim(), memory_id: data.get('memory_id').trim(), limit, before_seq: before,
     });
-    show('audit-out', table('Audit rows, newest first', ['Seq', 'Time', 'Actor', 'Action', 'Memories', 'Scopes', 'Grants', 'Detail'], rows, (e) => [
-      String(e.seq), when(e.ts), e.actor, e.action,
-      el('span', {}, ...e.memory_ids.map((id) => (e.scopes.length === 1
-        ? el('button', { type: 'button', class: 'link', 'aria-label': `Who can read memory ${id}`, onclick: () => explain(e.scopes[0], id) }, id)
-        : el('span', {}, id, ' ')))),
-      e.scopes.join(' '), e.grant_ids.join(' '), el('code', {}, JSON.stringify(e.detail)),
-    ]));
-    announce(`${rows.length} audit ${rows.length === 1 ? 'row' : 'rows'} match.`);
+    state.auditOldest = rows.length ? rows[rows.length - 1].seq : null;
+    const node = table('Audit rows, newest first', ['Seq', 'Time', 'Actor', 'Action', 'Memories', 'Detail'], rows, (e) => [
+      String(e.seq), stamp(e.ts),
+      el('button', { type: 'button', class: 'link', 'aria-label': `Only rows of ${e.actor}`, onclick: () => filterByActor(e.actor) }, e.actor),
+      e.action,
+      el('span', { class: 'ids' }, ...e.memory_ids.slice(0, 3).map((id) => (e.scopes.length === 1
+        ? el('button', { type: 'button', class: 'link', title: id, 'aria-label': `Who can read memory ${id}`, onclick: () => explain(e.scopes[0], id) }, id)
+        : el('code', { title: id }, id))), e.memory_ids.length > 3 ? ` +${e.memory_ids.length - 3} more` : null),
+      detailCell(e),
+    ]);
+    node.classList.add('audit');
+    show('audit-out', node);
+    const page = state.auditPages.length;
+    $('audit-newer').disabled = page === 1;
+    $('audit-older').disabled = rows.length < limit;
+    $('audit-position').textContent = rows.length ? `page ${page}: seq ${rows[0].seq} to ${state.auditOldest}` : `page ${page}`;
+    announce(`${rows.length} audit ${rows.length === 1 ? 'row' : 'rows'} match${page > 1 ? ` (page ${page})` : ''}.`);
+  }
+
+  function auditPage(step) {
+    if (step > 0 && state.auditOldest !== null) state.auditPages.push(state.auditOldest);
+    if (step < 0 && state.auditPages.length > 1) state.auditPages.pop();
+    return loadAudit();
   }
 
   async function loadScopes() {
     const counts = await api('GET', '/api/v1/admin/scopes');
-    show('scopes-out', table('Memories per scope of your tenant', ['Scope', 'Visibility', 'Active', 'Pending', 'Superseded'], counts, (c) => [
+    show('scopes-out', table('Memories per scope of your tenant', ['Scope', 'Visibility', 'Active', 'Pending', 'Superseded', 'Actions'], counts, (c) => [
       c.scope, c.visibility, String(c.active) + (c.capped ? '+' : ''), String(c.pending), String(c.superseded),
+      el('button', { type: 'button', class: 'secondary', 'aria-label': `Browse memories of ${c.scope}`, onclick: () => browse(c.scope) }, 'Browse'),
     ]));
+    $('memories-scopes').replaceChildren(...counts.map((c) => el('option', { value: c.scope })));
     announce(`${counts.length} ${counts.length === 1 ? 'scope' : 'scopes'} hold memories.`);
   }
 
@@ -257,6 +324,7 @@
   }
 
   async function loadReaders() {
+    $('readers-out').replaceChildren();  // a refused or missing memory must not keep the previous one's answer
     const scope = $('readers-scope').value.trim();
     const memoryId = $('readers-memory').value.trim();
     if (!scope || !memoryId) {
@@ -278,8 +346,103 @@
     announce(`${r.readers.length} reader ${r.readers.length === 1 ? 'rule' : 'rules'} for memory ${r.memory_id}.`);
   }
 
+  // -- memories: browse one scope, optionally by text --------------------------------------------
+  function browse(scope) {
+    $('memories-scope').value = scope;
+    $('memories-text').value = '';
+    go('memories');
+  }
+
+  async function loadMemories(more) {
+    const data = new FormData($('memories-form'));
+    const scope = data.get('scope').trim();
+    if (!more) state.memoriesCursor = null;
+    if (!scope) {
+      $('memories-out').replaceChildren();
+      $('memories-more').hidden = true;
+      if (!$('memories-scopes').children.length) {
+        const counts = await api('GET', '/api/v1/admin/scopes');
+        $('memories-scopes').replaceChildren(...counts.map((c) => el('option', { value: c.scope })));
+      }
+      announce('Give a scope (Scopes lists them) to browse its memories.');
+      return;
+    }
+    const page = await api('GET', '/api/v1/admin/memories', {
+      scope, text: data.get('text').trim(), status: data.get('status'), cursor: more ? state.memoriesCursor : null, limit: 50,
+    });
+    state.memoriesCursor = page.next_cursor;
+    $('memories-more').hidden = !page.next_cursor;
+    const node = table(`Memories of ${scope}`, ['Memory', 'Kind', 'Status', 'Author', 'Content', 'Updated', 'Actions'], page.memories, (m) => [
+      m.memory_id, m.kind, m.status, m.author, el('span', { class: 'content' }, m.content), stamp(m.updated_at),
+      el('span', { class: 'actions' },
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `Who can read memory ${m.memory_id}`, onclick: () => explain(m.scope, m.memory_id) }, 'Who can read'),
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `History of memory ${m.memory_id}`, onclick: () => auditHistory(m.memory_id) }, 'History')),
+    ]);
+    if (more) $('memories-out').append(node); else show('memories-out', node);
+    const shown = $('memories-out').querySelectorAll('tbody tr').length;
+    announce(`${shown} ${shown === 1 ? 'memory' : 'memories'} shown${page.next_cursor ? ' (more remain: Load more)' : ''}.`);
+  }
+
+  // -- API keys ------------------------------------------------------------------------------------
+  async function loadKeys() {
+    const keys = await api('GET', '/api/v1/admin/keys', { include_revoked: $('keys-revoked').checked });
+    show('keys-out', table('API keys of your tenant', ['Key id', 'User', 'Agent', 'Departments', 'Workspace', 'Roles', 'Label', 'Created', 'State', 'Actions'], keys, (k) => [
+      k.key_id, k.user_id, k.agent_id, k.department_ids.join(', '), k.workspace_id || '', k.roles.join(', ') || 'member', k.label, stamp(k.created_at),
+      k.revoked_at === null ? 'active' : `revoked ${when(k.revoked_at)}`,
+      k.revoked_at === null ? el('button', { type: 'button', class: 'danger', 'aria-label': `Revoke key ${k.key_id}`, onclick: () => run(() => revokeKey(k)) }, 'Revoke…') : '',
+    ]));
+    announce(`${keys.length} ${keys.length === 1 ? 'key' : 'keys'} shown.`);
+  }
+
+  async function issueKey(form) {
+    const data = new FormData(form);
+    const body = {
+      for_user: data.get('user_id').trim(), for_agent: data.get('agent_id').trim() || 'assistant',
+      for_departments: data.get('department_ids').split(',').map((d) => d.trim()).filter(Boolean),
+      with_roles: data.getAll('roles'), label: data.get('label').trim(),
+    };
+    const workspace = data.get('workspace_id').trim();
+    if (workspace) body.for_workspace = workspace;
+    const issued = await api('POST', '/api/v1/admin/keys', undefined, body);
+    form.reset();
+    const box = $('key-issued');
+    box.replaceChildren(
+      el('p', {}, `Key ${issued.record.key_id} for ${issued.record.user_id}@${issued.record.agent_id}. Copy it now: it is shown once and stored nowhere.`),
+      el('div', { class: 'field' }, el('label', { for: 'key-secret' }, 'The new API key'),
+        el('input', { id: 'key-secret', readonly: true, value: issued.key, spellcheck: 'false', autocomplete: 'off' })),
+      el('button', { type: 'button', class: 'secondary', onclick: () => { box.hidden = true; box.replaceChildren(); } }, 'I have copied it'));
+    box.hidden = false;
+    await loadKeys();
+    announce(`Issued key ${issued.record.key_id} for ${issued.record.user_id}; copy it now, it is shown once.`);
+  }
+
+  async function revokeKey(k) {
+    if (!window.confirm(`Revoke key ${k.key_id} of ${k.user_id}@${k.agent_id}? Whoever uses it is refused from the next request on.`)) {
+      announce(`Kept key ${k.key_id}.`);
+      return;
+    }
+    await api('DELETE', `/api/v1/admin/keys/${encodeURIComponent(k.key_id)}`);
+    await loadKeys();
+    announce(`Revoked key ${k.key_id}.`);
+  }
+
+  // -- directory -------------------------------------------------------------------------------------
+  async function loadDirectory() {
+    const d = await api('GET', '/api/v1/admin/directory');
+    const tenant = state.me.tenant_id;
+    const users = table('Users and their agents', ['User', 'Agents', 'Roles (on keys)', 'Departments', 'Workspaces', 'Active keys', 'Last seen'], d.users, (u) => [
+      u.user_id,
+      el('span', { class: 'ids' }, ...u.agents.map((a) => el('button', { type: 'button', class: 'link', 'aria-label': `Audit rows of ${tenant}/${u.user_id}@${a}`, onclick: () => filterByActor(`${tenant}/${u.user_id}@${a}`) }, a))),
+      u.roles.join(', '), u.department_ids.join(', '), u.workspace_ids.join(', '), String(u.active_keys), u.last_seen ? when(u.last_seen) : 'not in the recent audit rows',
+    ]);
+    const teams = table('Teams', ['Team', 'Member agents'], d.teams, (t) => [t.team_id, t.members.join(', ') || '(no members)']);
+    $('directory-out').replaceChildren(users, teams, el('p', { class: 'note' }, `Actors taken from the newest ${d.audit_rows_read} audit rows.`));
+    announce(`${d.users.length} ${d.users.length === 1 ? 'user' : 'users'}, ${d.teams.length} ${d.teams.length === 1 ? 'team' : 'teams'}.`);
+  }
+
   const LOADERS = {
-    approvals: () => loadApprovals(false), grants: loadGrants, manifests: loadManifests, audit: loadAudit, scopes: loadScopes, readers: loadReaders,
+    approvals: () => loadApprovals(false), memories: () => loadMemories(false), grants: loadGrants, manifests: loadManifests, audit: loadAudit,
+    scopes: loadScopes, readers: loadReaders, keys: loadKeys, directory: loadDirectory,
   };
 
   // -- wiring ------------------------------------------------------------------------------------------
@@ -298,7 +461,15 @@
       return signIn(kind, secret, $('remember').checked);
     });
     submit('grant-form', issueGrant);
-    submit('audit-form', loadAudit);
+    submit('audit-form', () => { state.auditPages = [null]; return loadAudit(); });
+    submit('memories-form', () => loadMemories(false));
+    submit('key-form', issueKey);
+    $('audit-older').addEventListener('click', () => run(() => auditPage(1)));
+    $('audit-newer').addEventListener('click', () => run(() => auditPage(-1)));
+    $('memories-more').addEventListener('click', () => run(() => loadMemories(true)));
+    $('keys-refresh').addEventListener('click', () => run(loadKeys));
+    $('keys-revoked').addEventListener('change', () => run(loadKeys));
+    $('directory-refresh').addEventListener('click', () => run(loadDirectory));
     submit('readers-form', loadReaders);
     $('sign-out').addEventListener('click', signOut);
     $('approvals-refresh').addEventListener('click', () => run(() => loadApprovals(false)));
