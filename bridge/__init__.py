@@ -2,7 +2,7 @@
 rendering, multi-agent injection and write-back, audit — and the public facade on top."""
 
 from bridge.errors import BridgeError, InvalidInput, ManifestError, NotPermitted, RecallIncomplete, VikingBridgeError
-from bridge.facade import MemoryBridge, SyncMemoryBridge
+from bridge.facade import MemoryBridge, SyncMemoryBridge, open_bridge
 from bridge.operations.limits import Limits
 from bridge.results import CaptureResult, MemoryRef, Message, RecalledMemory, RecallResult, WriteResult
 from bridge.operations import (
@@ -14,7 +14,7 @@ from bridge.vocabulary import Kind, Purpose
 
 __all__ = [
     "BridgeError", "VikingBridgeError", "InvalidInput", "ManifestError", "NotPermitted", "RecallIncomplete",
-    "MemoryBridge", "SyncMemoryBridge", "Limits", "CaptureResult", "MemoryRef", "Message", "RecalledMemory",
+    "MemoryBridge", "SyncMemoryBridge", "open_bridge", "Limits", "CaptureResult", "MemoryRef", "Message", "RecalledMemory",
     "RecallResult", "WriteResult", "Policy", "PolicyConfig", "Role", "Kind", "Purpose", "Operation", "Recall",
     "Remember", "Capture", "Forget", "ForgetSubject", "Approve", "Promote", "IssueGrant", "RevokeGrant", "Inject",
     "RevokeManifest", "WriteBack", "QueryAudit", "StartSession", "ForkSession",

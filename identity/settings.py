@@ -137,6 +137,9 @@ class JwtSettings(_Section):
     default_tenant_id: str | None = None
     default_agent_id: str | None = None
     claims: ClaimSettings = ClaimSettings()
+    #: a PEM private key matching the verification key, for `viking-bridge dev-token` in
+    #: development mode only (identity/devtoken.py); the provider itself never reads it
+    dev_signing_key_file: Path | None = None
 
     @field_validator("issuer", "audience")
     @classmethod

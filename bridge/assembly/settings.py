@@ -232,6 +232,7 @@ class BridgeSettings(BaseSettings):
     candidate_limit: int = Field(50, ge=1, le=5000)
     budget_tokens: int = Field(1200, ge=25, le=200_000)
     min_score: float = Field(0.0, ge=0.0, le=1.0)
+    min_similarity: float | None = Field(None, ge=0.0, le=1.0)  # None: the embedder's calibrated recall floor
     freshness_half_life_days: float = Field(90.0, gt=0.0, le=36500.0)
     freshness_grace_days: float = Field(7.0, ge=0.0, le=36500.0)
     include_global: bool = True
@@ -302,7 +303,7 @@ class BridgeSettings(BaseSettings):
         return BudgetConfig(max_tokens=self.budget_tokens)
 
     def ranking(self) -> RankingConfig:
-        return RankingConfig(freshness=FreshnessConfig(half_life_days=self.freshness_half_life_days, grace_days=self.freshness_grace_days), min_score=self.min_score)
+        return RankingConfig(freshness=FreshnessConfig(half_life_days=self.freshness_half_life_days, grace_days=self.freshness_grace_days), min_score=self.min_score, min_similarity=self.min_similarity)
 
     def policy(self) -> Policy:
         return Policy(PolicyConfig(include_global=self.include_global, global_writer_tenants=self.global_writer_tenants))

@@ -58,6 +58,9 @@ class RankingConfig:
     other_kind_weight: float = 0.9
     freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     min_score: float = 0.0
+    #: the similarity (the backend's score, before any weight) below which a hit is not relevant:
+    #: None = the store's embedder's calibrated `recall_floor` (adapters/shared/embedding.py)
+    min_similarity: float | None = None
     #: the class each purpose puts first (None: plain product order for that purpose)
     leads: dict[Purpose, LeadClass | None] = field(default_factory=lambda: dict(_LEADS))
     #: a lead-class hit leads only if its semantic score is >= lead_band x the best one

@@ -4,8 +4,13 @@ Permission is NOT a score here: every hit reaching this module is already author
 weight (from the ScopeSet entry the policy built) orders *permitted* memories — your own before
 the workspace's before the tenant's. Everything else this stage weighs is in `RankingConfig`.
 
-Relevance floor: a hit whose score is 0 (no semantic overlap at all) is never returned, and
-`RankingConfig.min_score` (or a recall's `min_score`) raises the floor; default 0.0.
+Relevance floors: a hit whose score is 0 (no semantic overlap at all) is never returned; a hit
+whose similarity is below `RankingConfig.min_similarity` — by default the store embedder's
+calibrated `recall_floor`, the highest value that loses no hit@k on benchmarks/recall_quality.py,
+so "what is the capital of France?" does not bring back the user's unrelated memories — is
+dropped; `RankingConfig.min_score` floors the product (default 0.0). A recall that states its own
+`min_score` states the whole floor: neither default applies (the LangGraph store passes 0.0,
+"no relevance floor", as BaseStore's search promises).
 
 Purpose orderings (seed 003 "Recall policy"), a two-level lexicographic order applied by the
 stage after the product (`lead_first`): each purpose names its lead class — chat: the user's own
@@ -27,6 +32,7 @@ import time
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeKey, ScopeSet
+from adapters.shared.embedding import recall_floor
 
 from bridge.recall.config import FreshnessConfig, RankingConfig
 from bridge.recall.context import RankedHit
@@ -50,6 +56,7 @@ def rank_hits(
     *,
     now: float | None = None,
     min_score: float | None = None,
+    min_similarity: float = 0.0,
 ) -> list[RankedHit]:
     """Hits scored and sorted best first (ties by id, so equal inputs give equal orders);
     hits at or below the relevance floor are dropped."""
@@ -66,6 +73,8 @@ def rank_hits(
     scope_weight: dict[ScopeKey, float] = {}  # a handful of entries, looked up once each
     keyed = []
     for n, hit in enumerate(hits):
+        if hit.score < min_similarity:
+            continue
         m = hit.memory
         scope = hit.scope
         weight = scope_weight.get(scope)
@@ -113,7 +122,18 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
 _DEFAULT = RankingConfig()
 
 
+def similarity_floor(rt: RecallRuntime, ctx: RecallContext) -> float:
+    """The similarity floor of this recall: none when the recall states its own `min_score`,
+    else the configured one, else the calibrated floor of the store's embedder."""
+    if ctx.op.min_score is not None:
+        return 0.0
+    if rt.ranking.min_similarity is not None:
+        return rt.ranking.min_similarity
+    return recall_floor(getattr(rt.backend, "embedder", None))  # remote backends have none: 0.0
+
+
 def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None, "the scopes stage runs before ranking"
-    ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score)
+    ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score,
+                       min_similarity=similarity_floor(rt, ctx))
     ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)

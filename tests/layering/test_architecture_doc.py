@@ -29,7 +29,7 @@ def tree_block(text: str) -> str:
     """The code block under the "## The tree" heading."""
     section = text.split("## The tree", 1)
     assert len(section) == 2, "docs/architecture.md has no '## The tree' section"
-    match = re.search(r"```\n(.*?)```", section[1], re.S)
+    match = re.search(r"```(?:text)?\n(.*?)```", section[1], re.S)
     assert match, "the tree section has no code block"
     return match.group(1)
 

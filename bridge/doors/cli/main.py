@@ -167,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("mcp", help="serve the bridge as an MCP server (stdio or streamable HTTP); see README 'Use it from MCP'", add_help=False)
     sub.add_parser("keys", help="issue, revoke and list API keys (python -m identity.admin)", add_help=False)
+    sub.add_parser("dev-token", help="print a development JWT (development mode, VIKING_BRIDGE_JWT__DEV_SIGNING_KEY_FILE set); see docs/mcp.md", add_help=False)
     sub.add_parser("migrate", help="copy memories between backends, resumably, and verify (bridge/migrate)", add_help=False)
     sub.add_parser("re-embed", help="re-embed the local store with another embedder, in place or into a new store", add_help=False)
     sub.add_parser("contract", help="run the leakage contract suite against an adapter or live deployment", add_help=False)
@@ -274,6 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from identity.admin import main as keys_main
 
         return keys_main(argv[1:], roles=[r.value for r in Role])  # a key carries only roles the policy knows
+    if argv[:1] == ["dev-token"]:
+        from identity.devtoken import main as dev_token_main
+
+        return dev_token_main(argv[1:])
     if argv[:1] == ["mcp"]:
         from bridge.doors.mcp.run import main as mcp_main
 

@@ -5,18 +5,49 @@
 //                             whether it needs a credential and whether its body takes an idempotency key
 // `npm run generate` after every spec change; `npm run check-generated` exits 1 when either
 // file is stale, naming it. Never edit the generated files by hand.
+//
+// The spec: `--spec PATH|URL` (a relative PATH is taken from where npm was started; a running
+// service serves its spec at /openapi.json), else the repository's docs/openapi.json when this
+// package sits in its place in the viking-bridge repository. A copy of the package elsewhere
+// without --spec exits 2 saying so, rather than failing on a path that only exists in the repo.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const spec = resolve(root, "../../docs/openapi.json");
+const spec = await specFile(process.argv.slice(2));
 const typesFile = join(root, "src/generated/openapi.ts");
 const routesFile = join(root, "src/generated/routes.ts");
 const cli = join(root, "node_modules/openapi-typescript/bin/cli.js");
 const METHODS = ["get", "put", "post", "delete", "patch"];
+
+async function specFile(args) {
+  const at = args.indexOf("--spec");
+  const given = at >= 0 ? args[at + 1] : args.find((a) => a.startsWith("--spec="))?.slice("--spec=".length);
+  if (at >= 0 && !given) fail("--spec needs a path or URL");
+  if (given && /^https?:\/\//.test(given)) {
+    const answer = await fetch(given).catch((e) => fail(`--spec ${given}: ${e.message}`));
+    if (!answer.ok) fail(`--spec ${given}: HTTP ${answer.status}`);
+    const file = join(mkdtempSync(join(tmpdir(), "vb-spec-")), "openapi.json");
+    writeFileSync(file, await answer.text());
+    return file;
+  }
+  if (given) {
+    const file = resolve(process.env.INIT_CWD ?? process.cwd(), given);
+    if (!existsSync(file)) fail(`--spec ${given}: no such file (${file})`);
+    return file;
+  }
+  const inRepository = resolve(root, "../../docs/openapi.json");
+  if (existsSync(inRepository)) return inRepository;
+  fail("no OpenAPI spec: this copy of the package is not inside the viking-bridge repository; pass --spec PATH or --spec URL (e.g. npm run check-generated -- --spec http://127.0.0.1:8080/openapi.json)");
+}
+
+function fail(message) {
+  console.error(`generate: ${message}`);
+  process.exit(2);
+}
 
 function generatedTypes() {
   const dir = mkdtempSync(join(tmpdir(), "vb-openapi-"));
@@ -77,7 +108,7 @@ if (process.argv.includes("--check")) {
       return true;
     }
   });
-  for (const [file] of stale) console.error(`stale: ${file} differs from what docs/openapi.json generates; run \`npm run generate\``);
+  for (const [file] of stale) console.error(`stale: ${file} differs from what ${spec} generates; run \`npm run generate\``);
   process.exit(stale.length ? 1 : 0);
 }
 for (const [file, text] of wanted) writeFileSync(file, text);
