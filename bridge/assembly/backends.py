@@ -117,14 +117,35 @@ def _open_openviking(req: OpenRequest) -> MemoryBackend:
     ov = req.settings.openviking
     if ov.url is None or ov.root_api_key is None:
         raise ConfigurationError("VIKING_BRIDGE_BACKEND=openviking needs VIKING_BRIDGE_OPENVIKING__URL and VIKING_BRIDGE_OPENVIKING__ROOT_API_KEY")
-    key_store = ov.key_store or Path(req.settings.home) / "openviking-keys.json"
-    if ov.mode == "api_key":
+    s = req.settings
+    shared: Any = None
+    if ov.mode == "api_key" and s.state_url is not None:
+        # replicas share the bridge state, so they share the per-user keys too: minted once,
+        # found by whichever replica serves the user next
+        if ov.key_store_secret is None:
+            raise ConfigurationError(
+                "VIKING_BRIDGE_OPENVIKING__KEY_STORE_SECRET (a Fernet key) is needed: with VIKING_BRIDGE_STATE_URL the OpenViking "
+                "user keys are kept on PostgreSQL, encrypted"
+            )
+        from adapters.openviking.keystore_postgres import PgKeyStore
+
+        shared = PgKeyStore(
+            s.state_url.get_secret_value(), encryption_key=ov.key_store_secret.get_secret_value(),
+            migrate_url=_secret(s.state_migrate_url), schema=s.state_schema,
+        )
+    key_store = ov.key_store or Path(s.home) / "openviking-keys.json"
+    if ov.mode == "api_key" and shared is None:
         key_store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return OpenVikingBackend.connect(
-        ov.url, ov.root_api_key.get_secret_value(), mode=ov.mode,
-        key_store_path=str(key_store) if ov.mode == "api_key" else None,
-        key_store_encryption_key=_secret(ov.key_store_secret), namespace=ov.namespace, timeout=ov.timeout_s,
-    )
+    try:
+        return OpenVikingBackend.connect(
+            ov.url, ov.root_api_key.get_secret_value(), mode=ov.mode,
+            key_store_path=str(key_store) if ov.mode == "api_key" and shared is None else None, key_store=shared,
+            key_store_encryption_key=_secret(ov.key_store_secret), namespace=ov.namespace, timeout=ov.timeout_s,
+        )
+    except BaseException:
+        if shared is not None:
+            shared.close()
+        raise
 
 
 def _openviking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
@@ -156,8 +177,14 @@ def _open_viking(req: OpenRequest) -> MemoryBackend:
     global_collection = v.global_collection or v.collection
     if global_collection is None and s.include_global:
         raise ConfigurationError("VIKING_BRIDGE_VIKING__GLOBAL_COLLECTION is needed (the global scope is read by every identity; or set VIKING_BRIDGE_INCLUDE_GLOBAL=false)")
+    shared: Any = None
+    if s.state_url is not None:  # replicas share the bridge state: the write ledger lives beside it
+        from adapters.viking.ledger_postgres import PgWriteLedger
+
+        shared = PgWriteLedger(s.state_url.get_secret_value(), migrate_url=_secret(s.state_migrate_url), schema=s.state_schema)
     ledger = v.ledger_dir or Path(s.home) / "viking"
-    ledger.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if shared is None:
+        ledger.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         config = VikingConfig(
             collections=dict(v.collections), shared_collection=v.collection, global_collection=global_collection,
@@ -165,9 +192,11 @@ def _open_viking(req: OpenRequest) -> MemoryBackend:
             principal_prefix=v.principal_prefix,
         )
     except InvalidIdError as exc:  # a tenant in COLLECTIONS that is not an id
+        if shared is not None:
+            shared.close()
         raise ConfigurationError(f"VIKING_BRIDGE_VIKING__COLLECTIONS: {exc}") from None
     client = VikingMemoryClient(v.url, auth, project_name=v.project, timeout=v.timeout_s)
-    return VikingBackend(client, config, state_dir=ledger)
+    return VikingBackend(client, config, state_dir=None if shared is not None else ledger, ledger=shared)
 
 
 def _viking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
@@ -187,12 +216,9 @@ def register_backend(entry: BackendEntry) -> None:
 register_backend(BackendEntry("local", "the embedded store (numpy + SQLite) under VIKING_BRIDGE_HOME", "local:DIR", _open_local, _local_spec, shareable=False))
 register_backend(BackendEntry("postgres", "memories on PostgreSQL (row-level security), shared by replicas", "postgres:URL", _open_postgres, _postgres_spec))
 register_backend(BackendEntry("openviking", "an OpenViking server (api_key or trusted mode)", "openviking:URL", _open_openviking, _openviking_spec))
-# Not shareable yet: the write ledger that makes retried writes idempotent at the service is a
-# SQLite file of one machine, so two replicas would each believe a retried write unsent.
-register_backend(BackendEntry(
-    "viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec, shareable=False,
-    unshared_reason="keeps its write ledger (idempotent retries) on one machine",
-))
+# Shareable: with VIKING_BRIDGE_STATE_URL the write ledger (idempotent retries) and OpenViking's
+# per-user keys live on that PostgreSQL, so replicas neither add a write twice nor mint two keys.
+register_backend(BackendEntry("viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec))
 
 
 def backend_names() -> tuple[str, ...]:
