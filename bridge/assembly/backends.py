@@ -48,7 +48,7 @@ class BackendEntry:
 
     name: str
     summary: str
-    spec_usage: str
+    spec_usage: str  # "" for a kind no migrate spec names
     open: Callable[[OpenRequest], MemoryBackend]
     spec_settings: Callable[[str, BridgeSettings], dict[str, Any]]
     #: whether its memories may live beside shared PostgreSQL state (several replicas)
@@ -203,6 +203,54 @@ def _viking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
     return {"backend": "viking", "state_url": None, "viking": {**settings.viking.model_dump(), "url": where}}
 
 
+# --- routed: several of the above, one per tenant (bridge/assembly/routes.py) ---------------------
+
+def _open_routed(req: OpenRequest) -> MemoryBackend:
+    from adapters.routing import RoutedBackend
+    from bridge.assembly.routes import load_routes
+    from bridge.assembly.settings import load_bridge_settings
+
+    s = req.settings
+    if s.routes_file is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=routed needs VIKING_BRIDGE_ROUTES_FILE (the routing table)")
+    table = load_routes(s.routes_file)
+    base = s.model_dump(exclude={"routes_file", "backend"})
+    opened: dict[str, MemoryBackend] = {}
+    homes: dict[Path, str] = {}
+    try:
+        for name, raw in table.backends.items():
+            entry = backend_entry(raw["backend"])
+            if s.state_url is not None and not entry.shareable:
+                raise ConfigurationError(
+                    f"VIKING_BRIDGE_ROUTES_FILE [backends.{name}]: VIKING_BRIDGE_STATE_URL is shared by replicas, but {entry.name} {entry.unshared_reason}"
+                )
+            fields = {"home": Path(s.home) / "backends" / name, **raw}
+            settings = load_bridge_settings(**{**base, **fields})
+            if entry.name == "local":  # two names on one store would put two routes' tenants in one place
+                home = Path(settings.home).resolve()
+                if home in homes:
+                    raise ConfigurationError(f"VIKING_BRIDGE_ROUTES_FILE: backends {homes[home]} and {name} are one local store ({home})")
+                homes[home] = name
+            # A routed store is not bound to the bridge state the way a lone local store is (the
+            # state records one store's marker): each opens as the store it finds.
+            sub = OpenRequest(settings, req.state, embedder=req.embedder, quarantined=req.quarantined, reinitialise=True, must_exist=req.must_exist)
+            opened[name] = entry.open(sub)
+        return RoutedBackend(opened, table.tenants, global_home=table.global_home)
+    except BaseException:
+        import asyncio
+
+        for backend in opened.values():
+            try:
+                asyncio.run(backend.aclose())
+            except Exception:  # closing what was opened is best effort; the first error is the one to see
+                pass
+        raise
+
+
+def _routed_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    raise ConfigurationError("migrate names one backend at a time: migrate each backend of a routing table by its own spec (local:DIR, postgres:URL, ...)")
+
+
 REGISTRY: dict[str, BackendEntry] = {}
 
 
@@ -219,6 +267,8 @@ register_backend(BackendEntry("openviking", "an OpenViking server (api_key or tr
 # Shareable: with VIKING_BRIDGE_STATE_URL the write ledger (idempotent retries) and OpenViking's
 # per-user keys live on that PostgreSQL, so replicas neither add a write twice nor mint two keys.
 register_backend(BackendEntry("viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec))
+# Shareable when every backend of its table is (checked as each is opened).
+register_backend(BackendEntry("routed", "several backends, one per tenant, by VIKING_BRIDGE_ROUTES_FILE", "", _open_routed, _routed_spec))
 
 
 def backend_names() -> tuple[str, ...]:

@@ -241,6 +241,8 @@ class BridgeSettings(BaseSettings):
     openviking: OpenVikingSettings = Field(default_factory=OpenVikingSettings)
     viking: VikingSettings = Field(default_factory=VikingSettings)
     memory_url: SecretStr | None = None
+    #: VIKING_BRIDGE_BACKEND=routed: the TOML routing table (tenant -> named backend), bridge/assembly/routes.py
+    routes_file: Path | None = None
     embedder: Literal["auto", "hashing", "semantic", "hybrid", "openai"] = "auto"
     embedder_url: str | None = Field(None, pattern=r"^https?://")
     embedder_model: str | None = None
