@@ -188,6 +188,14 @@ class RoutedBackend:
         hits.sort(key=lambda h: h.score, reverse=True)
         return SearchResult(tuple(hits[: query.limit]), tuple(failed), tuple(reasons))
 
+    async def readiness(self) -> None:
+        """Every backend of the table answers (the service's /ready): each is asked what a lone
+        backend is asked, the scopes of a tenant that holds nothing; any failure is raised."""
+        results = await asyncio.gather(*(b.list_scopes("readiness-probe") for b in self.backends.values()), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
     async def aclose(self) -> None:
         results = await asyncio.gather(*(b.aclose() for b in self.backends.values()), return_exceptions=True)
         for result in results:

@@ -98,9 +98,10 @@ def _open_postgres(req: OpenRequest) -> MemoryBackend:
     url = _secret(s.memory_url) or _secret(s.state_url)
     if url is None:
         raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_MEMORY_URL or VIKING_BRIDGE_STATE_URL")
-    backend = PostgresBackend(
-        url, migrate_url=_secret(s.state_migrate_url), schema=s.state_schema, embedder=req.embedder or s.make_embedder(),
-    )
+    # The state's owner URL migrates the memories only when they live in the state's database;
+    # memories elsewhere (a shard) are migrated by their own owner URL, or by the runtime role.
+    migrate = _secret(s.memory_migrate_url) or (_secret(s.state_migrate_url) if s.memory_url is None or s.memory_url == s.state_url else None)
+    backend = PostgresBackend(url, migrate_url=migrate, schema=s.state_schema, embedder=req.embedder or s.make_embedder())
     backend.open_sync()
     return backend
 

@@ -75,6 +75,8 @@ async def test_a_tenant_missing_from_the_table_is_refused_never_defaulted(pair) 
     bridge = MemoryBridge(routed)
     with pytest.raises(NotPermitted, match="initech"):
         await bridge.remember(make_identity("carol", tenant="initech"), "carol likes tea", "preference")
+    with pytest.raises(NotPermitted, match="initech"):  # a refusal, not a RecallIncomplete inviting a retry
+        await bridge.recall(make_identity("carol", tenant="initech"), "tea")
 
 
 class _Liar:
