@@ -167,3 +167,29 @@ def test_the_registry_opens_a_routed_service_from_its_table(tmp_path: Path) -> N
         backend_entry("routed").open(OpenRequest(load_bridge_settings(backend="routed", routes_file=same), state=None))  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="ROUTES_FILE"):
         backend_entry("routed").open(OpenRequest(load_bridge_settings(backend="routed"), state=None))  # type: ignore[arg-type]
+
+
+async def test_a_bridge_from_settings_over_a_routed_table_keeps_tenants_on_their_stores(tmp_path: Path) -> None:
+    routes = _write(tmp_path, 'global = "one"\n[tenants]\nacme = "one"\nglobex = "two"\n'
+                              '[backends.one]\nbackend = "local"\n[backends.two]\nbackend = "local"\n')
+    settings = load_bridge_settings(home=tmp_path / "home", backend="routed", routes_file=routes, embedder="hashing")
+    bridge = MemoryBridge.from_settings(settings)
+    try:
+        alice, bob = make_identity("alice"), make_identity("bob", tenant="globex")
+        await bridge.remember(alice, "alice drinks oolong tea", "preference")
+        await bridge.remember(bob, "bob drinks oolong tea", "preference")
+        seen_a = [m.content for m in (await bridge.recall(alice, "oolong tea", min_score=0.0)).items]
+        seen_b = [m.content for m in (await bridge.recall(bob, "oolong tea", min_score=0.0)).items]
+        assert seen_a == ["alice drinks oolong tea"] and seen_b == ["bob drinks oolong tea"]
+        one, two = bridge.backend.backends["one"], bridge.backend.backends["two"]
+        assert await one.list_scopes("globex") == [] and await two.list_scopes("acme") == []
+    finally:
+        await bridge.aclose()
+
+
+def test_a_routed_table_with_a_local_store_behind_shared_state_is_refused(tmp_path: Path) -> None:
+    # replicas share the state; a local store is one machine's, so their tenants would split
+    routes = _write(tmp_path, 'global = "one"\n[backends.one]\nbackend = "local"\n')
+    settings = load_bridge_settings(home=tmp_path, backend="routed", routes_file=routes, state_url="postgresql://u:p@db.invalid/x")
+    with pytest.raises(ConfigurationError, match=r"\[backends.one\].*one machine's store"):
+        backend_entry("routed").open(OpenRequest(settings, state=None))  # type: ignore[arg-type]
