@@ -20,6 +20,8 @@ classes of the project share a name.
      ├── BackendConflict ........................... Conflict       key reused for other content, a race,
      │                                                 two scopes mapped onto one backend principal
      ├── PermissionDenied .......................... (BackendError) the backend refused the credential
+     ├── TenantNotRouted ........................... NotPermitted   a routed service's table names no
+     │                                                 backend for that tenant: refused, never defaulted
      ├── BackendUnavailable ........................ Unavailable    transient: network, 5xx, overload
      │    ├── NotSent                                 the request never left: any call may be retried
      │    ├── BackendRateLimited                      429 / rate-limit code; `retry_after` if known
@@ -54,6 +56,7 @@ __all__ = [
     "BackendNotFound",
     "BackendConflict",
     "PermissionDenied",
+    "TenantNotRouted",
     "BackendUnavailable",
     "NotSent",
     "BackendRateLimited",
@@ -114,6 +117,12 @@ class BackendConflict(BackendError, _root.Conflict):
 
 class PermissionDenied(BackendError):
     """The backend refused the credential or principal."""
+
+
+class TenantNotRouted(BackendError, _root.NotPermitted):
+    """A routed service (several backends, one per tenant) holds no backend for this tenant.
+    Refused rather than sent to some default backend, where the tenant's memories would land
+    beside another tenant's and never be found again where the table later puts them."""
 
 
 class BackendUnavailable(BackendError, _root.Unavailable):

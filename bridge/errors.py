@@ -26,7 +26,8 @@
      │    │                                    approve, forget another's memory, no grant)
      │    ├── ManifestError                    misuse of an injection manifest
      │    ├── RoleRefused                      bridge/roles: the role file does not allow it
-     │    └── NamespaceRefused                 doors/langgraph: a namespace the caller may not use
+     │    ├── NamespaceRefused                 doors/langgraph: a namespace the caller may not use
+     │    └── TenantNotRouted                  adapters/routing: no backend for the tenant in the table
      ├── NotFound                              404: no such memory/grant/manifest there
      ├── Conflict                              409: idempotency key reused for other content
      │    └── QuotaExceeded                    409: a write past a tenant's or user's storage quota

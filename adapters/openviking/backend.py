@@ -119,8 +119,8 @@ class OpenVikingBackend(OpenVikingMemories, OpenVikingSearch, OpenVikingCapture,
         timeout: float = 30.0,
         **kw: Any,
     ) -> "OpenVikingBackend":
-        store: KeyStore | None = None
-        if mode == "api_key":
+        store: KeyStore | None = kw.pop("key_store", None)  # one the caller made (PostgreSQL, shared by replicas)
+        if mode == "api_key" and store is None:
             store = FileKeyStore(key_store_path, encryption_key=key_store_encryption_key) if key_store_path else MemoryKeyStore()
         client = OpenVikingClient(url, http_client=http_client, transport=transport, retry=retry, timeout=httpx.Timeout(timeout, connect=5.0))
         return cls(client, root_key=root_api_key, mode=mode, key_store=store, namespace=namespace, **kw)
@@ -133,6 +133,11 @@ class OpenVikingBackend(OpenVikingMemories, OpenVikingSearch, OpenVikingCapture,
         return self._client
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        try:
+            await self._client.aclose()
+        finally:
+            close = getattr(self._keys, "close", None)  # a store on PostgreSQL holds pools
+            if close is not None:
+                close()
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import tempfile
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +37,10 @@ class KeyStore(Protocol):
     async def get(self, account: str, user: str) -> SecretKey | None: ...
     async def put(self, account: str, user: str, key: SecretKey) -> None: ...
     async def remove_account(self, account: str) -> None: ...
+    def hold(self, account: str, user: str) -> AbstractAsyncContextManager[None]:
+        """The critical section of minting this principal's key: one minter at a time across
+        everyone sharing the store (a no-op for a store one process owns)."""
+        ...
 
 
 class MemoryKeyStore:
@@ -47,6 +52,9 @@ class MemoryKeyStore:
 
     async def put(self, account: str, user: str, key: SecretKey) -> None:
         self._keys[f"{account}/{user}"] = key
+
+    def hold(self, account: str, user: str) -> AbstractAsyncContextManager[None]:
+        return nullcontext()  # one process owns this store: the backend's own lock suffices
 
     async def remove_account(self, account: str) -> None:
         for name in [k for k in self._keys if k.split("/", 1)[0] == account]:
@@ -131,6 +139,9 @@ class FileKeyStore:
                 self._cache = self._load()
             value = self._cache.get(f"{account}/{user}")
         return SecretKey(value) if value else None
+
+    def hold(self, account: str, user: str) -> AbstractAsyncContextManager[None]:
+        return nullcontext()  # one process owns this store: the backend's own lock suffices
 
     async def reload(self) -> None:
         async with self._lock:

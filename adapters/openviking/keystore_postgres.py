@@ -13,12 +13,14 @@ principal, never a key. It decides nothing about who may use which key.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractAsyncContextManager
 from urllib.parse import unquote, urlsplit
 
 import psycopg
 
 from adapters.errors import BackendMisconfigured
 from adapters.openviking.client import SecretKey
+from adapters.shared.pglock import advisory_hold, lock_key
 from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
 
 __all__ = ["PgKeyStore", "KEYSTORE_MIGRATIONS"]
@@ -45,6 +47,9 @@ class PgKeyStore:
         migrate(migrate_url or url, KEYSTORE_MIGRATIONS, schema=schema, runtime_role=runtime_role or unquote(urlsplit(url).username or ""))
         self._owns = pool is None
         self.pool = pool or PgPool(url, schema=schema, max_size=2)
+        # the locks' own connections: a holder never waits for one its statements need
+        self._locks = PgPool(url, schema=schema, min_size=1, max_size=8, timeout=60.0)
+        self._namespace = f"openviking-keys/{schema}"
 
     def __repr__(self) -> str:
         return f"PgKeyStore({self.pool.where!r}, encrypted=True)"
@@ -60,6 +65,11 @@ class PgKeyStore:
         if (bound_account, bound_user) != (account, user):  # a row moved to another principal
             raise BackendMisconfigured(f"the key stored for {account}/{user} in {self.pool.where} belongs to another principal", backend="openviking")
         return SecretKey(value)
+
+    def hold(self, account: str, user: str) -> AbstractAsyncContextManager[None]:
+        """One replica at a time mints this principal's key (a second minter would regenerate it
+        and revoke the first replica's); held across the call to the server."""
+        return advisory_hold(self._locks, lock_key(self._namespace, account, user), "OpenViking key store")
 
     async def get(self, account: str, user: str) -> SecretKey | None:
         async def run(conn: psycopg.AsyncConnection) -> str | None:
@@ -87,5 +97,6 @@ class PgKeyStore:
         await self.pool.run(run, "OpenViking key store")
 
     def close(self) -> None:
+        self._locks.close()
         if self._owns:
             self.pool.close()

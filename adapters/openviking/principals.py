@@ -60,7 +60,7 @@ class OpenVikingPrincipalsBase:
     async def _ensure_user(self, p: Principal) -> SecretKey | None:
         """Create the principal's user if needed; in api_key mode return (and store) its key."""
         await self._ensure_account(p.account)
-        async with self._lock(f"user:{p.account}/{p.user}"):
+        async with self._lock(f"user:{p.account}/{p.user}"), self._keys.hold(p.account, p.user):
             if self.mode == "api_key":
                 key = await self._keys.get(p.account, p.user)
                 if key is not None:
@@ -111,11 +111,12 @@ class OpenVikingPrincipalsBase:
                 raise
             if isinstance(self._keys, FileKeyStore):
                 await self._keys.reload()
-            fresh = await self._keys.get(p.account, p.user)
-            if fresh is None or fresh == auth.key:
-                result = await self._client.regenerate_key(self._root, p.account, p.user)
-                fresh = SecretKey(result["user_key"])
-                await self._keys.put(p.account, p.user, fresh)
+            async with self._lock(f"user:{p.account}/{p.user}"), self._keys.hold(p.account, p.user):
+                fresh = await self._keys.get(p.account, p.user)  # another replica may have rotated it already
+                if fresh is None or fresh == auth.key:
+                    result = await self._client.regenerate_key(self._root, p.account, p.user)
+                    fresh = SecretKey(result["user_key"])
+                    await self._keys.put(p.account, p.user, fresh)
             return await fn(Auth(fresh, actor_peer=p.peer))
 
     # -- records ------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from adapters.base import Capabilities, Provenance
 from adapters.errors import BackendMisconfigured
@@ -50,6 +50,9 @@ from adapters.viking.reads import VikingReads
 from adapters.viking.rows import SERVICE_MAX_LIMIT
 from adapters.viking.writes import VikingWrites
 from identity.ids import validate_id
+
+if TYPE_CHECKING:  # psycopg is an optional extra
+    from adapters.viking.ledger_postgres import PgWriteLedger
 
 __all__ = ["VikingBackend", "VikingConfig"]
 
@@ -113,9 +116,11 @@ class VikingBackend(VikingWrites, VikingReads, VikingAdministration):
         *,
         clock: Callable[[], float] = time.time,
         state_dir: str | os.PathLike[str] | None = None,
+        ledger: WriteLedger | PgWriteLedger | None = None,
     ) -> None:
         """`state_dir`: where the write ledger lives (durable across restarts); None keeps it
-        in memory, which makes retries idempotent within this process only."""
+        in memory, which makes retries idempotent within this process only. `ledger`: one made
+        by the caller instead (the PostgreSQL ledger replicas share); the backend closes it."""
         self.client = client
         self.config = config
         self._clock = clock
@@ -123,7 +128,7 @@ class VikingBackend(VikingWrites, VikingReads, VikingAdministration):
         self._registered: set[ScopeKey] = set()
         self._captures: dict[str, tuple[str, Provenance]] = {}
         self._written: dict[str, set[str]] = defaultdict(set)  # collection -> principals written
-        self.ledger = WriteLedger(state_dir)
+        self.ledger = ledger if ledger is not None else WriteLedger(state_dir)
         self.alarms = RecordAlarms(self.name)
         self._cursors = CursorCodec(self.ledger.secret("cursor-key"), backend=self.name)
         self._write_locks: dict[tuple[str, str, str], asyncio.Lock] = {}

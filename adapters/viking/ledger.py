@@ -33,6 +33,7 @@ import json
 import os
 import secrets
 import sqlite3
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -99,6 +100,11 @@ class WriteLedger:
             raise BackendUnavailable(f"the Viking write ledger is unavailable: {exc}", backend="viking") from None
         except sqlite3.Error as exc:
             raise BackendMisconfigured(f"the Viking write ledger at {self.path} failed: {type(exc).__name__}: {exc}", backend="viking") from None
+
+    def hold(self, collection: str, principal: str, group_id: str) -> AbstractAsyncContextManager[None]:
+        """Nothing to hold: one process uses this file, and the adapter's own lock serialises it
+        (the PostgreSQL ledger holds a lock every replica sees)."""
+        return nullcontext()
 
     def secret(self, name: str) -> bytes:
         """A random secret kept in the ledger (the list_page cursor key), made on first use."""

@@ -60,7 +60,7 @@ class VikingWrites(VikingRowsBase):
         policy = self.client.retry
         attempts = max(1, self.config.write_attempts)
         self._written[collection].add(user_id)
-        async with self._write_lock(collection, user_id, group_id):
+        async with self._write_lock(collection, user_id, group_id), self.ledger.hold(collection, user_id, group_id):
             found = await exists()
             row = self.ledger.get(collection, user_id, group_id)
             if found is not None:
@@ -111,7 +111,7 @@ class VikingWrites(VikingRowsBase):
         adopted; with no copy at all the row is dropped (the write never landed)."""
         removed = 0
         for row in self.ledger.due(self._clock() - self.config.search_lag_bound, limit):
-            async with self._write_lock(row.collection, row.principal, row.group_id):  # not while a put of it runs
+            async with self._write_lock(row.collection, row.principal, row.group_id), self.ledger.hold(row.collection, row.principal, row.group_id):  # not while a put of it runs
                 current = self.ledger.get(row.collection, row.principal, row.group_id)
                 if current is not None and current.touched_at <= self._clock() - self.config.search_lag_bound:
                     removed += await self._reconcile(current)

@@ -48,7 +48,7 @@ class BackendEntry:
 
     name: str
     summary: str
-    spec_usage: str
+    spec_usage: str  # "" for a kind no migrate spec names
     open: Callable[[OpenRequest], MemoryBackend]
     spec_settings: Callable[[str, BridgeSettings], dict[str, Any]]
     #: whether its memories may live beside shared PostgreSQL state (several replicas)
@@ -98,9 +98,10 @@ def _open_postgres(req: OpenRequest) -> MemoryBackend:
     url = _secret(s.memory_url) or _secret(s.state_url)
     if url is None:
         raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_MEMORY_URL or VIKING_BRIDGE_STATE_URL")
-    backend = PostgresBackend(
-        url, migrate_url=_secret(s.state_migrate_url), schema=s.state_schema, embedder=req.embedder or s.make_embedder(),
-    )
+    # The state's owner URL migrates the memories only when they live in the state's database;
+    # memories elsewhere (a shard) are migrated by their own owner URL, or by the runtime role.
+    migrate = _secret(s.memory_migrate_url) or (_secret(s.state_migrate_url) if s.memory_url is None or s.memory_url == s.state_url else None)
+    backend = PostgresBackend(url, migrate_url=migrate, schema=s.state_schema, embedder=req.embedder or s.make_embedder())
     backend.open_sync()
     return backend
 
@@ -117,14 +118,35 @@ def _open_openviking(req: OpenRequest) -> MemoryBackend:
     ov = req.settings.openviking
     if ov.url is None or ov.root_api_key is None:
         raise ConfigurationError("VIKING_BRIDGE_BACKEND=openviking needs VIKING_BRIDGE_OPENVIKING__URL and VIKING_BRIDGE_OPENVIKING__ROOT_API_KEY")
-    key_store = ov.key_store or Path(req.settings.home) / "openviking-keys.json"
-    if ov.mode == "api_key":
+    s = req.settings
+    shared: Any = None
+    if ov.mode == "api_key" and s.state_url is not None:
+        # replicas share the bridge state, so they share the per-user keys too: minted once,
+        # found by whichever replica serves the user next
+        if ov.key_store_secret is None:
+            raise ConfigurationError(
+                "VIKING_BRIDGE_OPENVIKING__KEY_STORE_SECRET (a Fernet key) is needed: with VIKING_BRIDGE_STATE_URL the OpenViking "
+                "user keys are kept on PostgreSQL, encrypted"
+            )
+        from adapters.openviking.keystore_postgres import PgKeyStore
+
+        shared = PgKeyStore(
+            s.state_url.get_secret_value(), encryption_key=ov.key_store_secret.get_secret_value(),
+            migrate_url=_secret(s.state_migrate_url), schema=s.state_schema,
+        )
+    key_store = ov.key_store or Path(s.home) / "openviking-keys.json"
+    if ov.mode == "api_key" and shared is None:
         key_store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return OpenVikingBackend.connect(
-        ov.url, ov.root_api_key.get_secret_value(), mode=ov.mode,
-        key_store_path=str(key_store) if ov.mode == "api_key" else None,
-        key_store_encryption_key=_secret(ov.key_store_secret), namespace=ov.namespace, timeout=ov.timeout_s,
-    )
+    try:
+        return OpenVikingBackend.connect(
+            ov.url, ov.root_api_key.get_secret_value(), mode=ov.mode,
+            key_store_path=str(key_store) if ov.mode == "api_key" and shared is None else None, key_store=shared,
+            key_store_encryption_key=_secret(ov.key_store_secret), namespace=ov.namespace, timeout=ov.timeout_s,
+        )
+    except BaseException:
+        if shared is not None:
+            shared.close()
+        raise
 
 
 def _openviking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
@@ -156,8 +178,14 @@ def _open_viking(req: OpenRequest) -> MemoryBackend:
     global_collection = v.global_collection or v.collection
     if global_collection is None and s.include_global:
         raise ConfigurationError("VIKING_BRIDGE_VIKING__GLOBAL_COLLECTION is needed (the global scope is read by every identity; or set VIKING_BRIDGE_INCLUDE_GLOBAL=false)")
+    shared: Any = None
+    if s.state_url is not None:  # replicas share the bridge state: the write ledger lives beside it
+        from adapters.viking.ledger_postgres import PgWriteLedger
+
+        shared = PgWriteLedger(s.state_url.get_secret_value(), migrate_url=_secret(s.state_migrate_url), schema=s.state_schema)
     ledger = v.ledger_dir or Path(s.home) / "viking"
-    ledger.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if shared is None:
+        ledger.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         config = VikingConfig(
             collections=dict(v.collections), shared_collection=v.collection, global_collection=global_collection,
@@ -165,13 +193,63 @@ def _open_viking(req: OpenRequest) -> MemoryBackend:
             principal_prefix=v.principal_prefix,
         )
     except InvalidIdError as exc:  # a tenant in COLLECTIONS that is not an id
+        if shared is not None:
+            shared.close()
         raise ConfigurationError(f"VIKING_BRIDGE_VIKING__COLLECTIONS: {exc}") from None
     client = VikingMemoryClient(v.url, auth, project_name=v.project, timeout=v.timeout_s)
-    return VikingBackend(client, config, state_dir=ledger)
+    return VikingBackend(client, config, state_dir=None if shared is not None else ledger, ledger=shared)
 
 
 def _viking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
     return {"backend": "viking", "state_url": None, "viking": {**settings.viking.model_dump(), "url": where}}
+
+
+# --- routed: several of the above, one per tenant (bridge/assembly/routes.py) ---------------------
+
+def _open_routed(req: OpenRequest) -> MemoryBackend:
+    from adapters.routing import RoutedBackend
+    from bridge.assembly.routes import load_routes
+    from bridge.assembly.settings import load_bridge_settings
+
+    s = req.settings
+    if s.routes_file is None:
+        raise ConfigurationError("VIKING_BRIDGE_BACKEND=routed needs VIKING_BRIDGE_ROUTES_FILE (the routing table)")
+    table = load_routes(s.routes_file)
+    base = s.model_dump(exclude={"routes_file", "backend"})
+    opened: dict[str, MemoryBackend] = {}
+    homes: dict[Path, str] = {}
+    try:
+        for name, raw in table.backends.items():
+            entry = backend_entry(raw["backend"])
+            if s.state_url is not None and not entry.shareable:
+                raise ConfigurationError(
+                    f"VIKING_BRIDGE_ROUTES_FILE [backends.{name}]: VIKING_BRIDGE_STATE_URL is shared by replicas, but {entry.name} {entry.unshared_reason}"
+                )
+            fields = {"home": Path(s.home) / "backends" / name, **raw}
+            settings = load_bridge_settings(**{**base, **fields})
+            if entry.name == "local":  # two names on one store would put two routes' tenants in one place
+                home = Path(settings.home).resolve()
+                if home in homes:
+                    raise ConfigurationError(f"VIKING_BRIDGE_ROUTES_FILE: backends {homes[home]} and {name} are one local store ({home})")
+                homes[home] = name
+            # A routed store is not bound to the bridge state the way a lone local store is (the
+            # state records one store's marker): each opens as the store it finds.
+            sub = OpenRequest(settings, req.state, embedder=req.embedder, quarantined=req.quarantined, reinitialise=True, must_exist=req.must_exist)
+            opened[name] = entry.open(sub)
+        return RoutedBackend(opened, table.tenants, global_home=table.global_home)
+    except BaseException:
+        import asyncio
+
+        for backend in opened.values():
+            try:
+                asyncio.run(backend.aclose())
+            except Exception:  # closing what was opened is best effort; the first error is the one to see
+                pass
+        raise
+
+
+def _routed_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
+    raise ConfigurationError("migrate names one backend at a time: migrate each backend of a routing table by its own spec (local:DIR, postgres:URL, ...)")
 
 
 REGISTRY: dict[str, BackendEntry] = {}
@@ -187,12 +265,11 @@ def register_backend(entry: BackendEntry) -> None:
 register_backend(BackendEntry("local", "the embedded store (numpy + SQLite) under VIKING_BRIDGE_HOME", "local:DIR", _open_local, _local_spec, shareable=False))
 register_backend(BackendEntry("postgres", "memories on PostgreSQL (row-level security), shared by replicas", "postgres:URL", _open_postgres, _postgres_spec))
 register_backend(BackendEntry("openviking", "an OpenViking server (api_key or trusted mode)", "openviking:URL", _open_openviking, _openviking_spec))
-# Not shareable yet: the write ledger that makes retried writes idempotent at the service is a
-# SQLite file of one machine, so two replicas would each believe a retried write unsent.
-register_backend(BackendEntry(
-    "viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec, shareable=False,
-    unshared_reason="keeps its write ledger (idempotent retries) on one machine",
-))
+# Shareable: with VIKING_BRIDGE_STATE_URL the write ledger (idempotent retries) and OpenViking's
+# per-user keys live on that PostgreSQL, so replicas neither add a write twice nor mint two keys.
+register_backend(BackendEntry("viking", "hosted Viking Memory (collection, API key or AK/SK)", "viking:URL", _open_viking, _viking_spec))
+# Shareable when every backend of its table is (checked as each is opened).
+register_backend(BackendEntry("routed", "several backends, one per tenant, by VIKING_BRIDGE_ROUTES_FILE", "", _open_routed, _routed_spec))
 
 
 def backend_names() -> tuple[str, ...]:

@@ -247,6 +247,10 @@ class BridgeSettings(BaseSettings):
     openviking: OpenVikingSettings = Field(default_factory=OpenVikingSettings)
     viking: VikingSettings = Field(default_factory=VikingSettings)
     memory_url: SecretStr | None = None
+    #: the owner role of MEMORY_URL's database, when its migrations need one (a shard of a routing table)
+    memory_migrate_url: SecretStr | None = None
+    #: VIKING_BRIDGE_BACKEND=routed: the TOML routing table (tenant -> named backend), bridge/assembly/routes.py
+    routes_file: Path | None = None
     embedder: Literal["auto", "hashing", "semantic", "hybrid", "openai"] = "auto"
     embedder_url: str | None = Field(None, pattern=r"^https?://")
     embedder_model: str | None = None
@@ -266,7 +270,7 @@ class BridgeSettings(BaseSettings):
     def _files(cls, data: Any) -> Any:
         return _resolve_secret_files(cls, data, ENV_PREFIX)
 
-    @field_validator("state_url", "state_migrate_url", "memory_url")
+    @field_validator("state_url", "state_migrate_url", "memory_url", "memory_migrate_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):

@@ -69,7 +69,7 @@ class BarProgress:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="viking-bridge migrate", description="Copy memories between backends, resumably, and verify the copy.")
-    p.add_argument("--from", dest="source", required=True, help="source backend: " + ", ".join(e.spec_usage for e in REGISTRY.values()))
+    p.add_argument("--from", dest="source", required=True, help="source backend: " + ", ".join(e.spec_usage for e in REGISTRY.values() if e.spec_usage))
     p.add_argument("--to", dest="target", required=True, help="target backend (same forms)")
     p.add_argument("--tenant", action="append", default=[], required=True, help="a tenant to copy (repeat for several)")
     p.add_argument("--no-global", action="store_true", help="leave the global scope out")

@@ -59,7 +59,7 @@ def endpoint_settings(spec: str, base: BridgeSettings | None = None) -> BridgeSe
     """The settings a spec stands for: the deployment's settings with the spec's place put in."""
     kind, sep, where = spec.partition(":")
     if not sep or kind not in REGISTRY or not where:
-        raise ConfigurationError(f"not a backend spec: {redact_spec(spec)!r} (expected one of {', '.join(e.spec_usage for e in REGISTRY.values())})")
+        raise ConfigurationError(f"not a backend spec: {redact_spec(spec)!r} (expected one of {', '.join(e.spec_usage for e in REGISTRY.values() if e.spec_usage)})")
     base = base or load_bridge_settings()
     return load_bridge_settings(**{**base.model_dump(), **backend_entry(kind).spec_settings(where, base)})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from adapters.base import SearchQuery
-from adapters.errors import BackendError
+from adapters.errors import BackendError, TenantNotRouted
 from bridge.errors import RecallIncomplete
 
 from bridge.recall.context import RecallContext, RecallRuntime
@@ -24,6 +24,8 @@ async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     ctx.query = SearchQuery(ctx.scopes, ctx.op.query, limit=rt.limits.candidate_limit, kinds=ctx.op.kinds, now=rt.clock())
     try:
         result = await rt.store.search(ctx.query)  # raw: the guard applies the liveness rule and reports a backend that broke it
+    except TenantNotRouted:  # a refusal, not an outage: no retry can succeed, so no "try again" 503
+        raise
     except BackendError as exc:  # any backend failure of the whole fan-out: closed, typed, audited
         keys = tuple(ctx.scopes.keys)
         raise RecallIncomplete(f"recall failed closed: the backend could not search any of {len(keys)} scope(s): {exc}", keys, (str(exc),)) from exc

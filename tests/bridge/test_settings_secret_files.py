@@ -10,7 +10,6 @@ import pytest
 from bridge.assembly.backends import OpenRequest, backend_entry
 from bridge.assembly.settings import load_bridge_settings
 from bridge.errors import ConfigurationError
-from bridge.facade import MemoryBridge
 
 SECRET = "s3cret-from-a-mounted-file"
 PG_SECRET = "postgresql://bridge:pw-from-file@db.invalid/bridge"
@@ -104,9 +103,9 @@ def test_viking_opens_with_its_ledger_under_home_and_per_tenant_collections(tmp_
     assert "k" * 12 not in repr(backend)
 
 
-def test_viking_with_shared_postgresql_state_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Its write ledger is one machine's: two replicas would each retry a write as unsent.
-    monkeypatch.setenv("VIKING_BRIDGE_BACKEND", "viking")
-    monkeypatch.setenv("VIKING_BRIDGE_STATE_URL", "postgresql://u:p@db.invalid/x")
-    with pytest.raises(ConfigurationError, match="write ledger"):
-        MemoryBridge.from_settings()
+def test_openviking_api_key_mode_with_shared_state_needs_the_key_store_secret() -> None:
+    # Replicas keep the per-user keys on the shared PostgreSQL, which DBAs and backups read: encrypted only.
+    settings = load_bridge_settings(backend="openviking", state_url="postgresql://u:p@db.invalid/x",
+                                    openviking={"url": "http://127.0.0.1:9", "root_api_key": "r" * 12, "mode": "api_key"})
+    with pytest.raises(ConfigurationError, match="KEY_STORE_SECRET"):
+        backend_entry("openviking").open(OpenRequest(settings, state=None))  # type: ignore[arg-type]

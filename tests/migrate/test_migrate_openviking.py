@@ -1,6 +1,6 @@
-"""local -> a real OpenViking server (api_key mode, started by the suite): the seeded
-two-tenant population keeps every identity's view, the verification passes, a re-run writes
-nothing. The bridge over the target is built the way an operator would after moving."""
+"""local -> a real OpenViking server (api_key mode, started by the suite) -> a new local store:
+the seeded two-tenant population keeps every identity's view both ways, each verification
+passes, a re-run writes nothing. The bridge over the target is built the way an operator would after moving."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ async def test_local_to_openviking_keeps_every_view_and_reruns_write_nothing(tmp
     moved = MemoryBridge.with_backend(backend, tmp_path / "new-home")
     try:
         assert await views(moved, population) == before
+        # and back: openviking -> a new local store, verified, every view as before the first move
+        async with open_endpoint(f"openviking:{url}", source=True) as source, open_endpoint(f"local:{tmp_path / 'back'}") as target:
+            report = await migrate(source, target, ("acme", "globex"), audit_state=source.state)
+            assert report.ok, report.to_dict()["problems"]
+            assert report.copied.copied >= 20
+            assert (await migrate(source, target, ("acme", "globex"), audit_state=source.state)).copied.copied == 0
+        back = MemoryBridge.open_local(tmp_path / "back")
+        try:
+            assert await views(back, population) == before
+        finally:
+            await back.aclose()
     finally:
         try:
             await backend.drop_namespace()

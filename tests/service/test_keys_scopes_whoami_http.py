@@ -56,6 +56,7 @@ def test_whoami_reports_the_callers_identity_and_default_scopes_and_nothing_secr
         "principal": f"{t}/alice@assistant", "tenant_id": t, "user_id": "alice", "agent_id": "assistant", "workspace_id": "alpha",
         "department_ids": ["eng"], "roles": ["approver"],
         "readable_scopes": [f"{t}/user/alice", f"{t}/agent/assistant/alice", f"{t}/ws/alpha", f"{t}/dept/eng", f"{t}/tenant", "global"],
+        "memory_backend": "local",
     }
     assert key not in r.text
     assert_problem(service.client().get("/api/v1/admin/whoami"), 401)

@@ -31,12 +31,17 @@ class WhoAmI(BaseModel):
     department_ids: list[str]
     roles: list[str]
     readable_scopes: list[str] = []  # the scopes the caller reads by default (no grant needed), as the policy says
+    #: where the caller's tenant's memories live: the backend kind, or `name (kind)` on a routed service
+    memory_backend: str = ""
 
 
 @router.get("/whoami", response_model=WhoAmI, summary="The caller's own identity, as the credential established it")
 async def whoami(request: Request) -> WhoAmI:
     who = identity(request)
+    backend = request.app.state.ctx.bridge.backend
+    home_of = getattr(backend, "home_of", None)  # a routed service names the tenant's own backend
     return WhoAmI(
+        memory_backend=home_of(who.tenant_id) if home_of is not None else backend.name,
         principal=who.principal, tenant_id=who.tenant_id, user_id=who.user_id, agent_id=who.agent_id, workspace_id=who.workspace_id,
         department_ids=sorted(who.department_ids), roles=sorted(who.roles),
         readable_scopes=[str(k) for k, _ in request.app.state.ctx.bridge.policy.own_scopes(who)],

@@ -66,8 +66,9 @@ async def health() -> Health:
 async def ready(request: Request) -> Response:
     bridge = request.app.state.ctx.bridge
     checks: dict[str, str] = {}
-    probes = (("state", bridge.state.audit.has_rows), ("backend", lambda: bridge.backend.list_scopes("readiness-probe")), ("disk", lambda: _disk(bridge)))
-    for name, probe in probes:
+    # a backend of several (a routed service) probes each of them; a lone one lists a tenant holding nothing
+    backend_probe = getattr(bridge.backend, "readiness", None) or (lambda: bridge.backend.list_scopes("readiness-probe"))
+    for name, probe in (("state", bridge.state.audit.has_rows), ("backend", backend_probe), ("disk", lambda: _disk(bridge))):
         try:
             await asyncio.wait_for(probe(), READY_TIMEOUT_SECONDS)
             checks[name] = "ok"
