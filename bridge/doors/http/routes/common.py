@@ -8,7 +8,6 @@ name the caller. `execute` runs one operation under the per-request timeout and 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import Request, Response
