@@ -66,6 +66,7 @@ class LocalMaintenance(LocalStoreBase):
                         removed += 1
             for key in [k for k in self._partitions if str(k) in touch.scopes]:
                 del self._partitions[key]
+            self._forget_decoded()  # decoded hits of any scope may carry the subject's provenance
         clear_decode_caches()
         return removed
 
@@ -133,6 +134,7 @@ class LocalMaintenance(LocalStoreBase):
                 self.embedder = embedder
                 self.embedder_note = describe_embedder(embedder)
                 self._partitions.clear()
+                self._forget_decoded()
             log.warning("local store %s re-embedded: %d rows now in %s [%s]", self.path, len(current), self.embedder_note, embedder.signature)
             return len(current)
         raise BackendUnavailable(f"the store kept changing during {max_passes} re-embedding passes; nothing was changed, retry", backend=self.name)

@@ -11,8 +11,12 @@ This module never touches SQLite; `LocalBackend` keeps it in step with the datab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from adapters.base import StoredMemory
 
 _GROWTH = 1.25  # spare capacity on append; keeps resident memory close to the raw vector bytes
 
@@ -27,6 +31,9 @@ class Partition:
     size: int = 0
     # allowed status codes -> float32 0 / -inf per row (None: every row allowed); any mutation clears it
     _bias: dict[tuple[int, ...], np.ndarray | None] = field(default_factory=dict, repr=False, compare=False)
+    # rowid -> the decoded record, filled by the store when it loads hits of this partition;
+    # any mutation clears it, and so does every write transaction touching the scope
+    decoded: "dict[int, StoredMemory]" = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_rows(cls, dimension: int, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, matrix: np.ndarray) -> "Partition":
@@ -66,6 +73,7 @@ class Partition:
         self.kind[s : s + n] = kind
         self.size = s + n
         self._bias.clear()
+        self.decoded.clear()
 
     def _position(self, rowid: int) -> int | None:
         hits = np.flatnonzero(self.rowids[: self.size] == rowid)
@@ -87,6 +95,7 @@ class Partition:
         self.matrix[last] = 0.0  # no stale vector lingers in spare capacity
         self.size = last
         self._bias.clear()
+        self.decoded.clear()
         return True
 
     def set_status(self, rowid: int, status_code: int) -> None:
@@ -94,6 +103,7 @@ class Partition:
         if pos is not None:
             self.status[pos] = status_code
             self._bias.clear()
+            self.decoded.clear()
 
     def status_bias(self, allowed: tuple[int, ...]) -> np.ndarray | None:
         """0 for rows whose status code is in `allowed`, -inf otherwise; None when all are allowed.

@@ -14,8 +14,9 @@ from typing import Iterable
 
 import numpy as np
 
-from adapters.base import Hit, SearchQuery, SearchResult, Status, require_scope_set
+from adapters.base import Hit, SearchQuery, SearchResult, Status, StoredMemory, require_scope_set
 from adapters.errors import InvalidRequest, UnsupportedFilter
+from adapters.local.blas import one_blas_thread
 from adapters.local.checks import valid_limit, valid_statuses
 from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, row_to_memory
 from adapters.local.store import LocalStoreBase, allowed_status_codes, guarded
@@ -77,31 +78,32 @@ class LocalSearch(LocalStoreBase):
             scores = np.empty(total, dtype=np.float32)
             segments: list[tuple[ScopeKey, np.ndarray]] = []
             ends: list[int] = []
-            offset = 0
-            for entry, part in parts:
-                n = part.size
-                if n == 0:
-                    continue
-                seg = scores[offset : offset + n]
-                part.scores_into(query, seg)
-                bias = part.status_bias(allowed)
-                if bias is not None:
-                    seg += bias
-                mask = None
-                if kind_lut is not None:
-                    mask = kind_lut[part.kind[:n]]
-                if entry.memory_ids is not None:
-                    imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
-                    mask = imask if mask is None else mask & imask
-                expired = self._expired_rowids(entry.key, at)
-                if expired.size:  # expired rows are never candidates: excluded before the top-k
-                    emask = ~np.isin(part.rowids[:n], expired)
-                    mask = emask if mask is None else mask & emask
-                if mask is not None:
-                    seg[~mask] = -np.inf
-                segments.append((entry.key, part.rowids[:n]))
-                offset += n
-                ends.append(offset)
+            with one_blas_thread(total * self.embedder.dimension):  # a large scan: one BLAS thread (adapters/local/blas.py)
+                offset = 0
+                for entry, part in parts:
+                    n = part.size
+                    if n == 0:
+                        continue
+                    seg = scores[offset : offset + n]
+                    part.scores_into(query, seg)
+                    bias = part.status_bias(allowed)
+                    if bias is not None:
+                        seg += bias
+                    mask = None
+                    if kind_lut is not None:
+                        mask = kind_lut[part.kind[:n]]
+                    if entry.memory_ids is not None:
+                        imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
+                        mask = imask if mask is None else mask & imask
+                    expired = self._expired_rowids(entry.key, at)
+                    if expired.size:  # expired rows are never candidates: excluded before the top-k
+                        emask = ~np.isin(part.rowids[:n], expired)
+                        mask = emask if mask is None else mask & emask
+                    if mask is not None:
+                        seg[~mask] = -np.inf
+                    segments.append((entry.key, part.rowids[:n]))
+                    offset += n
+                    ends.append(offset)
             total = offset  # a load that quarantined rows may have shrunk a partition after sizing
             scores = scores[:total]
             if total == 0:
@@ -119,27 +121,52 @@ class LocalSearch(LocalStoreBase):
             return [(segments[w][0], rowid, score) for w, rowid, score in zip(which, all_rowids[top].tolist(), values.tolist())]
 
     def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> tuple[list[Hit], int]:
+        """The hits of `ranked` (scan order kept): rows decoded before come from their
+        partition's decoded rows, the rest from one SELECT. Only a row of the partition that is
+        current for its scope, in this process, after the cross-process check, is served from
+        memory, and every write transaction drops the decoded rows of the scopes it touches, so
+        a forgotten, edited, deleted or moved memory is always read again. A cached record is
+        shared by the hits of later recalls: records are frozen; treat their metadata as read-only."""
         if not ranked:
             return [], 0
-        marks = ",".join("?" * len(ranked))
+        found: dict[int, StoredMemory] = {}
+        missing: list[int] = []
         with self._lock:
-            fetched, lenient = self._fetchall(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", [r for _, r, _ in ranked])
-            rows = {r[0]: r for r in fetched}
+            self._refresh_if_changed_elsewhere()
+            parts = self._partitions
+            for key, rowid, _ in ranked:
+                part = parts.get(key)
+                memory = part.decoded.get(rowid) if part is not None else None
+                if memory is None:
+                    missing.append(rowid)
+                else:
+                    found[rowid] = memory
+            damaged: list[tuple[int, str, str, str]] = []
+            if missing:
+                marks = ",".join("?" * len(missing))
+                fetched, lenient = self._fetchall(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", missing)
+                rows = {r[0]: r for r in fetched}
+                key_text = {key: str(key) for key in {r[0] for r in ranked}}
+                for key, rowid, _ in ranked:
+                    row = rows.get(rowid)
+                    if row is None or rowid in found:  # deleted between scan and load: never resurrect it
+                        continue
+                    if row[2] != key_text[key]:  # the row's stored scope is the only truth; mismatch -> drop
+                        continue
+                    try:  # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
+                        memory = row_to_memory(row, key, check_text=lenient)
+                    except RowDamage as damage:
+                        damaged.append((rowid, row[2], row[1], damage.reason))
+                        continue
+                    found[rowid] = memory
+                    part = parts.get(key)
+                    if part is not None and not lenient:
+                        self._keep_decoded(key_text[key], part, rowid, memory)
         hits = []
-        damaged: list[tuple[int, str, str, str]] = []
-        key_text = {key: str(key) for key in {r[0] for r in ranked}}
         for key, rowid, score in ranked:
-            row = rows.get(rowid)
-            if row is None:  # deleted between scan and load: never resurrect it
-                continue
-            if row[2] != key_text[key]:  # the row's stored scope is the only truth; mismatch -> drop
-                continue
-            try:  # str(ScopeKey) is injective, so the verified key IS the row's scope: no re-parse
-                memory = row_to_memory(row, key, check_text=lenient)
-            except RowDamage as damage:
-                damaged.append((rowid, row[2], row[1], damage.reason))
-                continue
-            hits.append(Hit(memory, key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+            memory = found.get(rowid)
+            if memory is not None:
+                hits.append(Hit(memory, key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
         if damaged:
             with self._lock:
                 self._quarantine(damaged)

@@ -140,6 +140,9 @@ class LocalStoreBase:
         except BaseException:
             self._rollback()
             raise
+        finally:  # committed or not, a touched scope's decoded rows are not trusted again
+            if touch.scopes:
+                self._forget_decoded(touch.scopes)
         if change is not None:
             self._seen_changes = change  # every change below it was absorbed under the write lock
 
@@ -156,6 +159,7 @@ class LocalStoreBase:
             return
         if recorded_embedder(self._db) != self.embedder.signature:  # another process re-embedded the store
             self._partitions.clear()
+            self._forget_decoded()
             raise EmbedderMismatch(
                 f"store at {self.path} was re-embedded with {recorded_embedder(self._db)!r} while this process had it open "
                 f"with {self.embedder.signature!r}; reopen it", backend=self.name,
@@ -167,6 +171,38 @@ class LocalStoreBase:
                 if key is not None:
                     del self._partitions[key]
         self._seen_changes = max(self._seen_changes, max(v for _, v in changed))
+
+    # -- decoded rows of the hits a recall loads ----------------------------------------------
+    #: decoded rows kept over all partitions (`_decoded_rows` counts them, an upper bound: a
+    #: partition's own mutation clears its rows without counting down); past it, all are dropped
+    DECODED_ROWS_MAX = 20_000
+
+    def _forget_decoded(self, scope_texts: Iterable[str] | None = None) -> None:
+        """Drop the decoded rows of these scopes (all scopes: None). Called by every write
+        transaction for the scopes it touched, so a forgotten, changed or moved memory is read
+        from SQLite again; a partition that is dropped or reloaded takes its own rows with it."""
+        if scope_texts is None:
+            parts = list(self._decoded_parts.values())
+            self._decoded_parts.clear()
+        else:
+            parts = [p for p in (self._decoded_parts.pop(t, None) for t in scope_texts) if p is not None]
+        for part in parts:
+            self._decoded_rows -= len(part.decoded)
+            part.decoded.clear()
+        if scope_texts is None or self._decoded_rows < 0:
+            self._decoded_rows = 0
+
+    def _keep_decoded(self, scope_text: str, part: Partition, rowid: int, memory: StoredMemory) -> None:
+        if self._decoded_rows >= self.DECODED_ROWS_MAX:
+            self._forget_decoded()
+        previous = self._decoded_parts.get(scope_text)
+        if previous is not part:
+            if previous is not None:  # a reloaded partition: the old object's rows are unreachable
+                self._decoded_rows -= len(previous.decoded)
+                previous.decoded.clear()
+            self._decoded_parts[scope_text] = part
+        part.decoded[rowid] = memory
+        self._decoded_rows += 1
 
     def _refresh_if_changed_elsewhere(self) -> None:
         if self._current_data_version() != self._data_version:

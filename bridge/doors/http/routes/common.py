@@ -8,7 +8,6 @@ name the caller. `execute` runs one operation under the per-request timeout and 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import Request, Response
@@ -19,7 +18,7 @@ from bridge.operations import reads
 from bridge.errors import Unauthenticated
 from bridge.results import RecallResult
 from bridge.errors import ImpersonationRefused, RequestTimeout
-from bridge.doors.http.schemas import AuditOut, GrantOut, ManifestOut, RefModel
+from bridge.doors.http.schemas import AuditOut, GrantOut, ManifestOut, RecallResponse, RefModel
 from bridge.state.records import AuditEvent, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
@@ -78,9 +77,14 @@ def recall_out(r: RecallResult) -> Response:
     """The `RecallResponse` JSON, serialised straight from the (already validated) result: the
     hot path skips FastAPI's re-validation of every recalled item. test_openapi_drift and
     schemathesis check it still matches the RecallResponse schema."""
-    body = r.model_dump(mode="json", exclude={"query", "audit_seq"})
-    body["memories"] = body.pop("items")
-    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), media_type="application/json")
+    # built unvalidated as the response model itself, then pydantic's own JSON serialiser: a
+    # dict dump plus json.dumps cost about 6x as much for a recall of 20 memories
+    response = RecallResponse.model_construct(
+        identity=r.identity, purpose=r.purpose, memories=list(r.items), context=r.context, tokens_used=r.tokens_used,
+        scopes_searched=list(r.scopes_searched), partial=r.partial, failed_scopes=list(r.failed_scopes), guard_alarms=r.guard_alarms,
+        expired_dropped=r.expired_dropped,
+    )
+    return Response(response.model_dump_json(), media_type="application/json")
 
 
 def grant_out(g: Grant) -> GrantOut:
