@@ -20,7 +20,7 @@ import pytest
 from adapters.errors import BackendNotFound
 from adapters.scopes import ScopeKey, Visibility
 from bridge import operations as ops
-from bridge.errors import ManifestError, NotFound
+from bridge.errors import NotFound
 from bridge.facade import MemoryBridge
 from bridge.handlers import HANDLERS
 from bridge.migrate.jsonl import export_jsonl, import_jsonl

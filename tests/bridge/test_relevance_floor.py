@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from adapters.shared import embedding as emb
-from adapters.shared.embedding import HashingEmbedder, HybridEmbedder, UniversalSentenceEncoder, semantic_encoder_available
+from adapters.shared.embedding import HashingEmbedder, UniversalSentenceEncoder, semantic_encoder_available
 from bridge import MemoryBridge
 from bridge.assembly.settings import load_bridge_settings
 from tests.kit import make_identity

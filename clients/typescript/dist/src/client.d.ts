@@ -90,6 +90,10 @@ export declare class VikingBridgeClient {
     remember(body: BodyOf<"remember">, options?: CallOptions): Promise<ResultOf<"remember">>;
     listMemories(query: QueryOf<"list_memories">, options?: CallOptions): Promise<ResultOf<"list_memories">>;
     getMemory(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"get_memory">>;
+    /** One memory by id alone, looked up only in the caller's default scopes (a 404 for one elsewhere, as for none). */
+    findMemory(memoryId: string, options?: CallOptions): Promise<ResultOf<"get_memory">>;
+    /** Who changed a memory, what and when (from the audit log, newest first); by id alone or with its scope. */
+    memoryHistory(memoryId: string, scope?: string, options?: CallOptions): Promise<ResultOf<"memory_history">>;
     /** The caller's own memory stored with an idempotency key in `scope` (O(1); per writer: never another writer's). */
     findByKey(scope: string, key: string, options?: CallOptions): Promise<ResultOf<"find_by_key">>;
     editMemory(ref: MemoryRef, body: BodyOf<"edit_memory">, options?: CallOptions): Promise<ResultOf<"edit_memory">>;
@@ -127,6 +131,16 @@ export declare class VikingBridgeClient {
     scopeCounts(options?: CallOptions): Promise<ResultOf<"scope_counts">>;
     /** Who can read one memory and why (no content: the answer is about the memory's reach). */
     whoCanRead(ref: MemoryRef, options?: CallOptions): Promise<ResultOf<"who_can_read">>;
+    /** One page of one scope of the tenant (any status unless `status`), only memories containing `text` when given. */
+    browseMemories(query: QueryOf<"browse_memories">, options?: CallOptions): Promise<ResultOf<"browse_memories">>;
+    /** The tenant's users, agents and teams, as the bridge knows them (keys, audit actors, team membership). */
+    tenantDirectory(options?: CallOptions): Promise<ResultOf<"tenant_directory">>;
+    /** The tenant's API keys: ids and bindings, never a secret. */
+    listKeys(query?: QueryOf<"list_keys">, options?: CallOptions): Promise<ResultOf<"list_keys">>;
+    /** Issue a key of the tenant; the answer's `key` is the only copy of its secret. */
+    issueKey(body: BodyOf<"issue_key">, options?: CallOptions): Promise<ResultOf<"issue_key">>;
+    /** Revoke a key of the tenant by its id (the 16 hex characters after `vbk_`). */
+    revokeKey(keyId: string, options?: CallOptions): Promise<ResultOf<"revoke_key">>;
     health(options?: CallOptions): Promise<ResultOf<"health">>;
     /** Readiness; a not-ready service answers 503 with the same body, returned here (never retried). */
     ready(options?: CallOptions): Promise<Schemas["Health"]>;
@@ -146,6 +160,7 @@ export declare const OPERATION_METHODS: {
     readonly approvals: "pendingApprovals";
     readonly approve: "approve";
     readonly audit: "audit";
+    readonly browse_memories: "browseMemories";
     readonly capture: "capture";
     readonly edit_memory: "editMemory";
     readonly find_by_key: "findByKey";
@@ -157,8 +172,11 @@ export declare const OPERATION_METHODS: {
     readonly inject_get: "injectContextGet";
     readonly inject_post: "injectContext";
     readonly issue_grant: "issueGrant";
+    readonly issue_key: "issueKey";
     readonly list_grants: "listGrants";
+    readonly list_keys: "listKeys";
     readonly list_memories: "listMemories";
+    readonly memory_history: "memoryHistory";
     readonly metrics: "metrics";
     readonly my_role: "myRole";
     readonly promote: "promote";
@@ -170,12 +188,14 @@ export declare const OPERATION_METHODS: {
     readonly remember: "remember";
     readonly remove_team_member: "removeTeamMember";
     readonly revoke_grant: "revokeGrant";
+    readonly revoke_key: "revokeKey";
     readonly revoke_manifest: "revokeManifest";
     readonly role_inject: "roleInject";
     readonly scope_counts: "scopeCounts";
     readonly set_team_members: "setTeamMembers";
     readonly set_visible_to: "setVisibleTo";
     readonly start_session: "startSession";
+    readonly tenant_directory: "tenantDirectory";
     readonly tenant_grants: "tenantGrants";
     readonly tenant_manifests: "tenantManifests";
     readonly who_can_read: "whoCanRead";

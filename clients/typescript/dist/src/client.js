@@ -108,6 +108,14 @@ export class VikingBridgeClient {
     getMemory(ref, options) {
         return this.call("get_memory", { ...at(ref), ...options });
     }
+    /** One memory by id alone, looked up only in the caller's default scopes (a 404 for one elsewhere, as for none). */
+    findMemory(memoryId, options) {
+        return this.call("get_memory", { path: { memory_id: memoryId }, ...options });
+    }
+    /** Who changed a memory, what and when (from the audit log, newest first); by id alone or with its scope. */
+    memoryHistory(memoryId, scope, options) {
+        return this.call("memory_history", { path: { memory_id: memoryId }, query: scope === undefined ? {} : { scope }, ...options });
+    }
     /** The caller's own memory stored with an idempotency key in `scope` (O(1); per writer: never another writer's). */
     findByKey(scope, key, options) {
         return this.call("find_by_key", { path: { key }, query: { scope }, ...options });
@@ -201,6 +209,26 @@ export class VikingBridgeClient {
     whoCanRead(ref, options) {
         return this.call("who_can_read", { ...at(ref), ...options });
     }
+    /** One page of one scope of the tenant (any status unless `status`), only memories containing `text` when given. */
+    browseMemories(query, options) {
+        return this.call("browse_memories", { query: q(query), ...options });
+    }
+    /** The tenant's users, agents and teams, as the bridge knows them (keys, audit actors, team membership). */
+    tenantDirectory(options) {
+        return this.call("tenant_directory", { ...options });
+    }
+    /** The tenant's API keys: ids and bindings, never a secret. */
+    listKeys(query = {}, options) {
+        return this.call("list_keys", { query: q(query), ...options });
+    }
+    /** Issue a key of the tenant; the answer's `key` is the only copy of its secret. */
+    issueKey(body, options) {
+        return this.call("issue_key", { body, ...options });
+    }
+    /** Revoke a key of the tenant by its id (the 16 hex characters after `vbk_`). */
+    revokeKey(keyId, options) {
+        return this.call("revoke_key", { path: { key_id: keyId }, ...options });
+    }
     // -- operations (no credential sent) -----------------------------------------------------
     health(options) {
         return this.call("health", { ...options });
@@ -223,6 +251,7 @@ export const OPERATION_METHODS = {
     approvals: "pendingApprovals",
     approve: "approve",
     audit: "audit",
+    browse_memories: "browseMemories",
     capture: "capture",
     edit_memory: "editMemory",
     find_by_key: "findByKey",
@@ -234,8 +263,11 @@ export const OPERATION_METHODS = {
     inject_get: "injectContextGet",
     inject_post: "injectContext",
     issue_grant: "issueGrant",
+    issue_key: "issueKey",
     list_grants: "listGrants",
+    list_keys: "listKeys",
     list_memories: "listMemories",
+    memory_history: "memoryHistory",
     metrics: "metrics",
     my_role: "myRole",
     promote: "promote",
@@ -247,12 +279,14 @@ export const OPERATION_METHODS = {
     remember: "remember",
     remove_team_member: "removeTeamMember",
     revoke_grant: "revokeGrant",
+    revoke_key: "revokeKey",
     revoke_manifest: "revokeManifest",
     role_inject: "roleInject",
     scope_counts: "scopeCounts",
     set_team_members: "setTeamMembers",
     set_visible_to: "setVisibleTo",
     start_session: "startSession",
+    tenant_directory: "tenantDirectory",
     tenant_grants: "tenantGrants",
     tenant_manifests: "tenantManifests",
     who_can_read: "whoCanRead",

@@ -1712,6 +1712,11 @@ export interface components {
             agent_id: string;
             /** Department Ids */
             department_ids: string[];
+            /**
+             * Memory Backend
+             * @default
+             */
+            memory_backend?: string;
             /** Principal */
             principal: string;
             /**

@@ -3,6 +3,23 @@
  * Do not make direct changes to the file.
  */
 export interface paths {
+    "/api/v1/admin/directory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Users, agents and teams of the caller's tenant, as the bridge knows them (tenant admin) */
+        get: operations["tenant_directory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/grants": {
         parameters: {
             query?: never;
@@ -20,6 +37,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** API keys of the caller's tenant, never their secrets (tenant admin) */
+        get: operations["list_keys"];
+        put?: never;
+        /** Issue an API key of the caller's tenant; the answer holds the only copy of the secret (tenant admin) */
+        post: operations["issue_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an API key of the caller's tenant, by its id (tenant admin) */
+        delete: operations["revoke_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/manifests": {
         parameters: {
             query?: never;
@@ -29,6 +81,23 @@ export interface paths {
         };
         /** Live injection manifests of the caller's tenant (tenant admin) */
         get: operations["tenant_manifests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One page of one scope's memories, optionally only those containing `text` (tenant admin) */
+        get: operations["browse_memories"];
         put?: never;
         post?: never;
         delete?: never;
@@ -233,7 +302,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a readable scope's memories (cursor pages) */
+        /** List a readable scope's memories, or all the caller's (cursor pages) */
         get: operations["list_memories"];
         put?: never;
         /** Remember one memory */
@@ -268,7 +337,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one memory by reference */
+        /** Get one memory by reference, or by id among the caller's */
         get: operations["get_memory"];
         put?: never;
         post?: never;
@@ -291,6 +360,23 @@ export interface paths {
         put?: never;
         /** Approve a pending memory */
         post: operations["approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memories/{memory_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who changed a memory, what and when (from the audit log) */
+        get: operations["memory_history"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -574,6 +660,39 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * ApiKeyOut
+         * @description One API key of a tenant as its admin sees it: the binding and status, never the secret.
+         */
+        ApiKeyOut: {
+            /** Agent Id */
+            agent_id: string;
+            /** Created At */
+            created_at: number;
+            /**
+             * Department Ids
+             * @default []
+             */
+            department_ids?: string[];
+            /** Key Id */
+            key_id: string;
+            /**
+             * Label
+             * @default
+             */
+            label?: string;
+            /** Revoked At */
+            revoked_at?: number | null;
+            /**
+             * Roles
+             * @default []
+             */
+            roles?: string[];
+            /** User Id */
+            user_id: string;
+            /** Workspace Id */
+            workspace_id?: string | null;
+        };
         /** AuditOut */
         AuditOut: {
             /** Action */
@@ -680,6 +799,48 @@ export interface components {
         Deleted: {
             /** Deleted */
             deleted: boolean;
+        };
+        /** DirectoryTeam */
+        DirectoryTeam: {
+            /**
+             * Members
+             * @default []
+             */
+            members?: string[];
+            /** Team Id */
+            team_id: string;
+        };
+        /** DirectoryUser */
+        DirectoryUser: {
+            /**
+             * Active Keys
+             * @default 0
+             */
+            active_keys?: number;
+            /**
+             * Agents
+             * @default []
+             */
+            agents?: string[];
+            /**
+             * Department Ids
+             * @default []
+             */
+            department_ids?: string[];
+            /** Last Seen */
+            last_seen?: number | null;
+            /**
+             * Roles
+             * @default []
+             */
+            roles?: string[];
+            /** User Id */
+            user_id: string;
+            /**
+             * Workspace Ids
+             * @default []
+             */
+            workspace_ids?: string[];
         };
         /** EditRequest */
         EditRequest: {
@@ -844,6 +1005,53 @@ export interface components {
             task: string;
         };
         /**
+         * IssuedApiKeyOut
+         * @description A newly issued key: `key` is the only copy of its secret (shown once, stored nowhere).
+         */
+        IssuedApiKeyOut: {
+            /** Key */
+            key: string;
+            record: components["schemas"]["ApiKeyOut"];
+        };
+        /**
+         * KeyRequest
+         * @description The identity a new key of the caller's tenant stands for (the tenant is always the
+         *     caller's). Every field names the key's TARGET identity, never the caller, hence `for_*`.
+         */
+        KeyRequest: {
+            /**
+             * For Agent
+             * @description TARGET: the agent the key acts as.
+             * @default assistant
+             */
+            for_agent?: string;
+            /**
+             * For Departments
+             * @description TARGET: the key's departments.
+             */
+            for_departments?: string[];
+            /**
+             * For User
+             * @description TARGET: the user the key acts as.
+             */
+            for_user: string;
+            /**
+             * For Workspace
+             * @description TARGET: the key's workspace.
+             */
+            for_workspace?: string | null;
+            /**
+             * Label
+             * @default
+             */
+            label?: string;
+            /**
+             * With Roles
+             * @description admin, approver, or global_admin (only by one who holds it).
+             */
+            with_roles?: string[];
+        };
+        /**
          * ManifestSummary
          * @description A live manifest as a tenant admin sees it: who handed what to whom, until when.
          */
@@ -876,6 +1084,40 @@ export interface components {
             task: string;
             /** User Id */
             user_id: string;
+        };
+        /**
+         * MemoryChange
+         * @description One change to a memory, from the audit log: who (user@agent of a tenant), what (the
+         *     action and, for an edit, the fields it changed, never their values), when (epoch seconds).
+         */
+        MemoryChange: {
+            /** Action */
+            action: string;
+            /** Actor */
+            actor: string;
+            /**
+             * Detail
+             * @default {}
+             */
+            detail?: {
+                [key: string]: unknown;
+            };
+            /** Seq */
+            seq: number;
+            /** Ts */
+            ts: number;
+        };
+        /**
+         * MemoryHistory
+         * @description A memory's edit history, newest change first.
+         */
+        MemoryHistory: {
+            /** Changes */
+            changes: components["schemas"]["MemoryChange"][];
+            /** Memory Id */
+            memory_id: string;
+            /** Scope */
+            scope: string;
         };
         /** MemoryPage */
         MemoryPage: {
@@ -1434,6 +1676,27 @@ export interface components {
             /** Team Id */
             team_id: string;
         };
+        /**
+         * TenantDirectoryOut
+         * @description Who the bridge knows in a tenant: users (from keys and audit actors) and teams.
+         */
+        TenantDirectoryOut: {
+            /**
+             * Audit Rows Read
+             * @default 0
+             */
+            audit_rows_read?: number;
+            /**
+             * Teams
+             * @default []
+             */
+            teams?: components["schemas"]["DirectoryTeam"][];
+            /**
+             * Users
+             * @default []
+             */
+            users?: components["schemas"]["DirectoryUser"][];
+        };
         /** VisibleToRequest */
         VisibleToRequest: {
             /**
@@ -1448,6 +1711,11 @@ export interface components {
             agent_id: string;
             /** Department Ids */
             department_ids: string[];
+            /**
+             * Memory Backend
+             * @default
+             */
+            memory_backend?: string;
             /** Principal */
             principal: string;
             /**
@@ -1533,6 +1801,120 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    tenant_directory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantDirectoryOut"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     tenant_grants: {
         parameters: {
             query?: {
@@ -1650,6 +2032,356 @@ export interface operations {
             };
         };
     };
+    list_keys: {
+        parameters: {
+            query?: {
+                include_revoked?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyOut"][];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    issue_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedApiKeyOut"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     tenant_manifests: {
         parameters: {
             query?: {
@@ -1668,6 +2400,129 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ManifestSummary"][];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    browse_memories: {
+        parameters: {
+            query: {
+                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
+                scope: string;
+                /** @description Only memories whose content contains this (case-insensitive). */
+                text?: string | null;
+                /** @description active, pending or superseded; default: every status. */
+                status?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPage"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */
@@ -2237,6 +3092,10 @@ export interface operations {
                 memory_id?: string | null;
                 limit?: number;
                 since_seq?: number;
+                /** @description Only rows older than this seq: pass the smallest seq of a page to page back. */
+                before_seq?: number | null;
+                /** @description Only rows of this actor, e.g. 'acme/alice@assistant'. */
+                actor?: string | null;
             };
             header?: never;
             path?: never;
@@ -3296,9 +4155,9 @@ export interface operations {
     };
     list_memories: {
         parameters: {
-            query: {
-                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
-                scope: string;
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
                 cursor?: string | null;
                 limit?: number;
                 status?: "active" | "pending" | "superseded";
@@ -3653,9 +4512,9 @@ export interface operations {
     };
     get_memory: {
         parameters: {
-            query: {
-                /** @description The memory's scope key, e.g. 'acme/ws/alpha'. */
-                scope: string;
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
             };
             header?: never;
             path: {
@@ -4033,6 +4892,126 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WriteResult"];
+                };
+            };
+            /** @description Malformed request or invalid input (InvalidInput) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential, or one that does not verify; unsigned X-VB-* headers */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The policy refuses, or a caller field names someone else */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory, grant or manifest where the caller may look */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An idempotency key reused for other content */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Query string over the limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request does not fit its schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This identity's rate limit is exhausted */
+            429: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporarily unavailable, timed out, or a recall that could not search every scope */
+            503: {
+                headers: {
+                    /** @description Seconds after which a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    memory_history: {
+        parameters: {
+            query?: {
+                /** @description The scope key, e.g. 'acme/ws/alpha'; omitted: every scope the caller reads by default. */
+                scope?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryHistory"];
                 };
             };
             /** @description Malformed request or invalid input (InvalidInput) */

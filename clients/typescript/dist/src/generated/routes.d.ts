@@ -32,6 +32,13 @@ export declare const ROUTES: {
         readonly authenticated: true;
         readonly idempotencyKey: false;
     };
+    readonly browse_memories: {
+        readonly method: "GET";
+        readonly path: "/api/v1/admin/memories";
+        readonly success: readonly [200];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
     readonly capture: {
         readonly method: "POST";
         readonly path: "/api/v1/capture";
@@ -109,6 +116,13 @@ export declare const ROUTES: {
         readonly authenticated: true;
         readonly idempotencyKey: false;
     };
+    readonly issue_key: {
+        readonly method: "POST";
+        readonly path: "/api/v1/admin/keys";
+        readonly success: readonly [201];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
     readonly list_grants: {
         readonly method: "GET";
         readonly path: "/api/v1/grants";
@@ -116,9 +130,23 @@ export declare const ROUTES: {
         readonly authenticated: true;
         readonly idempotencyKey: false;
     };
+    readonly list_keys: {
+        readonly method: "GET";
+        readonly path: "/api/v1/admin/keys";
+        readonly success: readonly [200];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
     readonly list_memories: {
         readonly method: "GET";
         readonly path: "/api/v1/memories";
+        readonly success: readonly [200];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
+    readonly memory_history: {
+        readonly method: "GET";
+        readonly path: "/api/v1/memories/{memory_id}/history";
         readonly success: readonly [200];
         readonly authenticated: true;
         readonly idempotencyKey: false;
@@ -200,6 +228,13 @@ export declare const ROUTES: {
         readonly authenticated: true;
         readonly idempotencyKey: false;
     };
+    readonly revoke_key: {
+        readonly method: "DELETE";
+        readonly path: "/api/v1/admin/keys/{key_id}";
+        readonly success: readonly [200];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
     readonly revoke_manifest: {
         readonly method: "DELETE";
         readonly path: "/api/v1/manifests/{manifest_id}";
@@ -238,6 +273,13 @@ export declare const ROUTES: {
     readonly start_session: {
         readonly method: "POST";
         readonly path: "/api/v1/sessions";
+        readonly success: readonly [200];
+        readonly authenticated: true;
+        readonly idempotencyKey: false;
+    };
+    readonly tenant_directory: {
+        readonly method: "GET";
+        readonly path: "/api/v1/admin/directory";
         readonly success: readonly [200];
         readonly authenticated: true;
         readonly idempotencyKey: false;
