@@ -50,6 +50,10 @@ NO_MEMORY_READ = {
     ops.RemoveTeamMember: "team membership only",
     ops.PurgeExpired: "reads the raw store on purpose: it deletes expired memories",
     ops.ForgetSubject: "reads the raw store on purpose: erasure removes expired personal data too",
+    ops.IssueApiKey: "API keys only",
+    ops.ListApiKeys: "API keys only",
+    ops.RevokeApiKey: "API keys only",
+    ops.TenantDirectory: "users, agents and teams: names, never memories",
 }
 
 
@@ -105,6 +109,9 @@ def _cases(live, gone, proposal):
         ops.SetVisibleTo: (ALICE, ops.SetVisibleTo(ref=_ref(PRIVATE[0]), visible_to=("worker",))),
         ops.ScopeCounts: (ADMIN, ops.ScopeCounts()),
         ops.WhoCanRead: (ADMIN, ops.WhoCanRead(ref=g)),
+        ops.BrowseMemories: (ADMIN, ops.BrowseMemories(scope=WS, text="deploy")),
+        ops.FindMemory: (ALICE, ops.FindMemory(memory_id=gone.memory_id)),
+        ops.MemoryHistory: (ALICE, ops.MemoryHistory(memory_id=gone.memory_id)),
     }
 
 
