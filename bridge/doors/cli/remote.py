@@ -53,7 +53,8 @@ def _memories(c: httpx.Client, args: Any) -> Any:
     return _call(c, "PATCH", f"/api/v1/memories/{memory}", params={"scope": scope}, body=fields)
 
 
-def run_client(args: Any, out: Any = sys.stdout) -> int:
+def run_client(args: Any, out: Any = None) -> int:
+    out = sys.stdout if out is None else out  # resolved per call: a stream bound at import outlives redirections
     if bool(args.api_key) == bool(args.token):
         raise InvalidInput("client mode needs exactly one of --api-key or --token (or VIKING_BRIDGE_API_KEY / VIKING_BRIDGE_TOKEN in the environment)")
     auth = {"X-API-Key": args.api_key} if args.api_key else {"Authorization": f"Bearer {args.token}"}
