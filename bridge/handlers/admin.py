@@ -123,7 +123,6 @@ async def browse_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: Brows
     may_inspect(identity, key)  # tenant admin, own tenant: before anything is read
     statuses = frozenset({Status.ACTIVE, Status.PENDING, Status.SUPERSEDED}) if op.status is None else frozenset({Status(op.status)})
     needle = None if op.text is None else op.text.casefold()
-    now = rt.clock()
     out: list[MemoryRecord] = []
     cursor, scanned = op.cursor, 0
     while True:
@@ -132,7 +131,7 @@ async def browse_memories(rt: BridgeRuntime, identity: MemoryIdentity, op: Brows
         scanned += len(page.memories)
         out.extend(
             MemoryRecord.of(m, "tenant admin view") for m in page.memories
-            if m.scope == key and not m.expired(now) and (needle is None or needle in m.content.casefold())
+            if m.scope == key and (needle is None or needle in m.content.casefold())
         )
         cursor = page.next_cursor
         if cursor is None or len(out) >= op.limit or scanned >= BROWSE_SCAN_CAP:

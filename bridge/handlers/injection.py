@@ -74,8 +74,7 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
         raise RecallIncomplete("injection search failed closed", result.failed_scopes, tuple(result.failure_reasons))
     hits, _ = guard_hits(result.hits, scopes)
     floor = relevance_floor(getattr(rt.backend, "embedder", None))  # a semantic space scores unrelated text above 0
-    now = rt.clock()
-    hits = [h for h in hits if not h.memory.expired(now) and h.score > floor]  # expiry: second wall, as the recall guard
+    hits = [h for h in hits if h.score > floor]  # expired hits never arrive: rt.backend is the live view
     best = max((h.score for h in hits), default=0.0)
     entries = [(h.scope, h.memory.id) for h in hits if h.score >= TASK_RELEVANCE * best]
     if op.depth is InjectDepth.MINIMAL:
@@ -91,7 +90,7 @@ async def _entries_by_search(rt: BridgeRuntime, parent: MemoryIdentity, op: Inje
             page = await rt.backend.list_page(key, cursor=cursor, limit=LIST_PAGE, statuses=frozenset({Status.ACTIVE}))
             for m in page.memories:
                 ref = (key, m.id)
-                if m.scope == key and m.status is Status.ACTIVE and not m.expired(now) and ref not in seen and len(entries) < cap:
+                if m.scope == key and m.status is Status.ACTIVE and ref not in seen and len(entries) < cap:
                     entries.append(ref)
                     seen.add(ref)
             cursor = page.next_cursor

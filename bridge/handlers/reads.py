@@ -72,13 +72,12 @@ async def _default_scopes(rt: BridgeRuntime, identity: MemoryIdentity) -> list[t
 async def _find(rt: BridgeRuntime, identity: MemoryIdentity, memory_id: str) -> tuple[StoredMemory, str]:
     """The memory `memory_id` in one of the caller's default scopes, or `NotFound` — the same
     answer whether it exists nowhere or only where the caller may not read it."""
-    now = rt.clock()
     for key, reason in await _default_scopes(rt, identity):
         try:
             memory = await rt.backend.get(key, memory_id)
         except NotFound:
             continue
-        if memory.scope == key and not memory.expired(now) and may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
+        if memory.scope == key and may_see_status(rt.policy, identity, key, memory.status, memory.provenance.author_user_id):
             return memory, reason
     raise NotFound(f"no memory {memory_id} among the memories {identity.principal} may read")
 
@@ -98,7 +97,7 @@ async def memory_history(rt: BridgeRuntime, identity: MemoryIdentity, op: Memory
     else:
         await _read_reason(rt, identity, op.scope, op.memory_id)
         memory = await rt.backend.get(op.scope, op.memory_id)
-        if not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id) or memory.expired(rt.clock()):
+        if not may_see_status(rt.policy, identity, op.scope, memory.status, memory.provenance.author_user_id):
             raise NotFound(f"no memory {op.memory_id} in {op.scope}")
     scope = str(memory.scope)
     rows = await rt.state.audit.query(AuditView(identity.tenant_id, None), memory_id=memory.id, limit=op.limit * 4)
@@ -123,8 +122,7 @@ async def find_by_key(rt: BridgeRuntime, identity: MemoryIdentity, op: FindByKey
 
 async def _scope_page(rt: BridgeRuntime, identity: MemoryIdentity, key: ScopeKey, status: Status, cursor: str | None, limit: int) -> tuple[list[StoredMemory], str | None]:
     page = await rt.backend.list_page(key, cursor=cursor, limit=limit, statuses=frozenset({status}))
-    now = rt.clock()  # expired memories are never listed (a page may come back short; the cursor still walks on)
-    shown = [m for m in page.memories if m.scope == key and not m.expired(now) and may_see_status(rt.policy, identity, key, m.status, m.provenance.author_user_id)]
+    shown = [m for m in page.memories if m.scope == key and may_see_status(rt.policy, identity, key, m.status, m.provenance.author_user_id)]
     return shown, page.next_cursor
 
 
