@@ -1,7 +1,12 @@
 """`viking-bridge migrate`: copy tenants' memories from one backend to another.
 
     viking-bridge migrate --from local:~/.local/share/viking-bridge --to postgres:postgresql://... \\
-        --tenant acme --tenant globex [--no-global] [--allow-empty] [--report report.json] [--verify-only]
+        --tenant acme --tenant globex [--no-global] [--allow-empty] [--report report.json] [--verify-only] [--no-state]
+    viking-bridge migrate --state-only --from SPEC --to SPEC --tenant acme --id-map report.json
+
+The tenants' bridge state (grants, teams, quota counters, shares, live manifests, audit history)
+moves with the memories when both endpoints keep it beside them (bridge/migrate/state.py), or by
+`--state-only` with an earlier run's report for its id map.
 
 Idempotent and resumable: run it again after a kill (or just again) and it writes nothing it
 already wrote. A progress bar on a terminal, one line per 5% otherwise; the report (JSON) has
@@ -79,32 +84,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--operator", default="operator", help="the name the audit rows record for this run")
     p.add_argument("--concurrency", type=int, default=4, help="writes in flight at once (default 4)")
     p.add_argument("--audit-home", type=Path, help="for a target that keeps no bridge state (openviking): the bridge home whose state records the run")
+    p.add_argument("--no-state", action="store_true", help="copy the memories only; leave the bridge state where it is")
+    p.add_argument("--state-only", action="store_true", help="carry the bridge state only (the memories were copied before): needs --id-map")
+    p.add_argument("--id-map", type=Path, help="with --state-only: the report (--report) of the run that copied the memories")
+    p.add_argument("--state-batch", type=int, default=500, help="audit rows carried per transaction (default 500)")
     return p
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bridge.migrate.copy import scopes_of
-    from bridge.migrate.endpoints import open_endpoint, open_target
-    from bridge.migrate.run import MigrationReport, migrate
-    from bridge.migrate.verify import verify
     from bridge.state.sqlite import SqliteState
 
-    progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
     audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
-    try:
-        async with open_endpoint(args.source, source=True) as source, open_target(args.target, source) as target:
-            if args.verify_only:
-                checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global, allow_empty=args.allow_empty))
-                from bridge.migrate.copy import CopyReport
 
-                report = MigrationReport(source.spec, target.spec, tuple(args.tenant), CopyReport(), checked)
-            else:
-                try:
-                    report = await migrate(source, target, args.tenant, include_global=not args.no_global, progress=progress,
-                                           audit_state=audit_state, operator=args.operator, concurrency=args.concurrency, allow_empty=args.allow_empty)
-                finally:
-                    if isinstance(progress, BarProgress):
-                        progress.stop()
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        report = await (_state_only(args, say) if args.state_only else _memories(args, audit_state, say))
     finally:
         if audit_state is not None:
             audit_state.close()
@@ -112,8 +108,49 @@ async def _run(args: argparse.Namespace) -> int:
     if args.report:
         args.report.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     summary = {k: data[k] for k in ("source", "target", "tenants", "ok", "copied", "already_present")}
-    print(json.dumps({**summary, "scopes": len(data["scopes"]), "problems": data["problems"][:10]}, ensure_ascii=False))
+    state = data["state"] or {}
+    carried = {kind: t["carried"] for kind, t in state.get("kinds", {}).items()} if state.get("carried") else state.get("skipped")
+    print(json.dumps({**summary, "scopes": len(data["scopes"]), "state": carried, "problems": data["problems"][:10]}, ensure_ascii=False))
     return 0 if report.ok else EXIT_UNVERIFIED
+
+
+async def _memories(args: argparse.Namespace, audit_state, say):  # type: ignore[no-untyped-def]
+    from bridge.migrate.copy import CopyReport, scopes_of
+    from bridge.migrate.endpoints import open_endpoint, open_target
+    from bridge.migrate.run import MigrationReport, migrate
+    from bridge.migrate.verify import verify
+
+    progress = BarProgress() if sys.stderr.isatty() else LineProgress(sys.stderr)
+    async with open_endpoint(args.source, source=True) as source, open_target(args.target, source) as target:
+        if args.verify_only:
+            checked = await verify(source.backend, target.backend, await scopes_of(source.backend, args.tenant, not args.no_global, allow_empty=args.allow_empty))
+            return MigrationReport(source.spec, target.spec, tuple(args.tenant), CopyReport(), checked)
+        try:
+            return await migrate(source, target, args.tenant, include_global=not args.no_global, progress=progress,
+                                 audit_state=audit_state, operator=args.operator, concurrency=args.concurrency, allow_empty=args.allow_empty,
+                                 carry=not args.no_state, batch=args.state_batch, say=say)
+        finally:
+            if isinstance(progress, BarProgress):
+                progress.stop()
+
+
+async def _state_only(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
+    """`--state-only`: both endpoints opened as they are (nothing is created), the id map read
+    from the report of the run that copied the memories."""
+    from bridge.errors import ConfigurationError
+    from bridge.migrate.endpoints import open_endpoint
+    from bridge.migrate.run import migrate_state
+
+    if args.id_map is None:
+        raise ConfigurationError("--state-only needs --id-map REPORT.json (the report of the run that copied the memories)")
+    try:
+        id_map = json.loads(args.id_map.read_text())["id_map"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"--id-map {args.id_map}: not a migrate report with an id_map ({type(exc).__name__})") from None
+    if not isinstance(id_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in id_map.items()):
+        raise ConfigurationError(f"--id-map {args.id_map}: its id_map is not a map of memory ids")
+    async with open_endpoint(args.source, source=True) as source, open_endpoint(args.target, source=True) as target:
+        return await migrate_state(source, target, args.tenant, id_map, batch=args.state_batch, say=say)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,15 +1,16 @@
 """Logic every state store shares, written once: the audit-action check, the walk up a manifest's
 re-injection chain, the SQL rows of shares and team membership and their grouping back into
-records. No store is touched here beyond the `get` a walk is given."""
+records, and the marks of audit rows a migration carries. No store is touched here beyond the
+`get` a walk is given."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from adapters.scopes import ScopeKey
 from bridge.errors import InvalidInput, QuotaExceeded
-from bridge.state.records import AUDIT_ACTIONS, InjectionManifest, QuotaLimits, Usage
+from bridge.state.records import AUDIT_ACTIONS, AuditRecord, InjectionManifest, QuotaLimits, Share, Usage
 
 #: How far up a re-injection chain a walk goes: re-injection is one level deep today, and the bound
 #: turns a corrupt loop of parent ids into a short chain instead of a hang.
@@ -77,3 +78,39 @@ def check_quota(level: str, held: Usage, need: Usage, limits: QuotaLimits, tenan
                 "(forget memories, let them expire, or ask the operator to raise the quota)",
                 level=level, measure=measure, used=have, requested=want, limit=cap,
             )
+
+
+#: The detail key a carried audit row is marked with (bridge/migrate/state.py).
+CARRIED = "carried"
+
+
+def carried_detail(detail: Mapping[str, Any], origin: str, seq: int) -> dict[str, Any]:
+    """`detail` marked as carried from state `origin`, where it was row `seq`; a row carried
+    before (a second migration) keeps that earlier mark under `earlier`, so its whole way is on it."""
+    mark: dict[str, Any] = {"from": origin, "seq": seq}
+    if CARRIED in detail:
+        mark["earlier"] = detail[CARRIED]
+    return {**detail, CARRIED: mark}
+
+
+def not_yet_carried(rows: Sequence[AuditRecord], present: Iterable[int]) -> list[AuditRecord]:
+    """The rows whose origin seq the target has not recorded yet, each once (a batch that names
+    one row twice carries it once)."""
+    seen = set(present)
+    out = []
+    for row in rows:
+        if row.event.seq not in seen:
+            seen.add(row.event.seq)
+            out.append(row)
+    return out
+
+
+def share_records(rows: Iterable[tuple[str, str, str, float]]) -> list[Share]:
+    """(scope text, memory id, agent id, shared_at) rows -> one `Share` per memory, in scope and
+    memory order (the latest shared_at of its rows)."""
+    audience: dict[tuple[str, str], set[str]] = defaultdict(set)
+    at: dict[tuple[str, str], float] = {}
+    for scope, memory_id, agent, shared_at in rows:
+        audience[(scope, memory_id)].add(agent)
+        at[(scope, memory_id)] = max(at.get((scope, memory_id), 0.0), float(shared_at))
+    return [Share(ScopeKey.parse(scope), memory_id, frozenset(agents), at[(scope, memory_id)]) for (scope, memory_id), agents in sorted(audience.items())]

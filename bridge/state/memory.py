@@ -17,8 +17,8 @@ from bridge.vocabulary import EVERY_AGENT
 from bridge.state.common import check_quota
 from bridge.state.records import QuotaLimits, Usage
 from bridge.state.protocols import TENANT_ROW, WriteIntent
-from bridge.state.common import check_audit_action, walk_chain
-from bridge.state.records import STORING_ACTIONS, AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.common import carried_detail, check_audit_action, not_yet_carried, share_records, walk_chain
+from bridge.state.records import STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant, InjectionManifest, Share
 from identity.model import MemoryIdentity
 
 __all__ = ["MemoryState"]
@@ -30,6 +30,7 @@ class MemoryAuditLog:
         self._seq = itertools.count(1)
         self._intents: dict[str, WriteIntent] = {}
         self._marker: StoreMarker | None = None
+        self._carried: dict[tuple[str, int], int] = {}  # (origin, origin seq) -> seq: rows a migration carried here
 
     async def append(
         self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
@@ -123,6 +124,20 @@ class MemoryAuditLog:
 
     async def has_rows(self) -> bool:
         return bool(self._rows)
+
+    async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        # the fingerprint is not kept in process (no reader filters on it here)
+        return [AuditRecord(e, user or "", "") for user, e in self._rows if e.tenant_id == tenant_id and e.seq > after_seq][:limit]
+
+    async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
+        for row in rows:
+            check_audit_action(row.event.action)
+        fresh = not_yet_carried(rows, [seq for (o, seq) in self._carried if o == origin])
+        for row in fresh:
+            seq = next(self._seq)
+            self._rows.append((row.user_id, replace(row.event, seq=seq, detail=carried_detail(row.event.detail, origin, row.event.seq))))
+            self._carried[(origin, row.event.seq)] = seq
+        return len(fresh)
 
 
 class MemoryGrants:
@@ -236,6 +251,7 @@ class MemoryShares:
     def __init__(self) -> None:
         self._by_memory: dict[tuple[ScopeKey, str], frozenset[str]] = {}
         self._by_reader: dict[tuple[str | None, str | None, str], set[tuple[ScopeKey, str]]] = defaultdict(set)
+        self._at: dict[tuple[ScopeKey, str], float] = {}  # when each audience was set
 
     async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
         old = self._by_memory.pop((scope, memory_id), frozenset())
@@ -243,6 +259,7 @@ class MemoryShares:
             self._by_reader[(scope.tenant_id, scope.user_id, agent)].discard((scope, memory_id))
         if audience:
             self._by_memory[(scope, memory_id)] = frozenset(audience)
+            self._at[(scope, memory_id)] = at
             for agent in audience:
                 self._by_reader[(scope.tenant_id, scope.user_id, agent)].add((scope, memory_id))
 
@@ -268,6 +285,10 @@ class MemoryShares:
         for scope, memory_id in doomed:
             await self.set_audience(scope, memory_id, frozenset(), 0.0)
         return len(doomed)
+
+    async def of_tenant(self, tenant_id: str) -> list[Share]:
+        rows = [(str(scope), mid, agent, self._at.get((scope, mid), 0.0)) for (scope, mid), agents in self._by_memory.items() if scope.tenant_id == tenant_id for agent in agents]
+        return share_records(rows)
 
 
 class MemoryTeams:
@@ -302,6 +323,9 @@ class MemoryTeams:
     async def has_teams(self, tenant_id: str) -> bool:
         return any(t == tenant_id for t, _ in self._members)
 
+    async def of_tenant(self, tenant_id: str) -> dict[str, frozenset[str]]:
+        return {team: agents for (t, team), agents in self._members.items() if t == tenant_id}
+
 
 class MemoryUsage:
     """In-process counters (tests, the in-memory state); one asyncio lock makes reserve atomic."""
@@ -327,3 +351,6 @@ class MemoryUsage:
 
     async def usage(self, tenant_id: str, user_id: str = TENANT_ROW) -> Usage:
         return self._rows.get((tenant_id, user_id), Usage())
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, Usage]:
+        return {user: held for (t, user), held in self._rows.items() if t == tenant_id}

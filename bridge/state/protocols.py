@@ -53,7 +53,7 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.state.records import QuotaLimits, Usage
-from bridge.state.records import AuditEvent, AuditView, Grant, InjectionManifest
+from bridge.state.records import AuditEvent, AuditRecord, AuditView, Grant, InjectionManifest, Share
 from identity.model import MemoryIdentity
 
 __all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "ShareRepository", "TeamRepository", "UsageLedger", "TENANT_ROW", "BridgeState", "WriteIntent"]
@@ -148,6 +148,19 @@ class AuditLog(Protocol):
     async def has_rows(self) -> bool:
         ...
 
+    async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        """The tenant's rows with `seq > after_seq`, oldest first, at most `limit`, whole (user id
+        and fingerprint included): what `migrate` carries to another state."""
+        ...
+
+    async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
+        """Append rows carried from the state `origin`, each keeping its time, actor, session,
+        action, ids and detail, with `detail["carried"] = {"from": origin, "seq": its seq there}`
+        (`common.carried_detail`). Exactly once per (tenant, origin, origin seq), enforced in the
+        same transaction as the insert: a row already carried is skipped, so a re-run after a kill
+        adds only what is missing. Return how many were appended."""
+        ...
+
 
 @runtime_checkable
 class GrantRepository(Protocol):
@@ -237,6 +250,10 @@ class ShareRepository(Protocol):
 
     async def purge_user(self, tenant_id: str, user_id: str) -> int: ...
 
+    async def of_tenant(self, tenant_id: str) -> list[Share]:
+        """Every share of one tenant, ordered by scope and memory id (what `migrate` carries)."""
+        ...
+
 
 @runtime_checkable
 class TeamRepository(Protocol):
@@ -258,6 +275,10 @@ class TeamRepository(Protocol):
 
     async def has_teams(self, tenant_id: str) -> bool: ...
 
+    async def of_tenant(self, tenant_id: str) -> dict[str, frozenset[str]]:
+        """Every team of one tenant with its members (what `migrate` carries)."""
+        ...
+
 
 TENANT_ROW = ""
 
@@ -272,3 +293,7 @@ class UsageLedger(Protocol):
     async def release(self, tenant_id: str, user_id: str, freed: Usage) -> None: ...
 
     async def usage(self, tenant_id: str, user_id: str = TENANT_ROW) -> Usage: ...
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, Usage]:
+        """Every counter row of one tenant by user id (the tenant's own row under `TENANT_ROW`)."""
+        ...

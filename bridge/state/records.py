@@ -12,7 +12,7 @@ from typing import Any
 
 from adapters.scopes import ScopeKey
 
-__all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditView", "AUDIT_ACTIONS", "READ_ACTIONS"]
+__all__ = ["Grant", "InjectDepth", "InjectionManifest", "AuditEvent", "AuditRecord", "AuditView", "Share", "AUDIT_ACTIONS", "READ_ACTIONS"]
 
 #: Every action an audit row may record. `denied` = a refused attempt (security data too);
 #: `recovered` = a write a crash left unaudited, found and audited at the next open;
@@ -124,6 +124,16 @@ class AuditEvent:
 
 
 @dataclass(frozen=True)
+class AuditRecord:
+    """One audit row whole, as a migration moves it between states: the event plus the two
+    columns a reader's view filters on but `AuditEvent` leaves out (whose row it is)."""
+
+    event: AuditEvent
+    user_id: str
+    actor_fingerprint: str
+
+
+@dataclass(frozen=True)
 class AuditView:
     """Which audit rows a reader may see, as the policy decided: one tenant, and one user's
     rows only unless the reader administers the tenant."""
@@ -139,6 +149,7 @@ class Share:
     scope: ScopeKey
     memory_id: str
     audience: frozenset[str]
+    shared_at: float = 0.0  # when the audience was last set (a migration keeps it)
 
 
 @dataclass(frozen=True)

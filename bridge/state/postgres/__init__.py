@@ -33,11 +33,12 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError
 from bridge.state.protocols import WriteIntent
+from bridge.state.postgres import carry
 from bridge.state.postgres.manifests import PgManifests
 from bridge.state.postgres.queries import Conn, count, fetch
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.common import check_audit_action
-from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditView, Grant
+from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
 from bridge.state.postgres.usage import PG_USAGE_MIGRATIONS, PgUsage
 from identity.model import MemoryIdentity
 from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, migrate
@@ -101,7 +102,7 @@ STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     SHARING_PG_MIGRATION,
 )
 #: Every component the state opens with (the bridge's and the identity's), in order.
-ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS
+ALL_MIGRATIONS = STATE_MIGRATIONS + PG_USAGE_MIGRATIONS + IDENTITY_MIGRATIONS + (carry.CARRY_PG_MIGRATION,)
 
 
 def _event(row: Sequence[Any]) -> AuditEvent:
@@ -280,6 +281,12 @@ class PgAuditLog:
 
     async def has_rows(self) -> bool:
         return bool(await fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
+
+    async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        return await carry.export_rows(self.pool, tenant_id, after_seq, limit)
+
+    async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
+        return await carry.import_rows(self.pool, rows, origin)
 
 
 _GRANT_COLUMNS = "grant_id, tenant_id, grantee_user_id, grantee_agent_id, scope, issued_by, reason, issued_at, expires_at, revoked_at"

@@ -11,7 +11,8 @@ from typing import Any, Iterable, Sequence
 
 
 from adapters.scopes import ScopeKey
-from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares
+from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
+from bridge.state.records import Share
 from bridge.vocabulary import EVERY_AGENT
 from bridge.state.postgres.queries import Conn, count, fetch
 from identity.storage.postgres import PgPool
@@ -78,6 +79,9 @@ class PgShares(_Pg):
     async def purge_user(self, tenant_id: str, user_id: str) -> int:
         return await self._count("DELETE FROM shares WHERE tenant_id = %s AND user_id = %s", (tenant_id, user_id))
 
+    async def of_tenant(self, tenant_id: str) -> list[Share]:
+        return share_records(await self._fetch("SELECT scope, memory_id, agent_id, shared_at FROM shares WHERE tenant_id = %s", (tenant_id,)))
+
 
 class PgTeams(_Pg):
     async def set_members(self, tenant_id: str, team_id: str, agent_ids: frozenset[str]) -> None:
@@ -106,3 +110,6 @@ class PgTeams(_Pg):
 
     async def has_teams(self, tenant_id: str) -> bool:
         return bool(await self._fetch("SELECT 1 FROM team_members WHERE tenant_id = %s LIMIT 1", (tenant_id,)))
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, frozenset[str]]:
+        return group_audience(await self._fetch("SELECT team_id, agent_id FROM team_members WHERE tenant_id = %s", (tenant_id,)))

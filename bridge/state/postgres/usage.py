@@ -49,3 +49,9 @@ class PgUsage:
 
         row = await self.pool.run(run, "usage counters")
         return Usage(int(row[0]), int(row[1])) if row else Usage()
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, Usage]:
+        async def run(conn: Any) -> Any:
+            return await (await conn.execute("SELECT user_id, memories, bytes FROM usage WHERE tenant_id = %s", (tenant_id,))).fetchall()
+
+        return {user: Usage(int(m), int(b)) for user, m, b in await self.pool.run(run, "usage counters")}

@@ -24,10 +24,11 @@ from adapters.scopes import ScopeKey
 
 from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
+from bridge.state.sqlite import carry
 from bridge.state.sqlite.manifests import SqliteManifests
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.common import check_audit_action
-from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditView, Grant
+from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
 from bridge.state.sqlite.usage import SqliteUsage
 from identity.model import MemoryIdentity
 from identity.storage.migrations import apply_migrations
@@ -288,6 +289,12 @@ class SqliteAuditLog:
     async def has_rows(self) -> bool:
         return bool(self.db.query("SELECT 1 FROM audit LIMIT 1"))
 
+    async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        return carry.export_rows(self.db, tenant_id, after_seq, limit)
+
+    async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
+        return carry.import_rows(self.db, rows, origin)
+
 
 class SqliteGrants:
     def __init__(self, db: Database) -> None:
@@ -334,6 +341,7 @@ class SqliteState:
             apply_migrations(self.db.conn, "grants", GRANT_MIGRATIONS)
             apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
             apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
+            apply_migrations(self.db.conn, "audit_carried", carry.CARRY_MIGRATIONS)
         self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)

@@ -10,7 +10,8 @@ from typing import Iterable
 
 from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
-from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares
+from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
+from bridge.state.records import Share
 from bridge.vocabulary import EVERY_AGENT
 
 __all__ = ["SHARING_MIGRATIONS", "SqliteShares", "SqliteTeams"]
@@ -69,6 +70,9 @@ class SqliteShares:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM shares WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id)).rowcount
 
+    async def of_tenant(self, tenant_id: str) -> list[Share]:
+        return share_records(self.db.query("SELECT scope, memory_id, agent_id, shared_at FROM shares WHERE tenant_id = ?", (tenant_id,)))
+
 
 class SqliteTeams:
     def __init__(self, db: Database) -> None:
@@ -98,3 +102,6 @@ class SqliteTeams:
 
     async def has_teams(self, tenant_id: str) -> bool:
         return bool(self.db.query("SELECT 1 FROM team_members WHERE tenant_id = ? LIMIT 1", (tenant_id,)))
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, frozenset[str]]:
+        return group_audience(self.db.query("SELECT team_id, agent_id FROM team_members WHERE tenant_id = ?", (tenant_id,)))

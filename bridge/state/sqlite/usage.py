@@ -49,3 +49,6 @@ class SqliteUsage:
     async def usage(self, tenant_id: str, user_id: str = TENANT_ROW) -> Usage:
         rows = self.db.query("SELECT memories, bytes FROM usage WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id))
         return Usage(*rows[0]) if rows else Usage()
+
+    async def of_tenant(self, tenant_id: str) -> dict[str, Usage]:
+        return {user: Usage(m, b) for user, m, b in self.db.query("SELECT user_id, memories, bytes FROM usage WHERE tenant_id = ?", (tenant_id,))}
