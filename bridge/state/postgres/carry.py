@@ -58,13 +58,22 @@ async def import_rows(pool: PgPool, rows: Sequence[AuditRecord], origin: str) ->
             "SELECT origin_seq FROM audit_carried WHERE origin = %s AND origin_seq = ANY(%s)", (origin, sorted({r.event.seq for r in rows})),
         )).fetchall()
         fresh = not_yet_carried(rows, [int(s) for (s,) in found])
-        for row in fresh:
-            e = row.event
-            inserted = await (await conn.execute(_INSERT, (
-                e.ts, e.tenant_id, e.actor, row.user_id, row.actor_fingerprint, e.session_id, e.action, list(e.memory_ids), list(e.scopes),
-                list(e.grant_ids), json.dumps(carried_detail(e.detail, origin, e.seq), ensure_ascii=False, default=str),
-            ))).fetchone()
-            await conn.execute("INSERT INTO audit_carried VALUES (%s, %s, %s, %s)", (origin, e.seq, e.tenant_id, inserted[0]))  # type: ignore[index]
+        if not fresh:
+            return 0
+        params = [
+            (e.ts, e.tenant_id, e.actor, row.user_id, row.actor_fingerprint, e.session_id, e.action, list(e.memory_ids), list(e.scopes),
+             list(e.grant_ids), json.dumps(carried_detail(e.detail, origin, e.seq), ensure_ascii=False, default=str))
+            for row in fresh for e in (row.event,)
+        ]
+        seqs: list[int] = []
+        async with conn.cursor() as cur:  # one pipelined round of inserts, each seq read back in order
+            await cur.executemany(_INSERT, params, returning=True)
+            while True:
+                seqs.append(int((await cur.fetchone())[0]))  # type: ignore[index]
+                if not cur.nextset():
+                    break
+            await cur.executemany("INSERT INTO audit_carried VALUES (%s, %s, %s, %s)",
+                                  [(origin, row.event.seq, row.event.tenant_id, seq) for row, seq in zip(fresh, seqs, strict=True)])
         return len(fresh)
 
     return await pool.run(run, "audit log")
