@@ -17,6 +17,7 @@ from bridge.facade import MemoryBridge
 from bridge.migrate import migrate, open_endpoint
 from bridge.migrate.cli import main as migrate_main
 from bridge.migrate.run import migrate_state
+from bridge.state.records import QuotaLimits, Usage
 from contract_tests.postgres_server import TestDatabase
 from tests.migrate.state_kit import check_audit, check_target, populate
 
@@ -77,13 +78,17 @@ async def test_only_the_named_tenants_state_moves(tmp_path: Path) -> None:
     finally:
         await bridge.aclose()
     async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(f"local:{tmp_path / 'new'}") as target:
+        for tenant in ("acme", "globex"):  # quota counters (the bridge keeps them only while quotas are configured)
+            await source.state.usage.reserve(tenant, "alice", Usage(3, 120), QuotaLimits(), QuotaLimits())
+        await target.state.usage.reserve("acme", "alice", Usage(1, 200), QuotaLimits(), QuotaLimits())  # the target's own count stays
         report = await migrate(source, target, ["acme"])
         assert report.ok, report.to_dict()["problems"]
-        assert _carried(report)["manifests"] == 1
+        assert _carried(report)["manifests"] == 1 and _carried(report)["usage"] == 1
+        assert await target.state.usage.usage("acme", "alice") == Usage(3, 200), "raised to the source's, never lowered"
         for tenant, present in (("acme", True), ("globex", False)):
             s = target.state
             held = [await s.grants.for_tenant(tenant), await s.teams.of_tenant(tenant), await s.shares.of_tenant(tenant),
-                    await s.manifests.live_for_tenant(tenant, 0.0), await s.audit.export_rows(tenant)]
+                    await s.manifests.live_for_tenant(tenant, 0.0), await s.audit.export_rows(tenant), await s.usage.of_tenant(tenant)]
             assert all(held) if present else not any(held), (tenant, held)
         assert not any(row for row in await target.state.audit.export_rows("acme") if "globex" in json.dumps(row.event.detail))
 
