@@ -4,7 +4,9 @@
     records.py     a memory's migration key and fingerprint (pure functions of the source)
     copy.py        the resumable copy (lineage translated to the target's ids)
     verify.py      every source memory has its exact copy; per-scope digests
-    run.py         one run: copy, verify, audit rows, report
+    state.py       the tenants' bridge state carried to the target's state (grants ... audit history)
+    state_verify.py  both states compared after the id map
+    run.py         one run: copy, carry the state, verify, audit rows, report (and the state step alone)
     cli.py         `viking-bridge migrate`, with progress
 """
 

@@ -117,11 +117,20 @@ def live_on(backend: MemoryBackend, now: float) -> Live:
     return live
 
 
+def _one_state(a: BridgeState, b: BridgeState) -> bool:
+    """The same place, or two names of one (a PostgreSQL server reached by two host names): a
+    state bound to the very store the other is bound to is that state."""
+    if state_place(a) == state_place(b):
+        return True
+    bound = a.bound_store_id()
+    return bound is not None and bound == b.bound_store_id()
+
+
 async def _carry(
     source: Endpoint, target: Endpoint, source_state: BridgeState, target_state: BridgeState, tenants: Sequence[str],
     id_map: dict[str, str], *, now: float, check: bool, batch: int, say: Say | None,
 ) -> StateReport:
-    if state_place(source_state) == state_place(target_state):
+    if _one_state(source_state, target_state):
         return StateReport(skipped=f"both endpoints keep one bridge state ({state_place(source_state)}): nothing to carry")
     live = live_on(source.backend, now)
     carry = await carry_state(source_state, target_state, tenants, id_map, live=live, now=now, batch=batch, say=say)

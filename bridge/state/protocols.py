@@ -33,6 +33,12 @@ UsageLedger (storage quotas: one counter row per tenant and per user)
 
   Never decides who may write; `bridge.writes` asks, with the limits `bridge.policy.quotas` resolved.
 
+Migration (bridge/migrate/state.py)
+- per-tenant listings (`ShareRepository.of_tenant`, `TeamRepository.of_tenant`,
+  `UsageLedger.of_tenant`, `AuditLog.export_rows`) read one tenant's records only;
+  `AuditLog.import_rows` appends rows carried from another state exactly once per (origin, origin
+  seq), recorded in the same transaction as the rows, keeping each row's time and actor.
+
 ShareRepository / TeamRepository
 - a **share** says: memory `memory_id`, stored in an agent's own scope (`acme/agent/<author>/<user>`
   or a task scope), may also be read by these other agents of the same user (`"*"` = every agent
