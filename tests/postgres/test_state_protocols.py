@@ -236,7 +236,7 @@ def test_two_states_opening_a_fresh_database_at_once_both_open(pg_db: TestDataba
     assert not errors and len(opened) == 3
     with connect(pg_db.owner_url) as conn:
         rows = conn.execute("SELECT component, count(*) FROM schema_version GROUP BY component ORDER BY component").fetchall()
-    assert rows == [("api_keys", 2), ("audit", 1), ("grants", 1), ("manifests", 1), ("nonces", 1), ("session_bindings", 1), ("sharing", 1), ("usage", 1)]
+    assert rows == [("api_keys", 2), ("audit", 1), ("audit_carried", 1), ("grants", 1), ("manifests", 1), ("nonces", 1), ("session_bindings", 1), ("sharing", 1), ("usage", 1)]
 
 
 async def test_a_replica_opening_mid_write_leaves_a_young_intent_to_its_writer(pg_db: TestDatabase) -> None:
