@@ -40,6 +40,8 @@ MODULES = {
     "sharing": "bridge.policy.sharing",
     "roles": "bridge.policy.roles",
     "quotas": "bridge.policy.quotas",
+    "config": "bridge.policy.config",
+    "keys": "bridge.policy.keys",
 }
 
 _CORE = [
@@ -56,7 +58,12 @@ SELECTION = {
     "roles": ["tests/bridge/test_federated_injection.py", "tests/bridge/test_roles_file.py", "tests/bridge/test_roles_router_planner.py",
               "tests/bridge/test_multiagent_demo.py", "tests/bridge/test_policy_rules.py", "contract_tests/test_roles.py"],
     "quotas": ["tests/bridge/test_writes.py", "tests/bridge/test_policy_rules.py", "tests/bridge/test_admin_ops.py", "contract_tests/test_hardening.py"],
+    "config": _CORE + _CONTRACT,
+    "keys": ["tests/bridge/test_console_ops.py", "tests/bridge/test_admin_ops.py"],
 }
+#: The first stage for every module: the pure rule tests (no store, no door; a few seconds in all).
+#: A mutant they do not kill is run again against the module's whole `SELECTION`.
+QUICK = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "bridge").glob("test_policy*.py")) + ["tests/bridge/test_sharing_policy.py"]
 
 _FLIP = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.LtE: ast.Gt, ast.Gt: ast.LtE,
@@ -79,18 +86,30 @@ class _Mutator(ast.NodeTransformer):
         return False
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        # never mutate a docstring, nor an annotation (`list[tuple[ScopeKey, str]]` is no rule:
+        # with postponed annotations it is a string nothing evaluates)
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-            node.body = [body[0]] + [self.visit(s) for s in body[1:]]  # never mutate a docstring
-            node.decorator_list = [self.visit(d) for d in node.decorator_list]
-            return node
-        return self.generic_visit(node)
+        start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        node.body = body[:start] + [self.visit(s) for s in body[start:]]
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return node  # the export list is no rule
+        if any(isinstance(t, ast.Tuple) for t in node.targets) and isinstance(node.value, ast.Tuple):
+            node.value.elts = [self.visit(e) for e in node.value.elts]  # `a, b = x, y`: dropping one only fails to unpack
+            return node
         return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -233,19 +252,40 @@ def apply_mutant(module: str, k: int) -> str:
     return mutator.done or "?"
 
 
+#: Equivalent mutants: changes no input can observe, left out of the kill rate. Keyed by module and
+#: `signature` (the mutated source line plus the change, so an edit elsewhere keeps the key); each
+#: with the reason it is equivalent. Keep this list short and honest: a mutant that a test *could*
+#: kill is a missing test, not an entry here.
+EQUIVALENT: dict[tuple[str, str], str] = {
+}
+
+
+def signature(module: str, what: str) -> str:
+    """`what` ("line N: change") as "<the source line, stripped> :: change", stable across edits
+    elsewhere in the file."""
+    line, _, change = what.partition(": ")
+    text, _ = _source(MODULES[module])
+    try:
+        src = text.splitlines()[int(line.removeprefix("line ")) - 1].strip()
+    except (ValueError, IndexError):
+        src = line
+    return f"{src} :: {change}"
+
+
 @dataclass
 class Outcome:
     module: str
     index: int
     what: str
-    result: str  # killed / survived / timeout / error
+    result: str  # killed / survived / timeout / error / equivalent
     seconds: float
+    stage: str = ""  # which selection killed it: "quick" or "full"
 
 
-def run_one(module: str, k: int, tests: list[str], timeout: float) -> Outcome:
-    start = time.monotonic()
+def _start(module: str, k: int, tests: list[str]) -> int:
+    """Fork a child that swaps in mutant `k` and runs `tests`, exiting with pytest's code."""
     pid = os.fork()
-    if pid == 0:  # the child: mutate, test, exit with pytest's code
+    if pid == 0:
         try:
             os.setsid()
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -260,19 +300,55 @@ def run_one(module: str, k: int, tests: list[str], timeout: float) -> Outcome:
             os._exit(int(code) if what != "?" else 99)
         except BaseException:
             os._exit(98)
-    deadline = start + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return Outcome(module, k, "", "timeout", time.monotonic() - start)
-        time.sleep(0.05)
+    return pid
+
+
+def _result(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
-    result = {0: "survived", 1: "killed", 5: "error", 98: "error", 99: "error"}.get(code, "killed")
-    return Outcome(module, k, "", result, time.monotonic() - start)
+    return {0: "survived", 1: "killed", 5: "error", 98: "error", 99: "error"}.get(code, "killed")
+
+
+def run_many(jobs: list[tuple[str, int, list[str]]], parallel: int, timeout: float) -> dict[tuple[str, int], tuple[str, float]]:
+    """Run each (module, mutant, tests) in its own forked child, `parallel` at a time."""
+    pending, running, out = list(jobs), {}, {}
+    while pending or running:
+        while pending and len(running) < parallel:
+            module, k, tests = pending.pop(0)
+            running[_start(module, k, tests)] = (module, k, time.monotonic())
+        time.sleep(0.05)
+        for pid, (module, k, start) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                out[(module, k)] = (_result(status), time.monotonic() - start)
+            elif time.monotonic() - start > timeout:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                out[(module, k)] = ("timeout", time.monotonic() - start)
+            else:
+                continue
+            del running[pid]
+    return out
+
+
+def _preload(tests: list[str]) -> None:
+    """Import, in the parent, what every child's pytest run would import again: the pytest plugins
+    installed as entry points (hypothesis, schemathesis... seconds of imports each), the conftest
+    files and the test modules themselves. A forked child then finds them in `sys.modules` and
+    spends its time running tests, not importing them (pytest reuses an imported module)."""
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="pytest11"):
+        try:
+            importlib.import_module(ep.module)
+        except Exception:  # a plugin that fails to import here fails the same way in pytest
+            pass
+    for test in tests:
+        path = ROOT / test
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        for depth in range(1, len(parts)):
+            if (ROOT.joinpath(*parts[:depth]) / "conftest.py").exists():
+                importlib.import_module(".".join(parts[:depth]) + ".conftest")
+        if path.suffix == ".py":
+            importlib.import_module(".".join(parts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,46 +358,71 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, action="append", help="run only these mutant indexes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant before it counts as killed (a hang)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
-    parser.add_argument("--tests", action="append", help="run these test paths instead of the module's SELECTION")
+    parser.add_argument("--tests", action="append", help="run only these test paths (one stage, instead of QUICK then SELECTION)")
     parser.add_argument("--without", action="append", default=[], help="leave these test paths out (a 'before' measurement)")
+    parser.add_argument("--quick-only", action="store_true", help="stop after the QUICK stage (survivors are not re-run against SELECTION)")
+    parser.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at the same time (each in its own forked child)")
     parser.add_argument("--sample", type=int, default=1, help="run every Nth mutant only (a quick estimate)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
-    names = args.module or sorted(MODULES)
+    names = args.module or list(MODULES)
     # imported once, before any fork: the children share them
     import bridge.facade  # noqa: F401
     import pytest  # noqa: F401
     for name in names:
         importlib.import_module(MODULES[name])
+
+    def existing(paths: list[str]) -> list[str]:
+        return [t for t in paths if (ROOT / t).exists() and t not in args.without]
+
+    stages = [("given", existing(args.tests))] if args.tests else [("quick", existing(QUICK))]
+    if not args.list:
+        _preload(sorted({t for _, tests in stages for t in tests} | set() if args.tests or args.quick_only
+                        else {t for _, tests in stages for t in tests} | {t for n in names for t in existing(SELECTION[n])}))
     outcomes: list[Outcome] = []
     for name in names:
         module = MODULES[name]
         mutants = count_mutants(module)
-        tests = [t for t in (args.tests or SELECTION[name]) if (ROOT / t).exists() and t not in args.without]
         if args.list:
             for k, what in enumerate(mutants):
-                print(f"{name}#{k}: {what}")
+                note = " [equivalent]" if (name, signature(name, what)) in EQUIVALENT else ""
+                print(f"{name}#{k}: {what}{note}")
             continue
+        todo: list[Outcome] = []
         for k, what in enumerate(mutants):
             if (args.only and k not in args.only) or k % args.sample:
                 continue
-            o = run_one(module, k, tests, args.timeout)
-            o.what = what
-            outcomes.append(o)
-            print(f"{name}#{k} {o.result:8} {o.seconds:6.1f}s  {what}", flush=True)
+            o = Outcome(module, k, what, "survived", 0.0)
+            if (name, signature(name, what)) in EQUIVALENT:
+                o.result = "equivalent"
+            todo.append(o)
+        plan = stages if args.tests or args.quick_only else [*stages, ("full", existing(SELECTION[name]))]
+        for stage, tests in plan:
+            left = [o for o in todo if o.result == "survived"]
+            if not left:
+                break
+            results = run_many([(module, o.index, tests) for o in left], args.jobs, args.timeout)
+            for o in left:
+                o.result, seconds = results[(module, o.index)]
+                o.seconds += seconds
+                o.stage = stage
+                print(f"{name}#{o.index} {o.result:8} {stage:5} {seconds:6.1f}s  {o.what}", flush=True)
+        outcomes += todo
     if args.list:
         return 0
-    print("\nkill rate per module (killed + timeout) / (all - error):")
+    print("\nkill rate per module (killed + timeout) / (all - error - equivalent):")
     for name in names:
         mine = [o for o in outcomes if o.module == MODULES[name]]
-        valid = [o for o in mine if o.result != "error"]
+        valid = [o for o in mine if o.result not in ("error", "equivalent")]
         killed = [o for o in valid if o.result in ("killed", "timeout")]
         rate = 100.0 * len(killed) / len(valid) if valid else float("nan")
-        print(f"  {name:8} {len(killed)}/{len(valid)} = {rate:.1f}%  ({len(mine) - len(valid)} errors)")
+        errors = sum(o.result == "error" for o in mine)
+        equivalent = sum(o.result == "equivalent" for o in mine)
+        print(f"  {name:8} {len(killed)}/{len(valid)} = {rate:.1f}%  ({equivalent} equivalent excluded, {errors} errors)")
         for o in mine:
-            if o.result == "survived":
-                print(f"    survivor {name}#{o.index}: {o.what}")
+            if o.result in ("survived", "error"):
+                print(f"    {o.result} {name}#{o.index}: {o.what}")
     if args.json:
         args.json.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1), encoding="utf-8")
     return 0
