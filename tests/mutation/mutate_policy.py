@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import importlib
 import json
 import os
@@ -31,6 +32,7 @@ import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -182,7 +184,10 @@ class _Mutator(ast.NodeTransformer):
     visit_List = _drop  # type: ignore[assignment]
 
 
+@functools.lru_cache(maxsize=None)
 def _source(module: str) -> tuple[str, Path]:
+    """The module's text, read once by the parent (the forked children inherit it), so an edit
+    to the file during a run cannot shift the mutant numbering under it."""
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
     path = Path(spec.origin)
@@ -308,8 +313,11 @@ def _result(status: int) -> str:
     return {0: "survived", 1: "killed", 5: "error", 98: "error", 99: "error"}.get(code, "killed")
 
 
-def run_many(jobs: list[tuple[str, int, list[str]]], parallel: int, timeout: float) -> dict[tuple[str, int], tuple[str, float]]:
-    """Run each (module, mutant, tests) in its own forked child, `parallel` at a time."""
+def run_many(
+    jobs: list[tuple[str, int, list[str]]], parallel: int, timeout: float, on_done: Callable[[str, int, str, float], None] = lambda *_: None,
+) -> dict[tuple[str, int], tuple[str, float]]:
+    """Run each (module, mutant, tests) in its own forked child, `parallel` at a time; `on_done`
+    hears of each as it ends."""
     pending, running, out = list(jobs), {}, {}
     while pending or running:
         while pending and len(running) < parallel:
@@ -327,6 +335,7 @@ def run_many(jobs: list[tuple[str, int, list[str]]], parallel: int, timeout: flo
             else:
                 continue
             del running[pid]
+            on_done(module, k, *out[(module, k)])
     return out
 
 
@@ -402,12 +411,15 @@ def main(argv: list[str] | None = None) -> int:
             left = [o for o in todo if o.result == "survived"]
             if not left:
                 break
-            results = run_many([(module, o.index, tests) for o in left], args.jobs, args.timeout)
-            for o in left:
-                o.result, seconds = results[(module, o.index)]
+            by_index = {o.index: o for o in left}
+
+            def done(module: str, k: int, result: str, seconds: float, stage: str = stage) -> None:
+                o = by_index[k]
+                o.result, o.stage = result, stage
                 o.seconds += seconds
-                o.stage = stage
-                print(f"{name}#{o.index} {o.result:8} {stage:5} {seconds:6.1f}s  {o.what}", flush=True)
+                print(f"{name}#{k} {result:8} {stage:5} {seconds:6.1f}s  {o.what}", flush=True)
+
+            run_many([(module, o.index, tests) for o in left], args.jobs, args.timeout, done)
         outcomes += todo
     if args.list:
         return 0
