@@ -78,10 +78,12 @@ class _Mutator(ast.NodeTransformer):
 
     def __init__(self, target: int | None) -> None:
         self.target, self.n, self.done = target, 0, None
+        self.seen: list[str] = []  # every mutation point met, described
 
     def _hit(self, what: str, node: ast.AST) -> bool:
         here = self.n
         self.n += 1
+        self.seen.append(f"line {getattr(node, 'lineno', '?')}: {what}")
         if here == self.target:
             self.done = f"line {getattr(node, 'lineno', '?')}: {what}"
             return True
@@ -198,12 +200,7 @@ def count_mutants(module: str) -> list[str]:
     text, _ = _source(module)
     counter = _Mutator(None)
     counter.visit(ast.parse(text))
-    out = []
-    for k in range(counter.n):
-        m = _Mutator(k)
-        m.visit(ast.parse(text))
-        out.append(m.done or "?")
-    return out
+    return counter.seen
 
 
 def _functions(ns: dict, prefix: str = "") -> dict[str, types.FunctionType]:
@@ -265,13 +262,17 @@ EQUIVALENT: dict[tuple[str, str], str] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _lines(module: str) -> list[str]:
+    return _source(module)[0].splitlines()
+
+
 def signature(module: str, what: str) -> str:
     """`what` ("line N: change") as "<the source line, stripped> :: change", stable across edits
     elsewhere in the file."""
     line, _, change = what.partition(": ")
-    text, _ = _source(MODULES[module])
     try:
-        src = text.splitlines()[int(line.removeprefix("line ")) - 1].strip()
+        src = _lines(MODULES[module])[int(line.removeprefix("line ")) - 1].strip()
     except (ValueError, IndexError):
         src = line
     return f"{src} :: {change}"
