@@ -95,6 +95,15 @@ def test_nobody_reads_a_team_or_global_memory_by_default_when_global_is_off():
     assert default_audience(Policy(PolicyConfig(include_global=False)), ScopeKey.global_()) is None
 
 
+def test_a_visibility_without_a_reader_rule_fails_closed():
+    """A scope of a visibility this rule does not know (one added later) names nobody, never everyone."""
+    from types import SimpleNamespace
+
+    unknown = SimpleNamespace(visibility=SimpleNamespace(value="galaxy"), tenant_id="acme", owner_id="x", user_id=None, task_id=None)
+    with pytest.raises(NotPermitted, match="no reader rule is known for visibility 'galaxy'"):
+        default_audience(policy, unknown)  # type: ignore[arg-type]
+
+
 def test_an_audience_describes_who_it_is():
     assert Audience(None).describe() == "every identity of every tenant"
     assert Audience("acme").describe() == "every identity of tenant acme"
@@ -126,10 +135,14 @@ def test_readers_of_an_active_memory_are_its_audience_its_live_grants_and_its_li
     assert readers[3].until == 80.0, "a derived manifest lasts only as long as its source"
 
 
-def test_readers_of_a_shared_agent_memory_and_of_a_team():
-    agent_place = ScopeKey.agent("acme", "coder", "alice")
+@pytest.mark.parametrize("agent_place", [ScopeKey.agent("acme", "coder", "alice"), ScopeKey.task("acme", "coder", "alice", "t1")])
+def test_readers_of_a_shared_agent_or_task_memory_include_its_share_audience(agent_place):
     shared = readers_of(policy, agent_place, Status.ACTIVE, "alice", [], [], 1.0, shared_with=frozenset({"*", "tester"}))
     assert [r.who for r in shared if r.via == "share"] == ["every agent acting for user alice", "agent tester acting for user alice"]
+
+
+def test_readers_of_a_team_are_its_members_and_a_share_list_means_nothing_outside_an_agents_place():
+    agent_place = ScopeKey.agent("acme", "coder", "alice")
     assert not [r for r in readers_of(policy, ALPHA, Status.ACTIVE, "alice", [], [], 1.0, shared_with=frozenset({"tester"})) if r.via == "share"]
     team = ScopeKey.team("acme", "pilgrims")
     members = readers_of(policy, team, Status.ACTIVE, "alice", [], [], 1.0, team_members=frozenset({"b", "a"}))

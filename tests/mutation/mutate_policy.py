@@ -55,7 +55,7 @@ _CONTRACT = ["contract_tests/test_sharing.py", "contract_tests/test_lifecycle.py
 #: the tests run against each module's mutants (fast, in-process; the local contract suite)
 SELECTION = {
     "policy": _CORE + ["tests/bridge/test_hardening_erasure.py", "tests/bridge/test_recall_only_scopes.py", "tests/bridge/test_find_by_key.py"] + _CONTRACT,
-    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/migrate/test_portability.py"] + _CONTRACT,
+    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/bridge/test_history_hides_reads.py", "tests/migrate/test_portability.py"] + _CONTRACT,
     "sharing": _CORE + ["tests/bridge/test_sharing_state.py"] + _CONTRACT,
     "roles": ["tests/bridge/test_federated_injection.py", "tests/bridge/test_roles_file.py", "tests/bridge/test_roles_router_planner.py",
               "tests/bridge/test_multiagent_demo.py", "tests/bridge/test_policy_rules.py", "contract_tests/test_roles.py"],
@@ -259,6 +259,9 @@ def apply_mutant(module: str, k: int) -> str:
 #: with the reason it is equivalent. Keep this list short and honest: a mutant that a test *could*
 #: kill is a missing test, not an entry here.
 EQUIVALENT: dict[tuple[str, str], str] = {
+    ("reads", "HISTORY_HIDDEN_ACTIONS = frozenset({\"recall\", \"export\"}) :: drop element 'export' of {'recall', 'export'}"):
+        "an export's audit row names scopes, never a memory id (bridge/handlers/export.py), and a memory's history "
+        "asks the audit for rows of that memory id only: no export row can ever reach the filter",
 }
 
 
