@@ -6,15 +6,17 @@
 
 One change at a time (flip a comparison, swap and/or, negate a condition, drop a `raise`, drop
 an element of a literal tuple/set/list, swap a returned True/False), then the fast in-process
-tests chosen for that module (`SELECTION`, tests/bridge plus the local contract suite). A mutant
-is *killed* when those tests fail (or time out), *survived* when they all pass. The kill rate per
-module is what the policy's tests pin down: a survivor is a rule that can be broken with every
-test green.
+tests: first the pure rule tests (`QUICK`), and for a mutant they miss the module's whole
+`SELECTION` (tests/bridge plus the local contract suite). A mutant is *killed* when those tests
+fail (or time out), *survived* when they all pass. The kill rate per module is what the policy's
+tests pin down: a survivor is a rule that can be broken with every test green. `EQUIVALENT`
+lists the few mutants no input can observe, each with why. The latest measurement and the kill
+tests by rule family: tests/mutation/README.md.
 
-Speed: the parent imports the bridge and the test dependencies once, then forks a child per
-mutant; the child swaps the mutated code into the already-imported functions (`__code__`, and
-module-level values wherever they were imported) and runs pytest in-process. Nothing is written
-to disk: the source files are never touched.
+Speed: the parent imports the bridge, the pytest plugins and the test modules once, then forks
+a child per mutant (`--jobs` at a time); the child swaps the mutated code into the
+already-imported functions (`__code__`, and module-level values wherever they were imported) and
+runs pytest in-process. Nothing is written to disk: the source files are never touched.
 """
 
 from __future__ import annotations
