@@ -302,7 +302,7 @@ def _start(module: str, k: int, tests: list[str]) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
-            what = apply_mutant(module, k)
+            what = apply_mutant(module, k) if k >= 0 else "the unmutated code"
             import pytest
             args = [*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
             if any(t.startswith("contract_tests") for t in tests):
@@ -396,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         _preload(sorted({t for _, tests in stages for t in tests} | set() if args.tests or args.quick_only
                         else {t for _, tests in stages for t in tests} | {t for n in names for t in existing(SELECTION[n])}))
     outcomes: list[Outcome] = []
+    baseline_ok: set[tuple[str, ...]] = set()
     for name in names:
         module = MODULES[name]
         mutants = count_mutants(module)
@@ -417,6 +418,12 @@ def main(argv: list[str] | None = None) -> int:
             left = [o for o in todo if o.result == "survived"]
             if not left:
                 break
+            if tuple(tests) not in baseline_ok:  # a red or broken selection would "kill" every mutant
+                result, _ = run_many([(module, -1, tests)], 1, args.timeout)[(module, -1)]
+                if result != "survived":
+                    print(f"the {stage} tests do not pass on the unmutated code ({result}): {' '.join(tests)}", file=sys.stderr)
+                    return 2
+                baseline_ok.add(tuple(tests))
             by_index = {o.index: o for o in left}
 
             def done(module: str, k: int, result: str, seconds: float, stage: str = stage) -> None:
