@@ -93,8 +93,10 @@ class Policy:
         entries = self._own_entries(identity, purpose)
         for grant in grants:
             key = grant.scope
-            if key.tenant_id not in (identity.tenant_id, None) or grant.tenant_id != identity.tenant_id:
-                raise NotPermitted(f"grant {grant.grant_id} names scope {key} of another tenant; cross-tenant reads are never allowed")
+            # never the global scope either: no grant names it (`check_grant_issue`), so a stored
+            # one that does is refused, not honoured where global memory is switched off
+            if key.tenant_id != identity.tenant_id or grant.tenant_id != identity.tenant_id:
+                raise NotPermitted(f"grant {grant.grant_id} names scope {key}, not of tenant {identity.tenant_id}: grants never reach another tenant or the global scope")
             if key in entries:
                 continue
             weight = min(self.config.grant_weight, self.scope_weight(purpose, key.visibility))

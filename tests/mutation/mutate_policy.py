@@ -6,15 +6,17 @@
 
 One change at a time (flip a comparison, swap and/or, negate a condition, drop a `raise`, drop
 an element of a literal tuple/set/list, swap a returned True/False), then the fast in-process
-tests chosen for that module (`SELECTION`, tests/bridge plus the local contract suite). A mutant
-is *killed* when those tests fail (or time out), *survived* when they all pass. The kill rate per
-module is what the policy's tests pin down: a survivor is a rule that can be broken with every
-test green.
+tests: first the pure rule tests (`QUICK`), and for a mutant they miss the module's whole
+`SELECTION` (tests/bridge plus the local contract suite). A mutant is *killed* when those tests
+fail (or time out), *survived* when they all pass. The kill rate per module is what the policy's
+tests pin down: a survivor is a rule that can be broken with every test green. `EQUIVALENT`
+lists the few mutants no input can observe, each with why. The latest measurement and the kill
+tests by rule family: tests/mutation/README.md.
 
-Speed: the parent imports the bridge and the test dependencies once, then forks a child per
-mutant; the child swaps the mutated code into the already-imported functions (`__code__`, and
-module-level values wherever they were imported) and runs pytest in-process. Nothing is written
-to disk: the source files are never touched.
+Speed: the parent imports the bridge, the pytest plugins and the test modules once, then forks
+a child per mutant (`--jobs` at a time); the child swaps the mutated code into the
+already-imported functions (`__code__`, and module-level values wherever they were imported) and
+runs pytest in-process. Nothing is written to disk: the source files are never touched.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import importlib
 import json
 import os
@@ -31,6 +34,7 @@ import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +44,8 @@ MODULES = {
     "sharing": "bridge.policy.sharing",
     "roles": "bridge.policy.roles",
     "quotas": "bridge.policy.quotas",
+    "config": "bridge.policy.config",
+    "keys": "bridge.policy.keys",
 }
 
 _CORE = [
@@ -51,12 +57,17 @@ _CONTRACT = ["contract_tests/test_sharing.py", "contract_tests/test_lifecycle.py
 #: the tests run against each module's mutants (fast, in-process; the local contract suite)
 SELECTION = {
     "policy": _CORE + ["tests/bridge/test_hardening_erasure.py", "tests/bridge/test_recall_only_scopes.py", "tests/bridge/test_find_by_key.py"] + _CONTRACT,
-    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/migrate/test_portability.py"] + _CONTRACT,
+    "reads": _CORE + ["tests/bridge/test_find_by_key.py", "tests/bridge/test_history_hides_reads.py", "tests/migrate/test_portability.py"] + _CONTRACT,
     "sharing": _CORE + ["tests/bridge/test_sharing_state.py"] + _CONTRACT,
     "roles": ["tests/bridge/test_federated_injection.py", "tests/bridge/test_roles_file.py", "tests/bridge/test_roles_router_planner.py",
               "tests/bridge/test_multiagent_demo.py", "tests/bridge/test_policy_rules.py", "contract_tests/test_roles.py"],
     "quotas": ["tests/bridge/test_writes.py", "tests/bridge/test_policy_rules.py", "tests/bridge/test_admin_ops.py", "contract_tests/test_hardening.py"],
+    "config": _CORE + _CONTRACT,
+    "keys": ["tests/bridge/test_console_ops.py", "tests/bridge/test_admin_ops.py"],
 }
+#: The first stage for every module: the pure rule tests (no store, no door; a few seconds in all).
+#: A mutant they do not kill is run again against the module's whole `SELECTION`.
+QUICK = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "bridge").glob("test_policy*.py")) + ["tests/bridge/test_sharing_policy.py"]
 
 _FLIP = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.LtE: ast.Gt, ast.Gt: ast.LtE,
@@ -69,28 +80,42 @@ class _Mutator(ast.NodeTransformer):
 
     def __init__(self, target: int | None) -> None:
         self.target, self.n, self.done = target, 0, None
+        self.seen: list[str] = []  # every mutation point met, described
 
     def _hit(self, what: str, node: ast.AST) -> bool:
         here = self.n
         self.n += 1
+        self.seen.append(f"line {getattr(node, 'lineno', '?')}: {what}")
         if here == self.target:
             self.done = f"line {getattr(node, 'lineno', '?')}: {what}"
             return True
         return False
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        # never mutate a docstring, nor an annotation (`list[tuple[ScopeKey, str]]` is no rule:
+        # with postponed annotations it is a string nothing evaluates)
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-            node.body = [body[0]] + [self.visit(s) for s in body[1:]]  # never mutate a docstring
-            node.decorator_list = [self.visit(d) for d in node.decorator_list]
-            return node
-        return self.generic_visit(node)
+        start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        node.body = body[:start] + [self.visit(s) for s in body[start:]]
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return node  # the export list is no rule
+        if any(isinstance(t, ast.Tuple) for t in node.targets) and isinstance(node.value, ast.Tuple):
+            node.value.elts = [self.visit(e) for e in node.value.elts]  # `a, b = x, y`: dropping one only fails to unpack
+            return node
         return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -163,7 +188,10 @@ class _Mutator(ast.NodeTransformer):
     visit_List = _drop  # type: ignore[assignment]
 
 
+@functools.lru_cache(maxsize=None)
 def _source(module: str) -> tuple[str, Path]:
+    """The module's text, read once by the parent (the forked children inherit it), so an edit
+    to the file during a run cannot shift the mutant numbering under it."""
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
     path = Path(spec.origin)
@@ -174,12 +202,7 @@ def count_mutants(module: str) -> list[str]:
     text, _ = _source(module)
     counter = _Mutator(None)
     counter.visit(ast.parse(text))
-    out = []
-    for k in range(counter.n):
-        m = _Mutator(k)
-        m.visit(ast.parse(text))
-        out.append(m.done or "?")
-    return out
+    return counter.seen
 
 
 def _functions(ns: dict, prefix: str = "") -> dict[str, types.FunctionType]:
@@ -233,25 +256,53 @@ def apply_mutant(module: str, k: int) -> str:
     return mutator.done or "?"
 
 
+#: Equivalent mutants: changes no input can observe, left out of the kill rate. Keyed by module and
+#: `signature` (the mutated source line plus the change, so an edit elsewhere keeps the key); each
+#: with the reason it is equivalent. Keep this list short and honest: a mutant that a test *could*
+#: kill is a missing test, not an entry here.
+EQUIVALENT: dict[tuple[str, str], str] = {
+    ("reads", "HISTORY_HIDDEN_ACTIONS = frozenset({\"recall\", \"export\"}) :: drop element 'export' of {'recall', 'export'}"):
+        "an export's audit row names scopes, never a memory id (bridge/handlers/export.py), and a memory's history "
+        "asks the audit for rows of that memory id only: no export row can ever reach the filter",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _lines(module: str) -> list[str]:
+    return _source(module)[0].splitlines()
+
+
+def signature(module: str, what: str) -> str:
+    """`what` ("line N: change") as "<the source line, stripped> :: change", stable across edits
+    elsewhere in the file."""
+    line, _, change = what.partition(": ")
+    try:
+        src = _lines(MODULES[module])[int(line.removeprefix("line ")) - 1].strip()
+    except (ValueError, IndexError):
+        src = line
+    return f"{src} :: {change}"
+
+
 @dataclass
 class Outcome:
     module: str
     index: int
     what: str
-    result: str  # killed / survived / timeout / error
+    result: str  # killed / survived / timeout / error / equivalent
     seconds: float
+    stage: str = ""  # which selection killed it: "quick" or "full"
 
 
-def run_one(module: str, k: int, tests: list[str], timeout: float) -> Outcome:
-    start = time.monotonic()
+def _start(module: str, k: int, tests: list[str]) -> int:
+    """Fork a child that swaps in mutant `k` and runs `tests`, exiting with pytest's code."""
     pid = os.fork()
-    if pid == 0:  # the child: mutate, test, exit with pytest's code
+    if pid == 0:
         try:
             os.setsid()
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
-            what = apply_mutant(module, k)
+            what = apply_mutant(module, k) if k >= 0 else "the unmutated code"
             import pytest
             args = [*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
             if any(t.startswith("contract_tests") for t in tests):
@@ -260,19 +311,59 @@ def run_one(module: str, k: int, tests: list[str], timeout: float) -> Outcome:
             os._exit(int(code) if what != "?" else 99)
         except BaseException:
             os._exit(98)
-    deadline = start + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return Outcome(module, k, "", "timeout", time.monotonic() - start)
-        time.sleep(0.05)
+    return pid
+
+
+def _result(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
-    result = {0: "survived", 1: "killed", 5: "error", 98: "error", 99: "error"}.get(code, "killed")
-    return Outcome(module, k, "", result, time.monotonic() - start)
+    return {0: "survived", 1: "killed", 5: "error", 98: "error", 99: "error"}.get(code, "killed")
+
+
+def run_many(
+    jobs: list[tuple[str, int, list[str]]], parallel: int, timeout: float, on_done: Callable[[str, int, str, float], None] = lambda *_: None,
+) -> dict[tuple[str, int], tuple[str, float]]:
+    """Run each (module, mutant, tests) in its own forked child, `parallel` at a time; `on_done`
+    hears of each as it ends."""
+    pending, running, out = list(jobs), {}, {}
+    while pending or running:
+        while pending and len(running) < parallel:
+            module, k, tests = pending.pop(0)
+            running[_start(module, k, tests)] = (module, k, time.monotonic())
+        time.sleep(0.05)
+        for pid, (module, k, start) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                out[(module, k)] = (_result(status), time.monotonic() - start)
+            elif time.monotonic() - start > timeout:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                out[(module, k)] = ("timeout", time.monotonic() - start)
+            else:
+                continue
+            del running[pid]
+            on_done(module, k, *out[(module, k)])
+    return out
+
+
+def _preload(tests: list[str]) -> None:
+    """Import, in the parent, what every child's pytest run would import again: the pytest plugins
+    installed as entry points (hypothesis, schemathesis... seconds of imports each), the conftest
+    files and the test modules themselves. A forked child then finds them in `sys.modules` and
+    spends its time running tests, not importing them (pytest reuses an imported module)."""
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="pytest11"):
+        try:
+            importlib.import_module(ep.module)
+        except Exception:  # a plugin that fails to import here fails the same way in pytest
+            pass
+    for test in tests:
+        path = ROOT / test
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        for depth in range(1, len(parts)):
+            if (ROOT.joinpath(*parts[:depth]) / "conftest.py").exists():
+                importlib.import_module(".".join(parts[:depth]) + ".conftest")
+        if path.suffix == ".py":
+            importlib.import_module(".".join(parts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,46 +373,81 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, action="append", help="run only these mutant indexes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant before it counts as killed (a hang)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
-    parser.add_argument("--tests", action="append", help="run these test paths instead of the module's SELECTION")
+    parser.add_argument("--tests", action="append", help="run only these test paths (one stage, instead of QUICK then SELECTION)")
     parser.add_argument("--without", action="append", default=[], help="leave these test paths out (a 'before' measurement)")
+    parser.add_argument("--quick-only", action="store_true", help="stop after the QUICK stage (survivors are not re-run against SELECTION)")
+    parser.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at the same time (each in its own forked child)")
     parser.add_argument("--sample", type=int, default=1, help="run every Nth mutant only (a quick estimate)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
-    names = args.module or sorted(MODULES)
+    names = args.module or list(MODULES)
     # imported once, before any fork: the children share them
     import bridge.facade  # noqa: F401
     import pytest  # noqa: F401
     for name in names:
         importlib.import_module(MODULES[name])
+
+    def existing(paths: list[str]) -> list[str]:
+        return [t for t in paths if (ROOT / t).exists() and t not in args.without]
+
+    stages = [("given", existing(args.tests))] if args.tests else [("quick", existing(QUICK))]
+    if not args.list:
+        _preload(sorted({t for _, tests in stages for t in tests} | set() if args.tests or args.quick_only
+                        else {t for _, tests in stages for t in tests} | {t for n in names for t in existing(SELECTION[n])}))
     outcomes: list[Outcome] = []
+    baseline_ok: set[tuple[str, ...]] = set()
     for name in names:
         module = MODULES[name]
         mutants = count_mutants(module)
-        tests = [t for t in (args.tests or SELECTION[name]) if (ROOT / t).exists() and t not in args.without]
         if args.list:
             for k, what in enumerate(mutants):
-                print(f"{name}#{k}: {what}")
+                note = " [equivalent]" if (name, signature(name, what)) in EQUIVALENT else ""
+                print(f"{name}#{k}: {what}{note}")
             continue
+        todo: list[Outcome] = []
         for k, what in enumerate(mutants):
             if (args.only and k not in args.only) or k % args.sample:
                 continue
-            o = run_one(module, k, tests, args.timeout)
-            o.what = what
-            outcomes.append(o)
-            print(f"{name}#{k} {o.result:8} {o.seconds:6.1f}s  {what}", flush=True)
+            o = Outcome(module, k, what, "survived", 0.0)
+            if (name, signature(name, what)) in EQUIVALENT:
+                o.result = "equivalent"
+            todo.append(o)
+        plan = stages if args.tests or args.quick_only else [*stages, ("full", existing(SELECTION[name]))]
+        for stage, tests in plan:
+            left = [o for o in todo if o.result == "survived"]
+            if not left:
+                break
+            if tuple(tests) not in baseline_ok:  # a red or broken selection would "kill" every mutant
+                result, _ = run_many([(module, -1, tests)], 1, args.timeout)[(module, -1)]
+                if result != "survived":
+                    print(f"the {stage} tests do not pass on the unmutated code ({result}): {' '.join(tests)}", file=sys.stderr)
+                    return 2
+                baseline_ok.add(tuple(tests))
+            by_index = {o.index: o for o in left}
+
+            def done(module: str, k: int, result: str, seconds: float, stage: str = stage) -> None:
+                o = by_index[k]
+                o.result, o.stage = result, stage
+                o.seconds += seconds
+                print(f"{name}#{k} {result:8} {stage:5} {seconds:6.1f}s  {o.what}", flush=True)
+
+            run_many([(module, o.index, tests) for o in left], args.jobs, args.timeout, done)
+        outcomes += todo
     if args.list:
         return 0
-    print("\nkill rate per module (killed + timeout) / (all - error):")
+    print("\nkill rate per module (killed + timeout) / (all - error - equivalent):")
     for name in names:
         mine = [o for o in outcomes if o.module == MODULES[name]]
-        valid = [o for o in mine if o.result != "error"]
+        valid = [o for o in mine if o.result not in ("error", "equivalent")]
         killed = [o for o in valid if o.result in ("killed", "timeout")]
         rate = 100.0 * len(killed) / len(valid) if valid else float("nan")
-        print(f"  {name:8} {len(killed)}/{len(valid)} = {rate:.1f}%  ({len(mine) - len(valid)} errors)")
+        errors = sum(o.result == "error" for o in mine)
+        equivalent = sum(o.result == "equivalent" for o in mine)
+        print(f"  {name:8} {len(killed)}/{len(valid)} = {rate:.1f}%  ({equivalent} equivalent excluded, {errors} errors)")
         for o in mine:
-            if o.result == "survived":
-                print(f"    survivor {name}#{o.index}: {o.what}")
+            if o.result in ("survived", "error"):
+                print(f"    {o.result} {name}#{o.index}: {o.what}")
     if args.json:
         args.json.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1), encoding="utf-8")
     return 0
