@@ -10,6 +10,13 @@
     VIKING_BRIDGE_SERVICE_MAX_BODY_BYTES       1048576     larger bodies: 413
     VIKING_BRIDGE_SERVICE_MAX_QUERY_BYTES      8192        longer query strings: 414
     VIKING_BRIDGE_SERVICE_REQUEST_TIMEOUT_SECONDS 30       an operation running longer: 503
+    VIKING_BRIDGE_SERVICE_HEADER_TIMEOUT_SECONDS 10        request line + headers not complete this long
+                                                           after their first byte (or after connecting):
+                                                           408 and the connection closed
+    VIKING_BRIDGE_SERVICE_BODY_TIMEOUT_SECONDS 60          a body not complete this long after its headers:
+                                                           408 and the connection closed
+    VIKING_BRIDGE_SERVICE_MAX_HEADER_BYTES     65536       request line + headers larger: 431, closed
+    VIKING_BRIDGE_SERVICE_MAX_HEADERS          100         more header lines: 431, closed
     VIKING_BRIDGE_SERVICE_RATE_PER_SECOND      50          token bucket refill per identity
     VIKING_BRIDGE_SERVICE_RATE_BURST           100         bucket size per identity (0: no limit)
     VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS 30        in-flight requests get this long on SIGTERM
@@ -56,6 +63,12 @@ class ServiceSettings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
     max_query_bytes: int = Field(8192, ge=256, le=1_048_576)
     request_timeout_seconds: float = Field(30.0, gt=0, le=3600)
+    #: read limits of every listening door (bridge/doors/http/connection.py): a client that sends
+    #: its request slowly, partly or with a huge head must not hold a connection or a worker
+    header_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    max_header_bytes: int = Field(65_536, ge=4096, le=16 * 1_048_576)
+    max_headers: int = Field(100, ge=16, le=10_000)
     rate_per_second: float = Field(50.0, gt=0, le=1_000_000)
     rate_burst: int = Field(100, ge=0, le=10_000_000)
     shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)
