@@ -1,4 +1,4 @@
-"""Exactly-once under SIGKILL, the short version of `benchmarks/fault_audit.py` (which runs 25
+"""Exactly-once under SIGKILL, the short version of `fault_audit.py` beside it (which runs 25
 rounds, 4 writers, and on two PostgreSQL replicas): a real `viking-bridge serve` on the local store
 is killed twice while two writers write; the writers retry every unanswered write with its
 idempotency key, as a client must. Every acknowledged write is then stored exactly once and every
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.fault_audit import run_local
+from tests.service.fault_audit import run_local
 
 
 def test_sigkilled_service_loses_nothing_duplicates_nothing_and_audits_each_write_once(tmp_path: Path) -> None:

@@ -37,7 +37,8 @@ from bridge.doors.http import admin as console
 from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
 from identity.providers.api_keys import ApiKeyProvider
-from bridge.doors.http.limits import json_body, read_deadline, BodyLimit, TokenBuckets
+from bridge.doors.connection import read_deadline
+from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log
 from bridge.doors.http.problems import MEDIA_TYPE, problem_body, problem_for

@@ -1,5 +1,5 @@
-"""Request limits of the service: body and query size (ASGI middleware), the body's read deadline
-and per-identity rate.
+"""Request limits of the service: body and query size (ASGI middleware) and per-identity rate
+(the read deadlines of every door are in bridge/doors/connection.py).
 
 The size limit is enforced while the body is read, not after: a `Content-Length` over the limit
 is refused before one byte is read, and a chunked body is cut off as soon as it passes the
@@ -10,14 +10,13 @@ not be shared (with N workers an identity gets at most N times the rate).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
-from bridge.errors import IncompleteRequest, RequestRateLimited, RequestTooLarge, UnsupportedMediaType
+from bridge.errors import RequestRateLimited, RequestTooLarge, UnsupportedMediaType
 
-__all__ = ["BodyLimit", "TokenBuckets", "json_body", "read_deadline", "IncompleteRequest"]
+__all__ = ["BodyLimit", "TokenBuckets", "json_body"]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -37,30 +36,6 @@ def json_body(scope: Scope, body: bytes) -> None:
     media = types[0].split(";", 1)[0].strip()
     if media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(f"the request body is {media}; this API reads JSON bodies: send Content-Type: application/json (curl: -H 'Content-Type: application/json')")
-
-
-def read_deadline(receive: Receive, seconds: float) -> Receive:
-    """`receive` that raises `IncompleteRequest` once the body has taken `seconds` in all since this
-    call (made as the head is complete): a deadline on the whole body, so a byte a second does not
-    reset it. Once the body is complete, `receive` is passed through untimed (an app may wait on it
-    for the client's disconnect as long as its response lasts)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    complete = False
-
-    async def timed() -> dict[str, Any]:
-        nonlocal complete
-        if complete:
-            return await receive()
-        try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            raise IncompleteRequest(f"the request body was not complete within {seconds:g} s") from None
-        if message["type"] != "http.request" or not message.get("more_body"):
-            complete = True
-        return message
-
-    return timed
 
 
 class BodyLimit:

@@ -52,7 +52,7 @@ def check_configuration() -> None:
 def serve(host: str | None = None, port: int | None = None, workers: int | None = None) -> int:
     import uvicorn
 
-    from bridge.doors.http.connection import uvicorn_options
+    from bridge.doors.connection import uvicorn_options
 
     settings = load_service_settings()
     host = host or settings.host

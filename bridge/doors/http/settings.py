@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bridge.doors.connection import ReadLimits
 from bridge.errors import ConfigurationError
 from identity.settings import SettingPath
 
@@ -52,7 +53,10 @@ def _split(value: Any) -> Any:
     return value
 
 
-class ServiceSettings(BaseSettings):
+class ServiceSettings(ReadLimits):
+    """The read limits (header/body timeouts, header size and count) are inherited from
+    `ReadLimits` (bridge/doors/connection.py), which the MCP door reads too."""
+
     model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_SERVICE_", extra="ignore", frozen=True)
 
     host: str = "127.0.0.1"
@@ -63,12 +67,6 @@ class ServiceSettings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
     max_query_bytes: int = Field(8192, ge=256, le=1_048_576)
     request_timeout_seconds: float = Field(30.0, gt=0, le=3600)
-    #: read limits of every listening door (bridge/doors/http/connection.py): a client that sends
-    #: its request slowly, partly or with a huge head must not hold a connection or a worker
-    header_timeout_seconds: float = Field(10.0, gt=0, le=3600)
-    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
-    max_header_bytes: int = Field(65_536, ge=4096, le=16 * 1_048_576)
-    max_headers: int = Field(100, ge=16, le=10_000)
     rate_per_second: float = Field(50.0, gt=0, le=1_000_000)
     rate_burst: int = Field(100, ge=0, le=10_000_000)
     shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)

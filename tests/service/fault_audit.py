@@ -2,8 +2,8 @@
 SIGKILLed and restarted round after round; afterwards every acknowledged write must be stored
 exactly once and every stored memory audited exactly once (`write` or `recovered`).
 
-    python -m benchmarks.fault_audit --backend local --rounds 25 --writers 4
-    python -m benchmarks.fault_audit --backend postgres --rounds 25 --writers 4   # two replicas on one database
+    python -m tests.service.fault_audit --backend local --rounds 25 --writers 4
+    python -m tests.service.fault_audit --backend postgres --rounds 25 --writers 4   # two replicas on one database
 
 Writers behave as a careful client does: a write that got no answer (the process died under it,
 or it answered 503) is retried with the same idempotency key until it is acknowledged, so a write
@@ -14,8 +14,10 @@ each round kills one of them (alternately) while both take writes, the survivor 
 
 Prints one JSON line: acknowledged, stored, lost (acknowledged but absent), duplicated (a
 content stored twice), audited_not_once (stored memories with zero or several audit rows), and
-the seconds it took. Exit 1 if any of the three counts is non-zero. `tests/service/test_fault_audit.py`
-runs a short version in the default suite; this is the full-size run (minutes).
+the seconds it took. Exit 1 if any of the three counts is non-zero. `test_fault_audit.py`
+runs a short version in the default suite; this is the full-size run (minutes). It lives with the
+tests, not under benchmarks/, because it drives the test kits' real servers (benchmarks measure
+library code only).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Callable
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

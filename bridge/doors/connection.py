@@ -15,7 +15,7 @@ deadline either. So `LimitedHttpToolsProtocol` adds, per connection:
 - a head size and a header count limit, counted while the head arrives (a head never completes
   into memory past the limit): over either, 431 and the connection is closed;
 - a body backstop: a body still incomplete `body_timeout_seconds` (+ a short grace) after its head
-  closes the connection. The app-level guard (`limits.read_deadline`, used by the service's edge
+  closes the connection. The app-level guard (`read_deadline`, used by the service's edge
   and by `BodyDeadline` for the MCP door) answers 408 first whenever the app is waiting for that
   body; the backstop also covers a body nobody reads.
 
@@ -27,18 +27,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from bridge.doors.http.limits import IncompleteRequest, read_deadline
-from bridge.doors.http.problems import MEDIA_TYPE, problem_body
+from bridge.errors import ConfigurationError, IncompleteRequest
 
-__all__ = ["ConnectionLimits", "connection_limits", "LimitedHttpToolsProtocol", "BodyDeadline", "uvicorn_options"]
+__all__ = ["ReadLimits", "connection_limits", "read_deadline", "LimitedHttpToolsProtocol", "BodyDeadline", "uvicorn_options"]
 
 #: the protocol class by import path: uvicorn's worker processes import it themselves
-PROTOCOL = "bridge.doors.http.connection:LimitedHttpToolsProtocol"
+PROTOCOL = "bridge.doors.connection:LimitedHttpToolsProtocol"
 #: the app-level 408 comes first; the connection is closed this much later if the body is still short
 BACKSTOP_GRACE_SECONDS = 2.0
 #: after a refusal the server stops sending and reads (and drops) what the client still sends this
@@ -49,21 +49,53 @@ LINGER_SECONDS = 2.0
 _REASONS = {408: "Request Timeout", 431: "Request Header Fields Too Large"}
 
 
-@dataclass(frozen=True)
-class ConnectionLimits:
-    header_timeout_seconds: float
-    body_timeout_seconds: float
-    max_header_bytes: int
-    max_headers: int
+class ReadLimits(BaseSettings):
+    """`VIKING_BRIDGE_SERVICE_{HEADER_TIMEOUT_SECONDS, BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES,
+    MAX_HEADERS}`: the service's settings inherit these, and the MCP door reads the same ones."""
+
+    model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_SERVICE_", extra="ignore", frozen=True)
+
+    header_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    max_header_bytes: int = Field(65_536, ge=4096, le=16 * 1_048_576)
+    max_headers: int = Field(100, ge=16, le=10_000)
 
 
 @functools.lru_cache(maxsize=1)
-def connection_limits() -> ConnectionLimits:
-    """The limits from `VIKING_BRIDGE_SERVICE_*` (settings.py), read once per process."""
-    from bridge.doors.http.settings import load_service_settings
+def connection_limits() -> ReadLimits:
+    """The limits from the environment, read once per process (each uvicorn worker reads its own)."""
+    try:
+        return ReadLimits()
+    except ValidationError as exc:
+        problems = "; ".join(f"VIKING_BRIDGE_SERVICE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
+        raise ConfigurationError(f"invalid service configuration: {problems}") from None
 
-    s = load_service_settings()
-    return ConnectionLimits(s.header_timeout_seconds, s.body_timeout_seconds, s.max_header_bytes, s.max_headers)
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def read_deadline(receive: Receive, seconds: float) -> Receive:
+    """`receive` that raises `IncompleteRequest` once the body has taken `seconds` in all since this
+    call (made as the head is complete): a deadline on the whole body, so a byte a second does not
+    reset it. Once the body is complete, `receive` is passed through untimed (an app may wait on it
+    for the client's disconnect as long as its response lasts)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    complete = False
+
+    async def timed() -> dict[str, Any]:
+        nonlocal complete
+        if complete:
+            return await receive()
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            raise IncompleteRequest(f"the request body was not complete within {seconds:g} s") from None
+        if message["type"] != "http.request" or not message.get("more_body"):
+            complete = True
+        return message
+
+    return timed
 
 
 def uvicorn_options() -> dict[str, Any]:
@@ -72,10 +104,13 @@ def uvicorn_options() -> dict[str, Any]:
 
 
 def _raw_problem(status: int, detail: str) -> bytes:
-    slug = "incomplete-request" if status == 408 else "header-fields-too-large"
-    raw = json.dumps(problem_body(status, slug, _REASONS[status], detail, "-")).encode()
+    """The refusal as RFC 9457 problem+json, in the shape of the service's problems
+    (bridge/doors/http/problems.py); written here because the connection has no app to ask."""
+    slug, error = ("incomplete-request", "IncompleteRequest") if status == 408 else ("header-fields-too-large", "RequestHeaderFieldsTooLarge")
+    body = {"type": "urn:viking-bridge:problem:" + slug, "title": _REASONS[status], "status": status, "detail": detail, "error": error}
+    raw = json.dumps(body).encode()
     return b"".join([
-        f"HTTP/1.1 {status} {_REASONS[status]}\r\n".encode(), b"content-type: ", MEDIA_TYPE.encode(), b"\r\n",
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\n".encode(), b"content-type: application/problem+json\r\n",
         b"content-length: ", str(len(raw)).encode(), b"\r\n", b"connection: close\r\n\r\n", raw,
     ])
 
