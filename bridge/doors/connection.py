@@ -214,9 +214,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._body_timer.cancel()
             self._body_timer = None
 
+    def _mine(self) -> bool:
+        """The connection is still this protocol's (not handed on, e.g. to a WebSocket protocol)."""
+        return not self.transport.is_closing() and self.transport.get_protocol() is self
+
     def _head_expired(self) -> None:
         self._head_timer = None
-        if self._refused or self.transport.is_closing() or not self._in_head:
+        if self._refused or not self._mine() or not self._in_head:
             return
         if self.cycle is not None and not self.cycle.response_complete:
             self._arm_head_timer()  # a pipelined head waits behind a request still answered
@@ -229,7 +233,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def _body_expired(self) -> None:
         self._body_timer = None
-        if not self._in_head and not self.transport.is_closing():
+        if not self._in_head and self._mine():
             self._refused = True
             self.transport.close()  # the app's 408 had its chance; a body nobody waits for ends here
 

@@ -125,7 +125,7 @@ def verify(url: str, admin_key: str, writers: list[Writer]) -> dict[str, int]:
             "retries": sum(w.retries for w in writers)}
 
 
-def run_local(rounds: int, n_writers: int, seed: int, tmp: Path) -> dict[str, Any]:
+def run_local(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[float, float] = (0.3, 1.5)) -> dict[str, Any]:
     from tests.service.servicekit import spawn_service
 
     env = {"VIKING_BRIDGE_STATE_INTENT_GRACE_S": str(INTENT_GRACE_S)}
@@ -140,7 +140,7 @@ def run_local(rounds: int, n_writers: int, seed: int, tmp: Path) -> dict[str, An
         t.start()
     try:
         for _ in range(rounds):
-            time.sleep(rng.uniform(0.3, 1.5))
+            time.sleep(rng.uniform(*up))  # the process serves this long, then dies
             os.kill(service.process.pid, signal.SIGKILL)
             service.process.wait(10)
             current.clear()
@@ -158,7 +158,7 @@ def run_local(rounds: int, n_writers: int, seed: int, tmp: Path) -> dict[str, An
         service.stop()
 
 
-def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path) -> dict[str, Any]:
+def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[float, float] = (0.3, 1.5)) -> dict[str, Any]:
     import secrets
 
     from contract_tests.postgres_server import shared_server
@@ -184,7 +184,7 @@ def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path) -> dict[str,
     n = 2
     try:
         for round_ in range(rounds):
-            time.sleep(rng.uniform(0.3, 1.5))
+            time.sleep(rng.uniform(*up))  # the process serves this long, then dies
             victim = round_ % 2
             os.kill(replicas[victim].process.pid, signal.SIGKILL)
             replicas[victim].process.wait(10)
@@ -221,11 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--up", type=float, nargs=2, default=(0.3, 1.5), metavar=("MIN", "MAX"), help="seconds a process serves before it is killed")
     args = parser.parse_args(argv)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="vb-fault-")  # kept when the run fails: the processes' logs are in it
     run = run_local if args.backend == "local" else run_postgres
-    result = run(args.rounds, args.writers, args.seed, Path(tmp))
+    result = run(args.rounds, args.writers, args.seed, Path(tmp), tuple(args.up))
     shutil.rmtree(tmp, ignore_errors=True)
     result.update(backend=args.backend, rounds=args.rounds, writers=args.writers, seconds=round(time.monotonic() - started, 1))
     print(json.dumps(result), flush=True)
