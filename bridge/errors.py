@@ -19,6 +19,7 @@
      │    │                                    or kind, malformed reference, id grammar
      │    ├── InvalidIdError                   identity.ids: an id that breaks the grammar
      │    ├── RequestTooLarge                  413/414: a body or query over the door's limit
+     │    ├── IncompleteRequest                408: a body that did not arrive within the door's limit
      │    ├── UnsupportedMediaType             415: a body the API cannot read (not JSON)
      │    └── InvalidRequest                   adapters: EmptyScopeError, UnsupportedFilter,
      │                                         EmbedderMismatch
@@ -86,7 +87,7 @@ __all__ = [
     "NotPermitted", "ManifestError", "NotFound", "Conflict", "RecallIncomplete", "Unavailable",
     "CorruptStorage", "BridgeError", "IncompatibleSchema", "InvalidIdentityInput", "NonceCacheFull",
     "StorageUnavailable", "UnusableKey", "RoleFileError", "RoleRefused", "QuotaExceeded",
-    "ImpersonationRefused", "RequestTooLarge", "RequestRateLimited", "RequestTimeout",
+    "ImpersonationRefused", "RequestTooLarge", "RequestRateLimited", "RequestTimeout", "IncompleteRequest",
 ]
 
 #: Kept for callers of the first release: the bridge's errors are the whole tree now.
@@ -155,6 +156,11 @@ class RequestTooLarge(InvalidInput):
     def __init__(self, message: str, *, status: int = 413) -> None:
         self.status = status
         super().__init__(message)
+
+
+class IncompleteRequest(InvalidInput):
+    """The request's body did not arrive within the door's read limit (408, and the connection is
+    closed): a client that announces more than it sends, or drips it, must not hold a worker."""
 
 
 class UnsupportedMediaType(InvalidInput):

@@ -48,7 +48,7 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
-from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
+from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
 from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations, schema_is_current
@@ -233,7 +233,7 @@ class PostgresBackend:
                 f"refusing to serve memories: the runtime role {why}, so row-level security would not bind it;"
                 " connect as a role without those rights (docs/deploying.md)", backend=self.name,
             )
-        return [tuple(r) for r in await (await conn.execute("SELECT name, value FROM backend_meta")).fetchall()]  # type: ignore[misc]
+        return [tuple(r) for r in await (await conn.execute("SELECT name, value FROM backend_meta_read()")).fetchall()]  # type: ignore[misc]
 
     def _ready(self) -> PgPool:
         if self._pool is None:
@@ -512,7 +512,9 @@ class PostgresBackend:
             raise InvalidRequest("tenant_id must be a non-empty string", backend=self.name)
 
         async def run(conn: Conn) -> list[Any]:
-            return await (await conn.execute("SELECT scope FROM memory_scopes WHERE tenant_id = %s AND rows > 0 ORDER BY scope", (_text(tenant_id, "tenant_id"),))).fetchall()
+            tenant = _text(tenant_id, "tenant_id")
+            await conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))  # the table's policy shows this tenant only
+            return await (await conn.execute("SELECT scope FROM memory_scopes WHERE tenant_id = %s AND rows > 0 ORDER BY scope", (tenant,))).fetchall()
 
         keys: list[ScopeKey] = []
         for (text,) in await self._run(run):
@@ -528,7 +530,7 @@ class PostgresBackend:
     async def count(self) -> int:
         """Every row (an operator view over `memory_scopes`, no memory read)."""
         async def run(conn: Conn) -> int:
-            return int((await (await conn.execute("SELECT COALESCE(SUM(rows), 0) FROM memory_scopes")).fetchone())[0])  # type: ignore[index]
+            return int((await (await conn.execute("SELECT COALESCE(memory_row_count(), 0)")).fetchone())[0])  # type: ignore[index]
 
         return await self._run(run)
 

@@ -16,19 +16,26 @@ occur in a ScopeKey (the id grammar forbids control characters); memory ids that
 are dropped before a setting is built (they cannot be ours).
 
 `memory_scopes` counts rows per scope (kept by a SECURITY DEFINER trigger), so `list_scopes` can
-name a tenant's scopes without reading any memory row; the runtime role may only SELECT it.
+name a tenant's scopes without reading any memory row. Scope names carry user, workspace and team
+ids, so it has row-level security too (migration 3): the runtime role sees the rows of the one
+tenant its transaction declared in `viking_bridge.tenant`, and nothing when it declared none; the
+total row count comes from `memory_row_count()`, a definer function that returns a number only.
 `backend_meta` holds the store id, the embedder signature and the cursor key shared by every
-replica. Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
+replica. Since migration 3 the runtime role cannot SELECT it: it reads it once, at open, through
+the definer function `backend_meta_read()`, so no filterless query, export or view of the role's
+tables carries the key that signs every list cursor.
+Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 """
 
 from __future__ import annotations
 
-__all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "SEP", "PAIR"]
+__all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "TENANT_SETTING", "SEP", "PAIR"]
 
 COMPONENT = "memories"
 SCOPES_SETTING = "viking_bridge.scopes"
 MEMORIES_SETTING = "viking_bridge.memories"
 IDS_SETTING = "viking_bridge.memory_ids"
+TENANT_SETTING = "viking_bridge.tenant"
 SEP = "\x1f"
 PAIR = "\x1e"
 
@@ -98,5 +105,25 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE memories ADD COLUMN expires_at double precision;
     CREATE INDEX memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL;
+    """,
+    # 3: the runtime role's reach beyond `memories`. Scope names only for the declared tenant
+    # (ENABLE without FORCE: the counting trigger runs as the owner and keeps every row); the
+    # store's metadata, cursor key included, only through a definer function read at open. Both
+    # functions pin their search path to the schema they were created in (FROM CURRENT: this
+    # schema, the vector extension's, pg_catalog) and name catalog functions in full.
+    """
+    ALTER TABLE memory_scopes ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY memory_scopes_of_declared_tenant ON memory_scopes FOR SELECT TO {runtime}
+        USING (tenant_id = (SELECT current_setting('viking_bridge.tenant', true)));
+    CREATE FUNCTION memory_row_count() RETURNS bigint LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT
+        AS $$ SELECT pg_catalog.sum(rows)::bigint FROM memory_scopes $$;
+    REVOKE ALL ON FUNCTION memory_row_count() FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION memory_row_count() TO {runtime};
+
+    REVOKE SELECT ON backend_meta FROM {runtime};
+    CREATE FUNCTION backend_meta_read() RETURNS TABLE (name text, value text) LANGUAGE sql STABLE SECURITY DEFINER
+        SET search_path FROM CURRENT AS $$ SELECT m.name, m.value FROM backend_meta m $$;
+    REVOKE ALL ON FUNCTION backend_meta_read() FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION backend_meta_read() TO {runtime};
     """,
 )

@@ -52,7 +52,7 @@ def base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("VIKING_BRIDGE_", "PROMETHEUS_"))}
 
 
-def spawn_mcp_http(tmp: Path, *, ready_timeout: float = 60.0) -> Service:
+def spawn_mcp_http(tmp: Path, *, ready_timeout: float = 60.0, env: dict[str, str] | None = None) -> Service:
     tmp.mkdir(parents=True, exist_ok=True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
@@ -64,6 +64,7 @@ def spawn_mcp_http(tmp: Path, *, ready_timeout: float = 60.0) -> Service:
         "VIKING_BRIDGE_JWT__ISSUER": ISSUER,
         "VIKING_BRIDGE_JWT__AUDIENCE": AUDIENCE,
         "VIKING_BRIDGE_JWT__PUBLIC_KEY_PEM": pem,
+        **(env or {}),
     }
     keys = ApiKeyStore(tmp / "keys.sqlite3")
     log_path, err_path = tmp / "mcp.out", tmp / "mcp.err"

@@ -200,3 +200,38 @@ async def test_ann_index_serves_only_its_scope_and_never_widens_a_search(backend
     with as_app(pg_db) as conn:
         (predicate,) = conn.execute("SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = %s::regclass", (name,)).fetchone()
     assert str(ALICE) in predicate
+
+
+# -- the runtime role's reach beyond `memories`: scope names and the cursor key --------------
+
+def _as_runtime(db: TestDatabase, sql: str, tenant: str | None = None) -> list[tuple[Any, ...]]:
+    with as_app(db) as conn, conn.transaction():
+        if tenant is not None:
+            conn.execute("SELECT set_config('viking_bridge.tenant', %s, true)", (tenant,))
+        return conn.execute(sql).fetchall()
+
+
+async def test_runtime_role_reads_no_scope_name_of_a_tenant_its_transaction_did_not_declare(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    """Scope names carry user, team and workspace ids: a filterless read of the per-scope counts
+    sees nothing, and a transaction that declared acme sees acme's scopes only, never globex's."""
+    await _world(backend)
+    assert _as_runtime(pg_db, "SELECT scope FROM memory_scopes") == [], "undeclared: the runtime role read scope names"
+    seen = {s for (s,) in _as_runtime(pg_db, "SELECT scope FROM memory_scopes", tenant="acme")}
+    assert seen == {str(ALICE), str(BOB)}, f"declared acme, saw {seen}"
+    assert set(await backend.list_scopes("acme")) == {ALICE, BOB}
+    assert await backend.list_scopes("globex") == [GLOBEX]
+    assert await backend.count() == 3  # the operator's total still counts every row (a number, no names)
+
+
+async def test_runtime_role_cannot_select_the_cursor_key(backend: PostgresBackend, pg_db: TestDatabase) -> None:
+    """The key that signs every list cursor is not readable by a plain SELECT as the runtime role."""
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        _as_runtime(pg_db, "SELECT value FROM backend_meta WHERE name = 'cursor_key'")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        _as_runtime(pg_db, "SELECT * FROM backend_meta")
+    await _world(backend)
+    await backend.put(ALICE, note("alice walks to work"), idempotency_key="k-second")
+    first = await backend.list_page(ALICE, limit=1)  # cursors still sign and verify
+    assert first.next_cursor is not None
+    second = await backend.list_page(ALICE, limit=1, cursor=first.next_cursor)
+    assert {m.content for m in (*first.memories, *second.memories)} == {"alice likes green tea", "alice walks to work"}

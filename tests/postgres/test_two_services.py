@@ -40,7 +40,7 @@ class Replica:
         return httpx.Client(base_url=self.url, headers={**({"X-API-Key": key} if key else {}), **headers}, timeout=30.0)
 
 
-def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int) -> Replica:
+def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int, ready_timeout: float = 60) -> Replica:
     import socket
 
     with socket.socket() as s:
@@ -58,7 +58,7 @@ def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int) -> Replica:
     process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     replica = Replica(f"http://127.0.0.1:{port}", process)
-    wait_until_ready(replica.url, process, tmp / f"replica{n}.err", 60)
+    wait_until_ready(replica.url, process, tmp / f"replica{n}.err", ready_timeout)
     return replica
 
 

@@ -37,6 +37,7 @@ from bridge.doors.http import admin as console
 from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
 from identity.providers.api_keys import ApiKeyProvider
+from bridge.doors.connection import read_deadline
 from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
 from bridge.doors.http.observability import Metrics, access_log
@@ -136,7 +137,7 @@ class EdgeMiddleware:
             if scope["path"] in PUBLIC_PATHS:
                 await self.app(scope, receive, send_wrapped)
                 return
-            receive_limited = limit.wrap(receive)
+            receive_limited = limit.wrap(read_deadline(receive, ctx.settings.body_timeout_seconds))
             chunks: list[bytes] = []
             while True:
                 message = await receive_limited()

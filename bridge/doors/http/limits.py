@@ -1,4 +1,5 @@
-"""Request limits of the service: body and query size (ASGI middleware) and per-identity rate.
+"""Request limits of the service: body and query size (ASGI middleware) and per-identity rate
+(the read deadlines of every door are in bridge/doors/connection.py).
 
 The size limit is enforced while the body is read, not after: a `Content-Length` over the limit
 is refused before one byte is read, and a chunked body is cut off as soon as it passes the

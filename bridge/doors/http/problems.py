@@ -7,6 +7,7 @@
     Conflict ................................................. 409
     RequestTooLarge .......................................... 413 (body) / 414 (query string)
     UnsupportedMediaType ..................................... 415 (a body that is not JSON)
+    IncompleteRequest ........................................ 408 + Connection: close (body not sent in time)
     InvalidInput ............................................. 400
     request that does not fit its model (FastAPI validation) . 422 (malformed JSON: 400)
     RequestRateLimited ....................................... 429 + Retry-After
@@ -29,7 +30,7 @@ import re
 from typing import Any
 
 from bridge.errors import (
-    Conflict, ConfigurationError, CorruptStorage, Forbidden, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
+    Conflict, ConfigurationError, CorruptStorage, Forbidden, IncompleteRequest, InvalidInput, NotFound, NotPermitted, RecallIncomplete,
     QuotaExceeded, RequestRateLimited, RequestTooLarge, Unauthenticated, Unavailable, UnsupportedMediaType,
 )
 
@@ -44,6 +45,7 @@ PROBLEM_TYPE = "urn:viking-bridge:problem:"
 
 _TABLE: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (RequestTooLarge, 413, "request-too-large", "Request too large"),
+    (IncompleteRequest, 408, "incomplete-request", "Request timeout"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),
     (RequestRateLimited, 429, "rate-limited", "Too many requests"),
     (Unauthenticated, 401, "unauthenticated", "Authentication required"),
@@ -92,6 +94,8 @@ def problem_for(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any
             retry = _retry_after(exc) if status in (429, 503) and not isinstance(exc, (CorruptStorage, ConfigurationError)) else None
             if retry is not None:
                 headers["Retry-After"] = str(retry)
+            if isinstance(exc, IncompleteRequest):  # the rest of the body may still come: never read it as a request
+                headers["Connection"] = "close"
             extra: dict[str, Any] = {"error": type(exc).__name__, "retry_after": retry}
             if isinstance(exc, RecallIncomplete):
                 extra["failed_scopes"] = [str(s) for s in exc.failed_scopes]

@@ -21,6 +21,8 @@ from bridge.doors.edge import LOG_CONFIG
 
 __all__ = ["serve"]
 
+WORKER_HEALTHCHECK_SECONDS = 60
+
 
 
 def check_configuration() -> None:
@@ -50,6 +52,8 @@ def check_configuration() -> None:
 def serve(host: str | None = None, port: int | None = None, workers: int | None = None) -> int:
     import uvicorn
 
+    from bridge.doors.connection import uvicorn_options
+
     settings = load_service_settings()
     host = host or settings.host
     port = settings.port if port is None else port
@@ -65,7 +69,10 @@ def serve(host: str | None = None, port: int | None = None, workers: int | None 
         uvicorn.run(
             "bridge.doors.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
             timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None, access_log=False, server_header=False,
-            limit_concurrency=None, proxy_headers=False,
+            limit_concurrency=None, proxy_headers=False, **uvicorn_options(),
+            # a worker answers the supervisor's pings only once it has imported everything: on a
+            # loaded host that takes longer than uvicorn's 5 s, and it was killed and respawned forever
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         )
     finally:
         if metrics_dir is not None:  # the workers' metric files die with the service that made them

@@ -10,6 +10,13 @@
     VIKING_BRIDGE_SERVICE_MAX_BODY_BYTES       1048576     larger bodies: 413
     VIKING_BRIDGE_SERVICE_MAX_QUERY_BYTES      8192        longer query strings: 414
     VIKING_BRIDGE_SERVICE_REQUEST_TIMEOUT_SECONDS 30       an operation running longer: 503
+    VIKING_BRIDGE_SERVICE_HEADER_TIMEOUT_SECONDS 10        request line + headers not complete this long
+                                                           after their first byte (or after connecting):
+                                                           408 and the connection closed
+    VIKING_BRIDGE_SERVICE_BODY_TIMEOUT_SECONDS 60          a body not complete this long after its headers:
+                                                           408 and the connection closed
+    VIKING_BRIDGE_SERVICE_MAX_HEADER_BYTES     65536       request line + headers larger: 431, closed
+    VIKING_BRIDGE_SERVICE_MAX_HEADERS          100         more header lines: 431, closed
     VIKING_BRIDGE_SERVICE_RATE_PER_SECOND      50          token bucket refill per identity
     VIKING_BRIDGE_SERVICE_RATE_BURST           100         bucket size per identity (0: no limit)
     VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS 30        in-flight requests get this long on SIGTERM
@@ -31,6 +38,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bridge.doors.connection import ReadLimits
 from bridge.errors import ConfigurationError
 from identity.settings import SettingPath
 
@@ -45,7 +53,10 @@ def _split(value: Any) -> Any:
     return value
 
 
-class ServiceSettings(BaseSettings):
+class ServiceSettings(ReadLimits):
+    """The read limits (header/body timeouts, header size and count) are inherited from
+    `ReadLimits` (bridge/doors/connection.py), which the MCP door reads too."""
+
     model_config = SettingsConfigDict(env_prefix="VIKING_BRIDGE_SERVICE_", extra="ignore", frozen=True)
 
     host: str = "127.0.0.1"

@@ -58,6 +58,7 @@ async def _serve_http(host: str | None, port: int | None) -> None:
     from bridge.doors.mcp.credentials import jwt_verifier
     from bridge.doors.mcp.http import http_app, load_mcp_http_settings
     from bridge.doors.edge import LOG_CONFIG
+    from bridge.doors.connection import BodyDeadline, uvicorn_options
     from bridge.assembly.settings import load_bridge_settings
     from identity.settings import load_settings
 
@@ -72,7 +73,9 @@ async def _serve_http(host: str | None, port: int | None) -> None:
         verifier = jwt_verifier(identity_settings, settings, shared_state=shared)
         issuers = identity_settings.jwt.issuer if identity_settings.jwt else ()
         app = http_app(bridge, verifier, mcp_settings, issuers)
-        config = uvicorn.Config(app, host=mcp_settings.host, port=mcp_settings.port, log_config=LOG_CONFIG, access_log=False, server_header=False)
+        # the service's read limits (bridge/doors/connection.py) hold on this door too
+        config = uvicorn.Config(BodyDeadline(app), host=mcp_settings.host, port=mcp_settings.port, log_config=LOG_CONFIG, access_log=False,
+                                server_header=False, **uvicorn_options())
         await uvicorn.Server(config).serve()
     finally:
         await bridge.aclose()
