@@ -16,9 +16,9 @@ the suites run against a real server, on a fresh machine with nothing but Python
 - One server per test process: `shared_server()` starts it on first use (initdb + start, a few
   seconds) and stops it at exit. A test of a deployment spread over two servers asks for
   `second_server()`: another, independent server (its own data directory, port and passwords),
-  also shared per process and started only when first asked for; `VIKING_BRIDGE_TEST_POSTGRES_
-  SECOND_URL` names an existing one instead. A started server can be taken down and brought back
-  on the same port with its data (`take_down()` / `bring_back()`): an outage, for the tests. The postmaster also gets PR_SET_PDEATHSIG, so a test run that
+  also shared per process and started only when first asked for (never in live mode: the tests
+  then start no server of their own). A started server can be taken down and brought back on the
+  same port with its data (`take_down()` / `bring_back()`): an outage, for the tests. The postmaster also gets PR_SET_PDEATHSIG, so a test run that
   is killed never leaves a server behind. It listens on 127.0.0.1 only, on a free port, with
   scram-sha-256 passwords (random, per run); fsync is off (test data is thrown away).
 - Live mode: `VIKING_BRIDGE_TEST_POSTGRES_URL=postgresql://...` uses an existing server instead.
@@ -61,7 +61,6 @@ __all__ = ["PostgresForTests", "TestDatabase", "shared_server", "second_server",
 OWNER_ROLE = "vb_test_owner"
 APP_ROLE = "vb_test_app"
 URL_ENV = "VIKING_BRIDGE_TEST_POSTGRES_URL"
-SECOND_URL_ENV = "VIKING_BRIDGE_TEST_POSTGRES_SECOND_URL"
 BIN_ENV = "VIKING_BRIDGE_TEST_POSTGRES_BIN"
 
 
@@ -357,29 +356,25 @@ _SECOND: PostgresForTests | None = None
 
 
 def second_unavailable_reason() -> str | None:
-    """None when a second, independent server can be had; else why not. A live first server
-    (VIKING_BRIDGE_TEST_POSTGRES_URL) needs its second named too: starting one beside a server
-    run by someone else would mix two kinds of server in one test."""
-    if os.environ.get(SECOND_URL_ENV):
-        return None
+    """None when a second, independent server can be started here; else why not. Not in live
+    mode (VIKING_BRIDGE_TEST_POSTGRES_URL): the tests then start no server of their own, and an
+    outage cannot be staged on a server someone else runs."""
     if os.environ.get(URL_ENV):
-        return f"{URL_ENV} names a live server; set {SECOND_URL_ENV} to a second, independent one"
+        return f"{URL_ENV} names a live server: these tests start no second server beside it, nor stage its outage"
     return unavailable_reason()
 
 
 def second_server() -> PostgresForTests:
     """A second server, independent of `shared_server()` (its own process, data, port and
     passwords): for tests of a deployment spread over two servers. Started on first use, shared
-    by this test process, stopped at exit; `VIKING_BRIDGE_TEST_POSTGRES_SECOND_URL` names an
-    existing one instead."""
+    by this test process, stopped at exit."""
     global _SECOND
     with _SHARED_LOCK:
         if _SECOND is None:
             reason = second_unavailable_reason()
             if reason:
                 raise ConfigurationError(reason)
-            # "" (no second URL): start one; never fall back to the first server's live URL
-            _SECOND = PostgresForTests(live_url=os.environ.get(SECOND_URL_ENV) or "")
+            _SECOND = PostgresForTests(live_url="")  # "": start one (never the first server's live URL)
         return _SECOND
 
 
