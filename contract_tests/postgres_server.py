@@ -14,7 +14,11 @@ the suites run against a real server, on a fresh machine with nothing but Python
   chmod-ed and no user is added (pgserver's own root path does both); the binaries only need to
   be world-readable and executable, as pip installs them — checked, with a reason if not.
 - One server per test process: `shared_server()` starts it on first use (initdb + start, a few
-  seconds) and stops it at exit. The postmaster also gets PR_SET_PDEATHSIG, so a test run that
+  seconds) and stops it at exit. A test of a deployment spread over two servers asks for
+  `second_server()`: another, independent server (its own data directory, port and passwords),
+  also shared per process and started only when first asked for (never in live mode: the tests
+  then start no server of their own). A started server can be taken down and brought back on the
+  same port with its data (`take_down()` / `bring_back()`): an outage, for the tests. The postmaster also gets PR_SET_PDEATHSIG, so a test run that
   is killed never leaves a server behind. It listens on 127.0.0.1 only, on a free port, with
   scram-sha-256 passwords (random, per run); fsync is off (test data is thrown away).
 - Live mode: `VIKING_BRIDGE_TEST_POSTGRES_URL=postgresql://...` uses an existing server instead.
@@ -51,7 +55,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from identity.errors import ConfigurationError, StorageUnavailable
 
-__all__ = ["PostgresForTests", "TestDatabase", "shared_server", "unavailable_reason", "OWNER_ROLE", "APP_ROLE"]
+__all__ = ["PostgresForTests", "TestDatabase", "shared_server", "second_server", "second_unavailable_reason", "unavailable_reason",
+           "OWNER_ROLE", "APP_ROLE"]
 
 OWNER_ROLE = "vb_test_owner"
 APP_ROLE = "vb_test_app"
@@ -166,12 +171,14 @@ def _die_with_parent() -> None:
 class PostgresForTests:
     """A server for this test process (started here, or a live one by URL) and its databases."""
 
-    def __init__(self) -> None:
+    def __init__(self, live_url: str | None = None) -> None:
+        """`live_url`: use that server (default: $VIKING_BRIDGE_TEST_POSTGRES_URL); else start one."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: Path | None = None
         self._lock = threading.Lock()
         self._created: set[str] = set()
-        live = os.environ.get(URL_ENV)
+        self._command: tuple[list[str], dict[str, object], Path] | None = None  # how to start it again
+        live = live_url if live_url is not None else os.environ.get(URL_ENV)
         self.live = bool(live)
         self.admin_url = live if live else self._start()
         self._owner_password = secrets.token_hex(16)
@@ -210,18 +217,43 @@ class PostgresForTests:
             check=True, capture_output=True, cwd=data.parent, env=env, **run_as,  # type: ignore[arg-type]
         )
         port = _free_port()
-        log = open(self._tmp / "server.log", "wb")  # noqa: SIM115 - kept open for the server's life
-        self._proc = subprocess.Popen(
-            [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
-             "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "max_connections=300",
-             "-c", f"shared_buffers={os.environ.get('VIKING_BRIDGE_TEST_POSTGRES_SHARED_BUFFERS', '64MB')}"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=data.parent, env=env, preexec_fn=_die_with_parent, **run_as,  # type: ignore[arg-type]
-        )
+        command = [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
+                   "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                   "-c", "max_connections=300",
+                   "-c", f"shared_buffers={os.environ.get('VIKING_BRIDGE_TEST_POSTGRES_SHARED_BUFFERS', '64MB')}"]
+        self._command = (command, {"cwd": data.parent, "env": env, **run_as}, self._tmp / "server.log")
+        self._proc = self._spawn()
         atexit.register(self.stop)
         url = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
         self._wait_ready(url)
         return url
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        assert self._command is not None
+        command, options, log_path = self._command
+        log = open(log_path, "ab")  # noqa: SIM115 - kept open for the server's life
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, **options)  # type: ignore[call-overload]
+
+    def take_down(self) -> None:
+        """An outage: the server stops (fast shutdown: connections are cut), its data is kept.
+        Only for a server these tests started (a live one is not theirs to stop)."""
+        if self.live or self._command is None:
+            raise ConfigurationError("only a server the tests started can be taken down")
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(30)
+
+    def bring_back(self) -> None:
+        """The end of the outage: the same server (data, port, roles) accepts connections again."""
+        if self.live or self._command is None:
+            raise ConfigurationError("only a server the tests started can be brought back")
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                return
+            self._proc = self._spawn()
+        self._wait_ready(self.admin_url)
 
     def _wait_ready(self, url: str, timeout: float = 60.0) -> None:
         import psycopg
@@ -318,6 +350,32 @@ def shared_server() -> PostgresForTests:
         if _SHARED is None:
             _SHARED = PostgresForTests()
         return _SHARED
+
+
+_SECOND: PostgresForTests | None = None
+
+
+def second_unavailable_reason() -> str | None:
+    """None when a second, independent server can be started here; else why not. Not in live
+    mode (VIKING_BRIDGE_TEST_POSTGRES_URL): the tests then start no server of their own, and an
+    outage cannot be staged on a server someone else runs."""
+    if os.environ.get(URL_ENV):
+        return f"{URL_ENV} names a live server: these tests start no second server beside it, nor stage its outage"
+    return unavailable_reason()
+
+
+def second_server() -> PostgresForTests:
+    """A second server, independent of `shared_server()` (its own process, data, port and
+    passwords): for tests of a deployment spread over two servers. Started on first use, shared
+    by this test process, stopped at exit."""
+    global _SECOND
+    with _SHARED_LOCK:
+        if _SECOND is None:
+            reason = second_unavailable_reason()
+            if reason:
+                raise ConfigurationError(reason)
+            _SECOND = PostgresForTests(live_url="")  # "": start one (never the first server's live URL)
+        return _SECOND
 
 
 def main() -> None:

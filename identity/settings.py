@@ -14,6 +14,13 @@ the prefix.
     VIKING_BRIDGE_JWT__*          see `JwtSettings`
     VIKING_BRIDGE_API_KEYS__*     see `ApiKeySettings`
     VIKING_BRIDGE_GATEWAY__*      see `GatewaySettings`
+
+Every secret (`VIKING_BRIDGE_GATEWAY__SECRET`, `__PREVIOUS_SECRETS`) may instead be read from a
+file, `VIKING_BRIDGE_GATEWAY__SECRET_FILE=/run/secrets/...`: the one rule of every secret setting
+(identity/secret_files.py). A value and a file both given, or a file that cannot be read or is
+empty, fail at start-up naming the setting, never showing the secret. (JWTs are verified with
+public keys only, never an HS* shared secret, so the JWT settings hold no secret; API keys live
+hashed in their store, not in settings.)
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import httpx
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from identity.errors import IdentityConfigurationError
+from identity.errors import ConfigurationError, IdentityConfigurationError
 from identity.state.nonces import DEFAULT_MAX_NONCES, InMemoryNonceCache, SqliteNonceCache
 from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
 from identity.providers.base import IdentityProvider
+from identity.secret_files import resolve_secret_files
 from identity.providers.dev import PRODUCTION_ADVICE, DevEnvironmentProvider, resolve_mode
 from identity.providers.gateway import MIN_SECRET_BYTES, GatewayProvider
 from identity.providers.jwks import ASYMMETRIC_ALGORITHMS, JwksCache, StaticKeys, VerificationKey
@@ -173,7 +181,8 @@ class ApiKeySettings(_Section):
 
 
 class GatewaySettings(_Section):
-    """`VIKING_BRIDGE_GATEWAY__*`. Secrets: at least 32 bytes; `previous_secrets` during rotation."""
+    """`VIKING_BRIDGE_GATEWAY__*`. Secrets: at least 32 bytes; `previous_secrets` during rotation;
+    each may come from a file (`__SECRET_FILE`, `__PREVIOUS_SECRETS_FILE`, comma-separated)."""
 
     secret: SecretStr
     previous_secrets: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
@@ -185,6 +194,11 @@ class GatewaySettings(_Section):
     nonce_db_path: SettingPath | None = None
     #: Hard cap on live nonces remembered; beyond it new requests get a retryable 503, never a pass.
     max_live_nonces: int = Field(DEFAULT_MAX_NONCES, ge=1, le=50_000_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        return resolve_secret_files(cls, data, ENV_PREFIX + "GATEWAY__")
 
     @field_validator("secret")
     @classmethod
@@ -242,7 +256,7 @@ def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Ident
     except ValidationError as exc:
         problems = "; ".join(f"{_env_name(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise IdentityConfigurationError(f"invalid identity settings: {problems}") from None
-    except (IdentityConfigurationError, ValueError) as exc:
+    except (ConfigurationError, ValueError) as exc:  # a secret file's error names the setting, never the secret
         raise IdentityConfigurationError(f"invalid identity settings: {exc}") from None
 
 

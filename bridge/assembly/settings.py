@@ -85,6 +85,7 @@ from bridge.policy import Policy, PolicyConfig
 from bridge.policy.quotas import QuotaConfig, QuotaLimits
 from bridge.recall.config import BudgetConfig
 from bridge.recall.config import FreshnessConfig, RankingConfig
+from identity.secret_files import SecretFilesFromEnvironment, resolve_secret_files
 from identity.settings import SettingPath  # one rule for every path setting: never empty, never an unexpanded ${...}
 
 __all__ = ["BridgeSettings", "load_bridge_settings", "default_home"]
@@ -108,66 +109,6 @@ class QuotaOverride(BaseModel):
 
 
 ENV_PREFIX = "VIKING_BRIDGE_"
-FILE_SUFFIX = "_file"
-
-
-def _secret_fields(model: type[BaseModel]) -> list[str]:
-    """The fields of `model` that hold a secret (typed `SecretStr`): each may come from a file."""
-    return [name for name, f in model.model_fields.items() if SecretStr in (getattr(f.annotation, "__args__", None) or (f.annotation,))]
-
-
-def _read_secret_file(setting: str, path: Any) -> str:
-    """The secret in the file `path` names. Errors name the setting and the path, never the content."""
-    try:
-        text = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigurationError(f"{setting}={path}: cannot read the secret file ({reason})") from None
-    if not text:
-        raise ConfigurationError(f"{setting}={path}: the secret file is empty")
-    return text
-
-
-def _resolve_secret_files(model: type[BaseModel], data: Any, prefix: str) -> Any:
-    """Replace every `<secret>_file` key of the raw input by the secret the file holds.
-
-    One rule for every settings model, applied before validation, so a secret added later is
-    readable from a file too. Both a value and a file for one secret is refused rather than
-    letting one silently win (the operator must see which credential the process runs with),
-    unless both say the same."""
-    if not isinstance(data, dict):
-        return data
-    data = dict(data)
-    for name in _secret_fields(model):
-        path = data.pop(name + FILE_SUFFIX, None)
-        if path is None or path == "":
-            continue
-        setting = f"{prefix}{name}{FILE_SUFFIX}".upper()
-        secret = _read_secret_file(setting, path)
-        given = data.get(name)
-        if isinstance(given, SecretStr):
-            given = given.get_secret_value()
-        # Settings rebuilt from settings already read (a migrate spec) carry the same secret: agreed.
-        if given is not None and given != secret:
-            raise ConfigurationError(f"{setting} and {prefix}{name}".upper() + " are both set: set one of them")
-        data[name] = secret
-    return data
-
-
-class _SecretFilesFromEnvironment(PydanticBaseSettingsSource):
-    """`VIKING_BRIDGE_<SECRET>_FILE` for the top-level secrets (the nested ones reach their model
-    through the ordinary environment source, `VIKING_BRIDGE_<MODEL>__<SECRET>_FILE`)."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for name in _secret_fields(self.settings_cls):
-            variable = f"{ENV_PREFIX}{name}{FILE_SUFFIX}".upper()
-            if os.environ.get(variable):
-                found[name + FILE_SUFFIX] = os.environ[variable]
-        return found
 
 
 class OpenVikingSettings(BaseModel):
@@ -186,7 +127,7 @@ class OpenVikingSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _files(cls, data: Any) -> Any:
-        return _resolve_secret_files(cls, data, ENV_PREFIX + "OPENVIKING__")
+        return resolve_secret_files(cls, data, ENV_PREFIX + "OPENVIKING__")
 
 
 _COLLECTION = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
@@ -218,7 +159,7 @@ class VikingSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _files(cls, data: Any) -> Any:
-        return _resolve_secret_files(cls, data, ENV_PREFIX + "VIKING__")
+        return resolve_secret_files(cls, data, ENV_PREFIX + "VIKING__")
 
 
 class BridgeSettings(BaseSettings):
@@ -268,7 +209,7 @@ class BridgeSettings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _files(cls, data: Any) -> Any:
-        return _resolve_secret_files(cls, data, ENV_PREFIX)
+        return resolve_secret_files(cls, data, ENV_PREFIX)
 
     @field_validator("state_url", "state_migrate_url", "memory_url", "memory_migrate_url")
     @classmethod
@@ -289,7 +230,7 @@ class BridgeSettings(BaseSettings):
         cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, env_settings: PydanticBaseSettingsSource,
         dotenv_settings: PydanticBaseSettingsSource, file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _SecretFilesFromEnvironment(settings_cls)]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, SecretFilesFromEnvironment(settings_cls, ENV_PREFIX)]
         path = os.environ.get(CONFIG_FILE_VARIABLE)
         if path:
             if not Path(path).is_file():

@@ -1,7 +1,7 @@
 """One service, several backends: every call goes to the backend its tenant is routed to, a search
 spanning two backends is split and merged without widening, and an unrouted tenant is refused.
 
-The contract suite runs whole on a routed pair (`--adapter routed`); these tests pin what the
+The contract suite runs whole on a routed table over three backend kinds (`--adapter routed`); these tests pin what the
 suite cannot see from outside: where each memory physically lands, that a backend answering for
 a scope it was not asked about is never believed, and the refusals of the routing table."""
 

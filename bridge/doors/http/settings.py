@@ -25,7 +25,10 @@
                                                            CDN, so off unless a deployment wants it)
     VIKING_BRIDGE_SERVICE_PURGE_INTERVAL_SECONDS 0         purge expired memories this often (0: never)
     VIKING_BRIDGE_SERVICE_PURGE_API_KEYS       ""          comma-separated tenant-admin API keys, one per
-                                                           tenant to purge (bridge/doors/http/maintenance.py)
+                                                           tenant to purge (bridge/doors/http/maintenance.py);
+                                                           or VIKING_BRIDGE_SERVICE_PURGE_API_KEYS_FILE, a file
+                                                           holding them (identity/secret_files.py: both set,
+                                                           or an unreadable file, fails naming the setting)
 
 The development identity is never accepted by the service: a request without a credential is
 a 401, whatever the mode.
@@ -35,16 +38,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bridge.doors.connection import ReadLimits
 from bridge.errors import ConfigurationError
+from identity.secret_files import SecretFilesFromEnvironment, resolve_secret_files
 from identity.settings import SettingPath
 
 __all__ = ["ServiceSettings", "load_service_settings", "CredentialKind"]
 
 CredentialKind = Literal["jwt", "api_key", "gateway"]
+ENV_PREFIX = "VIKING_BRIDGE_SERVICE_"
 
 
 def _split(value: Any) -> Any:
@@ -75,6 +80,18 @@ class ServiceSettings(ReadLimits):
     #: /docs is unauthenticated, on the admin console's origin, and runs scripts from a public CDN:
     #: an opt-in (docs/openapi.json in the repository is the reference; /openapi.json stays served).
     docs: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        return resolve_secret_files(cls, data, ENV_PREFIX)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource, file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, SecretFilesFromEnvironment(settings_cls, ENV_PREFIX))
 
 
 def load_service_settings(**overrides: Any) -> ServiceSettings:

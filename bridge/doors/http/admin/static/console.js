@@ -116,7 +116,9 @@
     }
     if (remember) sessionStorage.setItem(STORE_KEY, JSON.stringify({ kind, secret }));
     const roles = state.me.roles.length ? state.me.roles.join(', ') : 'no roles';
-    $('signed-in-as').textContent = `Signed in as ${state.me.principal} (${roles})`;
+    // where this tenant's memories live: on a routed service, the backend its routing table names
+    const home = state.me.memory_backend ? `; memories on ${state.me.memory_backend}` : '';
+    $('signed-in-as').textContent = `Signed in as ${state.me.principal} (${roles})${home}`;
     $('signed-in-as').hidden = false;
     $('sign-out').hidden = false;
     $('pages').hidden = false;
