@@ -95,13 +95,16 @@ def adapter_factory(adapter_name: str) -> AdapterFactory:
 
 
 @pytest_asyncio.fixture
-async def service_world(adapter_name: str, tmp_path: Path) -> AsyncIterator[object]:
+async def service_world(adapter_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[object]:
     """Under `--via service`: this test's own serve process and the test's replica of it
     (contract_tests/service_transport.py); None for every other transport."""
     if harness.TRANSPORT != "service":
         yield None
         return
     from contract_tests import service_transport
+
+    if "monkeypatch" in request.fixturenames:
+        pytest.skip("this test injects a fault or a setting into the bridge in-process (monkeypatch); a serve process cannot be patched from the test")
 
     reason = service_transport.unavailable_reason(adapter_name)
     if reason:

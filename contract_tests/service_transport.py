@@ -39,7 +39,8 @@ The two hard parts, and how they are solved:
    attributes are the replica's; every call the suite makes goes to the process.
 
 What this transport cannot do: give serve a clock, a policy or a second bridge the test chooses
-in-process (`ContractEnv.other_bridge`, the property test's moving clock); those tests are
+in-process (`ContractEnv.other_bridge`, the property test's moving clock), or patch serve's code
+to inject a crash or a lost response (the tests that take `monkeypatch`); those tests are
 skipped under `--via service`, with that reason.
 
 After each test, before the process is gone, its /metrics is read, and every response body, its
