@@ -9,7 +9,9 @@ is not registered at all is an error (a typo must not turn the whole suite into 
 
 Fixtures:
     adapter_factory  the selected `AdapterFactory`
-    backend          a FRESH, EMPTY backend from the factory (cleaned up afterwards)
+    service_world    under `--via service` only: the test's serve process and its replica
+    backend          a FRESH, EMPTY backend from the factory (cleaned up afterwards); under
+                     `--via service` the one the test's serve process fronts
     contract         a `ContractEnv`: that backend, a MemoryBridge over it, real identities
 """
 
@@ -37,6 +39,15 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(PLUGIN_HINT) from None
     if config.getoption("via"):
         harness.TRANSPORT = config.getoption("via")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if harness.TRANSPORT == "service":
+        from contract_tests.service_transport import startup_summary
+
+        line = startup_summary()
+        if line:
+            terminalreporter.write_line(line)
 
 
 def selected_adapters(config: pytest.Config) -> list[str]:
@@ -84,14 +95,44 @@ def adapter_factory(adapter_name: str) -> AdapterFactory:
 
 
 @pytest_asyncio.fixture
-async def backend(adapter_factory: AdapterFactory) -> AsyncIterator[object]:
+async def service_world(adapter_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[object]:
+    """Under `--via service`: this test's own serve process and the test's replica of it
+    (contract_tests/service_transport.py); None for every other transport."""
+    if harness.TRANSPORT != "service":
+        yield None
+        return
+    from contract_tests import service_transport
+
+    if "monkeypatch" in request.fixturenames:
+        pytest.skip("this test injects a fault or a setting into the bridge in-process (monkeypatch); a serve process cannot be patched from the test")
+
+    reason = service_transport.unavailable_reason(adapter_name)
+    if reason:
+        pytest.skip(f"adapter {adapter_name!r} unavailable --via service: {reason}")
+    async with service_transport.service_world(adapter_name, tmp_path / "service") as world:
+        yield world
+
+
+@pytest_asyncio.fixture
+async def backend(adapter_factory: AdapterFactory, service_world: object) -> AsyncIterator[object]:
+    if service_world is not None:  # the backend serve fronts, as the test's replica opened it
+        yield service_world.backend  # type: ignore[attr-defined]
+        return
     async with adapter_factory.create() as fresh:
         yield fresh
 
 
 @pytest_asyncio.fixture
-async def contract(adapter_name: str, adapter_factory: AdapterFactory, backend: object, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[ContractEnv]:
+async def contract(adapter_name: str, adapter_factory: AdapterFactory, backend: object, service_world: object, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[ContractEnv]:
     ids = Identities(tmp_path / "identity")
+    if service_world is not None:
+        env = ContractEnv(adapter=adapter_name, backend=backend, bridge=service_world.bridge, home=tmp_path, ids=ids,  # type: ignore[arg-type, attr-defined]
+                          nodeid=request.node.nodeid, settle_timeout=settle_timeout_for(backend.capabilities))  # type: ignore[attr-defined]
+        try:
+            yield env
+        finally:  # the world closes its replica (state, sessions, backend) itself
+            ids.close()
+        return
     bridge = contract_bridge(backend, tmp_path / "bridge")  # type: ignore[arg-type]
     env = ContractEnv(
         adapter=adapter_name,

@@ -263,13 +263,17 @@ CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 
 
 #: How the suite reaches the bridge: "library" (in-process), "http" (through the memory service,
-#: contract_tests/http_transport.py) or "mcp" (through the MCP server's tools, contract_tests/mcp_transport.py). Set by `--via` (contract_tests/plugin.py) or this variable.
+#: contract_tests/http_transport.py), "mcp" (through the MCP server's tools, contract_tests/mcp_transport.py)
+#: or "service" (a real serve process per test, contract_tests/service_transport.py; built by the fixtures). Set by `--via` (contract_tests/plugin.py) or this variable.
 TRANSPORT = os.environ.get("VIKING_BRIDGE_CONTRACT_VIA", "library")
 
 
 def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> MemoryBridge:
     """A bridge over `backend` with the suite's deployment policy (global writers configured),
     reached through the transport `--via` chose."""
+    if TRANSPORT == "service":
+        pytest.skip("this test builds a bridge of its own (its clock, options or a second state); under --via service every bridge is a"
+                    " serve process configured by environment, which cannot take those from the test")
     kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
     # Each test binds a fresh bridge state to a backend the suite reuses and writes to directly:
     # an explicit re-initialisation of the store binding (bridge/writes/recovery.py), on purpose.

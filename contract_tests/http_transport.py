@@ -95,17 +95,32 @@ def _recalled(d: Mapping[str, Any]) -> RecalledMemory:
 
 
 class HttpBridge:
-    def __init__(self, bridge: MemoryBridge) -> None:
+    """The `MemoryBridge` surface over the service's HTTP API.
+
+    `HttpBridge(bridge)` serves `bridge` in-process (the service's real ASGI app over httpx's
+    ASGI transport). `HttpBridge(bridge, client=..., secret=...)` sends the same requests with
+    `client` instead — contract_tests/service_transport.py points it at a real `serve` process
+    that shares `secret` — so the request/response mapping below exists once for both."""
+
+    def __init__(self, bridge: MemoryBridge, *, client: httpx.AsyncClient | None = None, secret: str | None = None) -> None:
+        self.inner = bridge
+        if client is not None:
+            if not secret:
+                raise ValueError("a client of a running service needs the gateway secret that service verifies")
+            self._secret, self._client = secret, client
+            return
         from bridge.doors.http.app import create_app
         from bridge.doors.http.auth import EdgeAuthenticator
         from bridge.doors.http.settings import ServiceSettings
 
-        self.inner = bridge
         self._secret = secrets.token_hex(32)
         auth = EdgeAuthenticator({"gateway": GatewayProvider(self._secret)})
         self.app = create_app(bridge, auth, ServiceSettings(rate_burst=0, max_body_bytes=16 * 1_048_576))
         self.app.state.ctx.owns_bridge = False
         self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://vb-contract.invalid", timeout=120)
+
+    def _received(self, response: httpx.Response) -> None:
+        """Called with every response before it is mapped back (a hook for transports that keep them)."""
 
     def __getattr__(self, name: str) -> Any:  # state, sessions, backend, policy, runtime, limits
         return getattr(self.inner, name)
@@ -124,6 +139,7 @@ class HttpBridge:
         if content:
             request.headers["content-type"] = "application/json"
         response = await self._client.send(request)
+        self._received(response)
         if response.status_code >= 400:
             raise error_from_problem(response)
         return response.json()

@@ -9,8 +9,10 @@ not loaded into every pytest session of every project that installs viking-bridg
     --adapter NAME            run the suite against this adapter (repeatable; default: all)
     --contract-examples N     property-based examples per adapter (env VIKING_BRIDGE_CONTRACT_EXAMPLES)
     --contract-seed SEED      replay exactly one generated world (env VIKING_BRIDGE_CONTRACT_SEED)
-    --via library|http|mcp|langgraph  drive every test through the library (default), the HTTP
-                              service, the MCP server, or (writes and recalls) the LangGraph store
+    --via library|http|mcp|langgraph|service  drive every test through the library (default), the
+                              HTTP service in-process, the MCP server, (writes and recalls) the
+                              LangGraph store, or a real `serve` process per test configured by
+                              environment alone (contract_tests/service_transport.py)
                               (env VIKING_BRIDGE_CONTRACT_VIA)
 """
 
@@ -44,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--via",
-        choices=("library", "http", "mcp", "langgraph"),
+        choices=("library", "http", "mcp", "langgraph", "service"),
         default=None,
-        help="reach the bridge in-process (library, default), through the memory service's HTTP stack (http), the MCP server's tools (mcp), or the LangGraph store (langgraph: writes and recalls)",
+        help="reach the bridge in-process (library, default), through the memory service's HTTP stack (http), the MCP server's tools (mcp), or the LangGraph store (langgraph: writes and recalls), or a real `viking-bridge serve` process configured by environment (service: viking, openviking, openviking-trusted; needs PostgreSQL)",
     )

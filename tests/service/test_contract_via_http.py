@@ -1,7 +1,9 @@
 """The leakage contract suite passes through the memory service (`--via http`), not only in-process.
 
-Runs the whole suite in a child pytest for the local store, the Viking simulator and PostgreSQL, every
-test's calls going through the service's HTTP stack (contract_tests/http_transport.py).
+Runs the whole suite in a child pytest for the local store, the Viking simulator, PostgreSQL and a
+real OpenViking 0.5.2 server in both auth modes (api_key, trusted), every test's calls going
+through the service's HTTP stack (contract_tests/http_transport.py). The OpenViking runs are
+skipped, with the reason, where that server cannot be installed.
 """
 
 from __future__ import annotations
@@ -14,15 +16,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+OPENVIKING_MODES = {"openviking": "api_key", "openviking-trusted": "trusted"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("adapter", ["local", "viking", "postgres"])
+@pytest.mark.parametrize("adapter", ["local", "viking", "postgres", "openviking", "openviking-trusted"])
 def test_contract_suite_passes_via_http(adapter: str, tmp_path: Path) -> None:
+    if adapter in OPENVIKING_MODES:
+        from contract_tests.backends.openviking import _unavailable
+
+        reason = _unavailable(OPENVIKING_MODES[adapter])
+        if reason:
+            pytest.skip(f"OpenViking ({OPENVIKING_MODES[adapter]}) unavailable: {reason}")
     env = {**os.environ, "VIKING_BRIDGE_CONTRACT_EXAMPLES": os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", "10")}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "contract_tests", "--adapter", adapter, "--via", "http", "--basetemp", str(tmp_path / "t")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and " failed" not in run.stdout
