@@ -109,10 +109,14 @@ def ensure_venv(venv: Path | None = None, *, install_timeout: float = 1800.0) ->
             if not (venv / "bin" / "python").exists():
                 subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
             with open(log, "w") as out:
-                subprocess.run(
-                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"openviking=={OPENVIKING_VERSION}"],
-                    check=True, stdout=out, stderr=subprocess.STDOUT, timeout=install_timeout,
-                )
+                pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+                subprocess.run([*pip, f"openviking=={OPENVIKING_VERSION}"], check=True, stdout=out, stderr=subprocess.STDOUT, timeout=install_timeout)
+                if not _venv_works(venv):
+                    # An earlier install killed part-way can leave the package's metadata without its
+                    # files (the server program above all); pip then calls it satisfied and installs
+                    # nothing. Reinstall the package itself; its dependencies are what pip checked.
+                    subprocess.run([*pip, "--force-reinstall", "--no-deps", f"openviking=={OPENVIKING_VERSION}"],
+                                   check=True, stdout=out, stderr=subprocess.STDOUT, timeout=install_timeout)
         except (OSError, subprocess.SubprocessError) as exc:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise VenvUnavailable(f"could not install openviking=={OPENVIKING_VERSION} into {venv}: {exc}\n{tail}") from exc
