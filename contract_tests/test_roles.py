@@ -36,6 +36,10 @@ def _roles(*, reinject: bool) -> Any:
 
 
 async def _family(env: ContractEnv, *, reinject: bool = False):
+    from contract_tests import harness
+
+    if harness.TRANSPORT == "service":
+        pytest.skip("the role table is set on the bridge in-process; a serve process reads its own from VIKING_BRIDGE_ROLES_FILE at start")
     env.bridge.runtime.roles = _roles(reinject=reinject)
     ids = env.ids
     coord = await ids.login("li", agent="coordinator", workspace="procurement")
