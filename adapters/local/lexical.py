@@ -1,7 +1,7 @@
 """The lexical channel of the local backend: BM25 over an SQLite FTS5 index, bounded by the ScopeSet.
 
 Why a second channel: an embedding blurs the rare, exact words a question often hinges on (a
-name, a place, a number). BM25 weighs them by how rare they are; reciprocal rank fusion (`fuse`)
+name, a place, a number). BM25 weighs them by how rare they are; reciprocal rank fusion (`adapters/shared/fusion.py`)
 of the two rankings is what `search` returns.
 
 How the ScopeSet bounds it, before anything is ranked. Every indexed term carries the tag of the
@@ -42,19 +42,13 @@ import numpy as np
 
 from adapters.base import SearchQuery, Status, require_scope_set
 from adapters.local.store import LocalStoreBase, guarded
+from adapters.shared.fusion import fuse
 from adapters.scopes import ScopeKey, ScopeSet
 
-__all__ = ["LocalLexical", "SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "search_lexical", "fuse", "FUSION_DEPTH", "RRF_K", "VECTOR_WEIGHT", "LEXICAL_WEIGHT"]
+__all__ = ["LocalLexical", "SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "search_lexical", "FUSION_DEPTH"]
 
 #: candidates each channel hands to the fusion (the vector scan costs the same for any k)
 FUSION_DEPTH = 50
-#: weighted reciprocal rank fusion: score = VECTOR_WEIGHT / (RRF_K + rank) + LEXICAL_WEIGHT / (RRF_K + rank).
-#: Tuned on benchmarks/recall_locomo.py seed 1 and benchmarks/recall_quality.py (the report uses
-#: seed 2): with the default hybrid embedder, whose vectors already hold hashed words, BM25 helps
-#: little and a strong lexical weight cost hit@5 on the hand-written set; a small k with a small
-#: lexical weight lifts what both channels agree on without letting BM25 alone reorder the top.
-RRF_K = 2
-VECTOR_WEIGHT, LEXICAL_WEIGHT = 1.0, 0.15
 #: BM25 parameters (the usual ones)
 K1, B = 1.2, 0.75
 #: at most this many distinct query terms are looked up
@@ -245,35 +239,6 @@ def _without_most_common(db: sqlite3.Connection, tokens: list[str]) -> list[str]
     counts = {t: int(db.execute("SELECT count(*) FROM memories_lexical WHERE memories_lexical MATCH ?", (f'"{t}"',)).fetchone()[0]) for t in tokens}
     commonest = max(tokens, key=lambda t: (counts[t], t))
     return [t for t in tokens if t != commonest]
-
-
-def fuse(
-    vector: list[tuple[ScopeKey, int, float]], lexical: list[tuple[ScopeKey, int, float]], limit: int,
-    cosines: dict[int, float] | None = None,
-) -> list[tuple[ScopeKey, int, float]]:
-    """Reciprocal rank fusion of the two rankings, top `limit`, as (scope, rowid, score).
-
-    Every vector candidate stays a candidate, so the fusion never holds fewer hits than the vector
-    channel alone. The score stays a similarity in [0, 1] that the ranking stage can floor and
-    weigh: each hit gets its own cosine (`cosines` supplies those of lexical-only hits, 0 when
-    unknown), raised where needed so scores never increase down the fused order — a hit the
-    fusion puts first is never scored below one it puts after it."""
-    fused: dict[tuple[ScopeKey, int], float] = {}
-    cosine: dict[tuple[ScopeKey, int], float] = {}
-    for rank, (scope, rowid, score) in enumerate(vector):
-        fused[(scope, rowid)] = VECTOR_WEIGHT / (RRF_K + rank + 1)
-        cosine[(scope, rowid)] = score
-    for rank, (scope, rowid, _) in enumerate(lexical):
-        fused[(scope, rowid)] = fused.get((scope, rowid), 0.0) + LEXICAL_WEIGHT / (RRF_K + rank + 1)
-        cosine.setdefault((scope, rowid), (cosines or {}).get(rowid, 0.0))
-    order = sorted(fused, key=lambda k: (-fused[k], -cosine[k], k[1]))[:limit]
-    out: list[tuple[ScopeKey, int, float]] = []
-    floor = -np.inf
-    for key in reversed(order):  # from the last: each score at least the one after it (+ a hair, no ties)
-        floor = min(1.0, max(cosine[key], floor + 1e-6 if floor > -np.inf else cosine[key]))
-        out.append((key[0], key[1], floor))
-    out.reverse()
-    return out
 
 
 class LocalLexical(LocalStoreBase):

@@ -48,6 +48,7 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
+from adapters.postgres.lexical import FUSION_DEPTH, fused_with_lexical
 from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -137,6 +138,8 @@ class PostgresBackend:
     of `url`). The first call opens it; `open()` / `open_sync()` do it up front (start-up errors early)."""
 
     name = "postgres"
+    #: False: `search` is the vector channel alone (benchmarks compare the two)
+    lexical_channel: bool = True
     capabilities = Capabilities(memory_id_restriction=True, list_scopes=True, supported_filters=frozenset())
 
     def __init__(self, url: str, *, migrate_url: str | None = None, runtime_role: str | None = None, schema: str = DEFAULT_SCHEMA,
@@ -415,8 +418,11 @@ class PostgresBackend:
         if query.filters:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
-        ranked = await self.search_vector(query.scopes, vector, limit=_limit(query.limit), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        return SearchResult(hits=tuple(ranked))
+        limit = _limit(query.limit)
+        ranked = await self.search_vector(query.scopes, vector, limit=max(limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
+        if self.lexical_channel:  # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused
+            return SearchResult(hits=tuple(await fused_with_lexical(self, ranked, query, vector)))
+        return SearchResult(hits=tuple(ranked[:limit]))
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:

@@ -23,6 +23,8 @@ replica. Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 
 from __future__ import annotations
 
+from adapters.postgres.lexical import MIGRATION as LEXICAL_MIGRATION
+
 __all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "SEP", "PAIR"]
 
 COMPONENT = "memories"
@@ -99,4 +101,7 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE memories ADD COLUMN expires_at double precision;
     CREATE INDEX memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL;
     """,
+    # 3: the lexical channel (adapters/postgres/lexical.py): a generated tsvector column, so every
+    # insert, content update and delete keeps it in step, and a GIN index over it.
+    LEXICAL_MIGRATION,
 )

@@ -16,7 +16,8 @@ import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
 from adapters.local import LocalBackend
-from adapters.local.lexical import fuse, terms
+from adapters.local.lexical import terms
+from adapters.shared.fusion import fuse
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
 
