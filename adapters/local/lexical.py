@@ -24,6 +24,10 @@ transaction (put, content update, delete, erasure), so the index commits or roll
 rows it describes; `rebuild` fills it when a store is upgraded and whenever, at open, it does not
 hold exactly the rows of `memories`.
 
+Erasure, honestly: a deleted row's postings are removed from the index, but SQLite 3.40's FTS5
+has no `secure-delete` option, so until segments merge their pages may still hold the deleted
+term digests (never the text): the same standing as the freed pages of `memories` itself.
+
 What it must never do: read a posting of a scope outside the ScopeSet, widen a ScopeEntry, or
 return a forgotten, expired, quarantined or deleted row.
 """
@@ -34,18 +38,13 @@ import hashlib
 import math
 import re
 import sqlite3
-import time
 import unicodedata
 from typing import Iterable, Sequence
 
-import numpy as np
-
-from adapters.base import SearchQuery, Status, require_scope_set
-from adapters.local.store import LocalStoreBase, guarded
-from adapters.shared.fusion import fuse
+from adapters.base import Status
 from adapters.scopes import ScopeKey, ScopeSet
 
-__all__ = ["LocalLexical", "SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "search_lexical", "FUSION_DEPTH"]
+__all__ = ["SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "search_lexical", "FUSION_DEPTH"]
 
 #: candidates each channel hands to the fusion (the vector scan costs the same for any k)
 FUSION_DEPTH = 50
@@ -239,45 +238,3 @@ def _without_most_common(db: sqlite3.Connection, tokens: list[str]) -> list[str]
     counts = {t: int(db.execute("SELECT count(*) FROM memories_lexical WHERE memories_lexical MATCH ?", (f'"{t}"',)).fetchone()[0]) for t in tokens}
     commonest = max(tokens, key=lambda t: (counts[t], t))
     return [t for t in tokens if t != commonest]
-
-
-class LocalLexical(LocalStoreBase):
-    """The lexical channel as a concern of the local backend (search.py fuses it in)."""
-
-    #: False: `search` is the vector channel alone (benchmarks compare the two)
-    lexical_channel: bool = True
-
-    @guarded
-    def search_lexical(self, scopes: ScopeSet, text: str, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
-                       kinds: frozenset[str] | None = None, now: float | None = None) -> list[tuple[ScopeKey, int, float]]:
-        """BM25 top-`limit` over exactly the ScopeSet (the module function): (scope, rowid, bm25)."""
-        require_scope_set(scopes)
-        with self._lock:
-            self._refresh_if_changed_elsewhere()
-            return search_lexical(self._db, scopes, text, limit=limit, statuses=statuses, kinds=kinds, now=time.time() if now is None else float(now))
-
-    def fused_with_lexical(self, ranked: list[tuple[ScopeKey, int, float]], query: SearchQuery, vector: np.ndarray) -> list[tuple[ScopeKey, int, float]]:
-        """`ranked` (the vector channel, over the same ScopeSet) fused with the lexical channel,
-        top `query.limit`; the vector channel alone when the channel is off or the text has no terms."""
-        if not self.lexical_channel:
-            return ranked[: query.limit]
-        lexical = self.search_lexical(query.scopes, query.text, limit=max(query.limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        if not lexical:
-            return ranked[: query.limit]
-        seen = {rowid for _, rowid, _ in ranked}
-        return fuse(ranked, lexical, query.limit, self._cosines([r for _, r, _ in lexical if r not in seen], vector))
-
-    def _cosines(self, rowids: list[int], vector: np.ndarray) -> dict[int, float]:
-        """The query's similarity to rows the vector channel did not return (read from SQLite;
-        a vector of the wrong size scores 0: the partition load quarantines it)."""
-        if not rowids:
-            return {}
-        with self._lock:
-            rows = self._db.execute(f"SELECT rowid, vector FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})", rowids).fetchall()
-        want = 4 * self.embedder.dimension
-        out: dict[int, float] = {}
-        for rowid, blob in rows:
-            if isinstance(blob, bytes) and len(blob) == want:
-                value = float(np.frombuffer(blob, dtype=np.float32) @ vector)
-                out[rowid] = value if math.isfinite(value) else 0.0
-        return out

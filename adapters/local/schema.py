@@ -44,6 +44,7 @@ import uuid
 from pathlib import Path
 
 from adapters.errors import EmbedderMismatch, InvalidRequest
+from adapters.local import lexical
 from adapters.local.errors import CorruptStore
 from identity.storage.sqlite import ensure_private_dir
 
@@ -190,8 +191,6 @@ def create_or_upgrade(
     if "expires_at" not in {r[1] for r in db.execute("PRAGMA table_info(memories)")}:  # schema 1/2 -> 3
         db.execute("ALTER TABLE memories ADD COLUMN expires_at REAL")
     db.execute("CREATE INDEX IF NOT EXISTS memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL")
-    from adapters.local import lexical  # here: lexical.py stands on the store base, which reads this module
-
     for statement in lexical.SCHEMA:  # schema 3 -> 4: the lexical index, filled from the rows
         db.execute(statement)
     if not lexical.in_step(db):

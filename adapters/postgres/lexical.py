@@ -23,15 +23,13 @@ import re
 import unicodedata
 from typing import Any
 
-import numpy as np
-
-from adapters.base import Hit, SearchQuery
+from adapters.base import Hit
 from adapters.shared.fusion import fuse
 
 #: candidates each channel hands to the fusion
 FUSION_DEPTH = 50
 
-__all__ = ["MIGRATION", "lexical_query", "LEXICAL_SQL", "fused_with_lexical", "FUSION_DEPTH"]
+__all__ = ["MIGRATION", "lexical_query", "lexical_statement", "fuse_hits", "FUSION_DEPTH"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -67,38 +65,20 @@ LEXICAL_SQL = (
 )
 
 
-async def fused_with_lexical(backend: Any, hits: list[Hit], query: SearchQuery, vector: np.ndarray) -> list[Hit]:
-    """`hits` (the vector channel, best first) fused with the lexical channel over the same
-    ScopeSet, top `query.limit`; the vector channel alone when the text has no lexemes."""
-    from adapters.postgres.backend import _COLUMNS, _statuses, declare, scope_settings  # the backend imports this module
+def lexical_statement(columns: str, *, with_kinds: bool) -> str:
+    """The lexical branch for these row columns (the backend's, prefixed `m.`)."""
+    return LEXICAL_SQL.format(columns=columns, kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
 
-    lq = lexical_query(query.text)
-    if lq is None:
-        return hits[: query.limit]
-    open_scopes, pairs, ids = scope_settings(query.scopes)
-    columns = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))
-    text = LEXICAL_SQL.format(columns=columns, kinds=" AND m.kind = ANY(%(kinds)s)" if query.kinds is not None else "")
-    params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "lq": lq, "all_open": open_scopes, "ids": ids, "pairs": pairs,
-              "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if query.kinds is not None else None,
-              "now": query.at(), "depth": max(query.limit, FUSION_DEPTH)}
 
-    async def run(conn: Any) -> list[Any]:
-        await declare(conn, open_scopes, pairs, ids)  # row-level security: the same ScopeSet as the vector branch
-        return await (await conn.execute(text, params)).fetchall()
-
-    lexical: list[Hit] = []
-    for row in await backend._run(run):
-        memory = backend._decode(row[:-2])
-        if memory is None or not query.scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
-            continue
-        score = float(row[-2])
-        lexical.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+def fuse_hits(hits: list[Hit], lexical: list[Hit], limit: int) -> list[Hit]:
+    """The vector channel's hits (best first) fused with the lexical channel's (best first, each
+    scored with its own similarity), top `limit`: every vector hit stays a candidate."""
     if not lexical:
-        return hits[: query.limit]
+        return hits[:limit]
     by_key: dict[int, Hit] = {}
     number: dict[str, int] = {}
     for hit in (*hits, *lexical):
         by_key.setdefault(number.setdefault(hit.memory.id, len(number)), hit)
-    fused = fuse([(h.scope, number[h.memory.id], h.score) for h in hits], [(h.scope, number[h.memory.id], 0.0) for h in lexical], query.limit,
+    fused = fuse([(h.scope, number[h.memory.id], h.score) for h in hits], [(h.scope, number[h.memory.id], 0.0) for h in lexical], limit,
                  {number[h.memory.id]: h.score for h in lexical})
     return [dataclasses.replace(by_key[n], score=score) for _, n, score in fused]
