@@ -197,11 +197,15 @@ def search_lexical(
         "SELECT l.rowid, l.terms, m.scope, m.id FROM memories_lexical l CROSS JOIN memories m ON m.rowid = l.rowid"
         f" WHERE memories_lexical MATCH ? AND {' AND '.join(where)} LIMIT {MAX_CANDIDATES + 1}"
     )
+    by_count: list[str] | None = None
     while True:
         rows = db.execute(sql, [" OR ".join(f'"{t}"' for t in tokens), *params]).fetchall()
         if len(rows) <= MAX_CANDIDATES or len(tokens) <= 1:
             break
-        tokens = _without_most_common(db, tokens)  # cost bound: drop the commonest term, ask again
+        if by_count is None:  # cost bound: leave out the commonest terms (of these scopes), one at a time
+            by_count = _commonest_first(db, tokens)
+        commonest = by_count.pop(0)
+        tokens = [t for t in tokens if t != commonest]
     # an entry restricted to memory ids: only those ids of that scope
     rows = [r for r in rows if entries[r[2]].memory_ids is None or r[3] in entries[r[2]].memory_ids]  # type: ignore[operator]
     if not rows:
@@ -234,7 +238,8 @@ def _collection_size(db: sqlite3.Connection, tags: dict[str, int]) -> dict[str, 
     return dict(db.execute(f"SELECT scope, count(*) FROM memories WHERE scope IN ({','.join('?' * len(scopes))}) GROUP BY scope", scopes).fetchall())
 
 
-def _without_most_common(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
+def _commonest_first(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
+    """The scope-tagged tokens by how many rows hold them, most first (each count reads only
+    that token's postings, which belong to one scope of the ScopeSet)."""
     counts = {t: int(db.execute("SELECT count(*) FROM memories_lexical WHERE memories_lexical MATCH ?", (f'"{t}"',)).fetchone()[0]) for t in tokens}
-    commonest = max(tokens, key=lambda t: (counts[t], t))
-    return [t for t in tokens if t != commonest]
+    return sorted(tokens, key=lambda t: (-counts[t], t))

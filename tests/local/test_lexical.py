@@ -158,3 +158,12 @@ async def test_an_older_store_and_an_index_out_of_step_are_indexed_at_open(tmp_p
         assert lexical_ids(backend, ScopeSet.of(ALICE), "avocet") == [made.id]
     finally:
         await backend.aclose()
+
+
+async def test_past_the_candidate_bound_the_commonest_terms_are_left_out(store, monkeypatch):
+    from adapters.local import lexical
+
+    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
+    await store.put_many([(ALICE, mem(f"the common word and filler {i}"), f"c{i}") for i in range(20)])
+    rare = await store.put(ALICE, mem("the common word and the curlew"), idempotency_key="rare")
+    assert lexical_ids(store, ScopeSet.of(ALICE), "the common curlew", limit=3)[0] == rare.id
