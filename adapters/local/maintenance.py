@@ -15,6 +15,7 @@ import numpy as np
 
 from adapters.base import StoreMarker
 from adapters.errors import InvalidRequest, BackendUnavailable
+from adapters.local import lexical
 from adapters.local.checks import valid_key
 from adapters.local.errors import EmbeddingFailed
 from adapters.local.records import _provenance_from_json, clear_decode_caches
@@ -61,6 +62,7 @@ class LocalMaintenance(LocalStoreBase):
                     if self._names_subject(scope_text, subject, prov, subject_user_id):
                         self._db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
                         self._db.execute("DELETE FROM quarantine WHERE row_ref = ?", (rowid,))
+                        lexical.unindex_rows(self._db, [rowid])
                         touch.scopes.add(scope_text)
                         touch.writes += 1
                         removed += 1

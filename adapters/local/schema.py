@@ -1,5 +1,12 @@
 """The local store's files: where they are, their schema, and the checks made before opening.
 
+Schema 4 (this build) adds the lexical index (adapters/local/lexical.py): the FTS5 table
+`memories_lexical` (one row per memory, same rowid, scope-tagged term digests) and
+`lexical_scopes` (scope -> tag). A schema-3 store gains both at open and has every row indexed in
+the open's transaction; at every open, an index that does not hold exactly the rows of
+`memories` is rebuilt. A schema-3 build refuses a schema-4 store (its writes would leave the
+index behind).
+
 Schema 3 (this build) adds `memories.expires_at` (epoch seconds, NULL = never) and the partial
 index `memories_expiring (scope, expires_at)` over the rows that expire, so a search masks
 expired rows of its partitions with one indexed query and the purge finds them without a scan.
@@ -37,6 +44,7 @@ import uuid
 from pathlib import Path
 
 from adapters.errors import EmbedderMismatch, InvalidRequest
+from adapters.local import lexical
 from adapters.local.errors import CorruptStore
 from identity.storage.sqlite import ensure_private_dir
 
@@ -44,8 +52,8 @@ __all__ = ["SCHEMA_VERSION", "DB_FILENAME", "create_or_upgrade", "preflight", "p
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
-_READABLE_SCHEMAS = ("1", "2", "3")
+SCHEMA_VERSION = "4"
+_READABLE_SCHEMAS = ("1", "2", "3", "4")
 DB_FILENAME = "memories.sqlite3"
 _SIDECARS = ("-wal", "-shm")
 
@@ -183,6 +191,12 @@ def create_or_upgrade(
     if "expires_at" not in {r[1] for r in db.execute("PRAGMA table_info(memories)")}:  # schema 1/2 -> 3
         db.execute("ALTER TABLE memories ADD COLUMN expires_at REAL")
     db.execute("CREATE INDEX IF NOT EXISTS memories_expiring ON memories (scope, expires_at) WHERE expires_at IS NOT NULL")
+    for statement in lexical.SCHEMA:  # schema 3 -> 4: the lexical index, filled from the rows
+        db.execute(statement)
+    if not lexical.in_step(db):
+        indexed = lexical.rebuild(db)
+        if rows:
+            log.warning("local store %s: lexical index rebuilt over %d rows", directory, indexed)
     wanted = {
         "schema_version": SCHEMA_VERSION,
         "embedder": embedder_signature,

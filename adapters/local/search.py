@@ -18,13 +18,16 @@ from adapters.base import Hit, SearchQuery, SearchResult, Status, StoredMemory, 
 from adapters.errors import InvalidRequest, UnsupportedFilter
 from adapters.local.blas import one_blas_thread
 from adapters.local.checks import valid_limit, valid_statuses
+from adapters.local.lexical import FUSION_DEPTH
+from adapters.local.lexical_search import LocalLexical
 from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, row_to_memory
 from adapters.local.store import LocalStoreBase, allowed_status_codes, guarded
 from adapters.scopes import ScopeKey, ScopeSet
 
 
-class LocalSearch(LocalStoreBase):
-    """search / search_vector / load_hits over the ScopeSet's partitions only."""
+class LocalSearch(LocalLexical):
+    """search / search_vector / load_hits over the ScopeSet's partitions only (search: fused with
+    the lexical channel, `LocalLexical`)."""
 
     # -- reads --------------------------------------------------------------------------
     def _rowids_for(self, scope: ScopeKey, memory_ids: Iterable[str]) -> np.ndarray:
@@ -187,7 +190,9 @@ class LocalSearch(LocalStoreBase):
             raise InvalidRequest("query text must be a string", backend=self.name)
         (vector,) = await self._embed([encodable(query.text, "query text")])
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
-            ranked = self.search_vector(query.scopes, vector, limit=query.limit, statuses=query.statuses, kinds=query.kinds, now=query.at())
+            depth = max(query.limit, FUSION_DEPTH)  # each channel's candidates; the fusion keeps query.limit
+            ranked = self.search_vector(query.scopes, vector, limit=depth, statuses=query.statuses, kinds=query.kinds, now=query.at())
+            ranked = self.fused_with_lexical(ranked, query, vector)  # adapters/local/lexical_search.py: same ScopeSet
             hits, damaged = self._load_hits(ranked)
             if not damaged:
                 break

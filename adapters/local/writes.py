@@ -18,6 +18,7 @@ import numpy as np
 
 from adapters.base import MemoryPatch, NewMemory, Status, StoredMemory, require_scope
 from adapters.errors import BackendConflict, InvalidRequest
+from adapters.local import lexical
 from adapters.local.checks import check_new, check_patch, valid_key
 from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, content_hash, metadata_json, provenance_json
 from adapters.local.store import LocalStoreBase, guarded, vector_blob
@@ -52,6 +53,7 @@ class LocalWrites(LocalStoreBase):
         now = time.time()
         results: list[StoredMemory] = []
         fresh: list[tuple[ScopeKey, int, Status, str, np.ndarray]] = []
+        indexed: list[tuple[int, str, str]] = []
         with self._lock:
             with self._write() as touch:
                 for (scope, scope_text, memory, key, digest, prov, meta), vector in zip(prepared, vectors):
@@ -79,7 +81,9 @@ class LocalWrites(LocalStoreBase):
                     touch.scopes.add(scope_text)
                     touch.writes += 1
                     fresh.append((scope, int(cursor.lastrowid), stored.status, stored.kind, vector))
+                    indexed.append((int(cursor.lastrowid), scope_text, stored.content))
                     results.append(stored)
+                lexical.index_rows(self._db, indexed)  # the lexical index commits (or not) with the rows
             # committed: only now do the vectors become searchable
             for scope, rowid, status, kind, vector in fresh:
                 if scope in self._partitions:
@@ -111,6 +115,9 @@ class LocalWrites(LocalStoreBase):
                         row[0],
                     ),
                 )
+                if patch.content is not None:  # the lexical index follows the content, in the same transaction
+                    lexical.unindex_rows(self._db, [row[0]])
+                    lexical.index_rows(self._db, [(row[0], str(scope), updated.content)])
                 touch.scopes.add(str(scope))
                 touch.writes += 1
             part = self._partitions.get(scope)
@@ -133,6 +140,7 @@ class LocalWrites(LocalStoreBase):
                     return False
                 self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
                 self._db.execute("DELETE FROM quarantine WHERE row_ref = ?", (row[0],))
+                lexical.unindex_rows(self._db, [row[0]])
                 touch.scopes.add(str(scope))
                 touch.writes += 1
             part = self._partitions.get(scope)

@@ -48,6 +48,7 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
+from adapters.postgres.lexical import FUSION_DEPTH, fuse_hits, lexical_query, lexical_statement
 from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -137,6 +138,8 @@ class PostgresBackend:
     of `url`). The first call opens it; `open()` / `open_sync()` do it up front (start-up errors early)."""
 
     name = "postgres"
+    #: False: `search` is the vector channel alone (benchmarks compare the two)
+    lexical_channel: bool = True
     capabilities = Capabilities(memory_id_restriction=True, list_scopes=True, supported_filters=frozenset())
 
     def __init__(self, url: str, *, migrate_url: str | None = None, runtime_role: str | None = None, schema: str = DEFAULT_SCHEMA,
@@ -415,8 +418,37 @@ class PostgresBackend:
         if query.filters:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
-        ranked = await self.search_vector(query.scopes, vector, limit=_limit(query.limit), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        return SearchResult(hits=tuple(ranked))
+        limit = _limit(query.limit)
+        ranked = await self.search_vector(query.scopes, vector, limit=max(limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
+        if self.lexical_channel:  # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused
+            ranked = fuse_hits(ranked, await self.search_lexical(query, vector), limit)
+        return SearchResult(hits=tuple(ranked[:limit]))
+
+    async def search_lexical(self, query: SearchQuery, vector: np.ndarray) -> list[Hit]:
+        """Full-text top-`FUSION_DEPTH` over exactly the ScopeSet (declared for row-level security
+        and in the WHERE, with the vector branch's filters), best first, each scored with its
+        similarity to `vector`. Empty when the text has no lexemes."""
+        lq = lexical_query(query.text)
+        if lq is None:
+            return []
+        open_scopes, pairs, ids = scope_settings(query.scopes)
+        text = lexical_statement(", ".join("m." + c.strip() for c in _COLUMNS.split(",")), with_kinds=query.kinds is not None)
+        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "lq": lq, "all_open": open_scopes, "ids": ids, "pairs": pairs,
+                  "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if query.kinds is not None else None,
+                  "now": query.at(), "depth": max(_limit(query.limit), FUSION_DEPTH)}
+
+        async def run(conn: Conn) -> list[Any]:
+            await declare(conn, open_scopes, pairs, ids)
+            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+
+        hits: list[Hit] = []
+        for row in await self._run(run):
+            memory = self._decode(row[:-2])
+            if memory is None or not query.scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
+                continue
+            score = float(row[-2])
+            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+        return hits
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:

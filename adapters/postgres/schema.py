@@ -29,6 +29,8 @@ Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 
 from __future__ import annotations
 
+from adapters.postgres.lexical import MIGRATION as LEXICAL_MIGRATION
+
 __all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "TENANT_SETTING", "SEP", "PAIR"]
 
 COMPONENT = "memories"
@@ -126,4 +128,7 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     REVOKE ALL ON FUNCTION backend_meta_read() FROM PUBLIC;
     GRANT EXECUTE ON FUNCTION backend_meta_read() TO {runtime};
     """,
+    # 4: the lexical channel (adapters/postgres/lexical.py): a generated tsvector column, so every
+    # insert, content update and delete keeps it in step, and a GIN index over it.
+    LEXICAL_MIGRATION,
 )

@@ -37,6 +37,7 @@ from adapters.shared.embedding import recall_floor
 from bridge.recall.config import FreshnessConfig, RankingConfig
 from bridge.recall.context import RankedHit
 from bridge.recall.context import RecallContext, RecallRuntime
+from bridge.recall.time_aware import time_aware
 from bridge.vocabulary import Purpose
 
 _STATUS_WEIGHT = {Status.ACTIVE: 1.0, Status.PENDING: 0.5, Status.SUPERSEDED: 0.3, Status.FORGOTTEN: 0.0}
@@ -136,4 +137,5 @@ def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None, "the scopes stage runs before ranking"
     ranked = rank_hits(ctx.hits, ctx.scopes, ctx.op.purpose, rt.ranking, now=rt.clock(), min_score=ctx.op.min_score,
                        min_similarity=similarity_floor(rt, ctx))
+    ranked = time_aware(ranked, ctx.op.query)  # a question about WHEN: no freshness, dated memories lifted (time_aware.py)
     ctx.ranked = lead_first(ranked, ctx.op.purpose, rt.ranking)

@@ -242,7 +242,7 @@ async def test_a_schema_2_local_store_gains_the_expiry_column_and_index_at_open(
     finally:
         await store.aclose()
     db = sqlite3.connect(tmp_path / "store" / "memories.sqlite3")
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)  # the current schema (4: the lexical index, adapters/local/lexical.py)
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'memories_expiring'").fetchone() == ("memories_expiring",)
     db.close()
 

@@ -29,11 +29,12 @@ def test_score_is_the_product_of_all_factors():
 
 
 def test_freshness_has_grace_decay_and_floor():
-    cfg = FreshnessConfig()
+    cfg = FreshnessConfig(floor=0.3)  # a low floor, so the decay itself is visible
     assert freshness(NOW - 3 * 86400, "event", NOW, cfg) == 1.0
     assert abs(freshness(NOW - (7 + 90) * 86400, "event", NOW, cfg) - 0.5) < 1e-9
     assert freshness(NOW - (7 + 90) * 86400, "preference", NOW, cfg) > 0.8  # slow kinds age slower
     assert freshness(NOW - 10_000 * 86400, "event", NOW, cfg) == cfg.floor
+    assert freshness(NOW - (7 + 90) * 86400, "event", NOW, FreshnessConfig()) == FreshnessConfig().floor == 0.8  # the default bounds what age costs
 
 
 def test_token_estimate_is_sane_for_cjk_and_latin():

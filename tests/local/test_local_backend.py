@@ -80,6 +80,7 @@ async def test_search_scans_only_the_scope_set_and_still_returns_k(store):
 
 
 async def test_search_is_exact_against_brute_force(store):
+    store.lexical_channel = False  # the vector channel alone is exact nearest neighbours (the fusion: tests/local/test_lexical.py)
     texts = [f"文档 {i} about topic {i % 7} 和 项目 {i % 3}" for i in range(120)]
     await store.put_many([(ALICE if i % 2 else ALPHA, mem(t), f"k{i}") for i, t in enumerate(texts)])
     emb = store.embedder
