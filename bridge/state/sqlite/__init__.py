@@ -17,13 +17,12 @@ fsyncs it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
@@ -31,7 +30,7 @@ from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sqlite.manifests import SqliteManifests
-from bridge.state.sqlite.read_rows import ReadRowQueue
+from bridge.state.sqlite.read_rows import GroupCommittedReads, ReadRowQueue
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.common import check_audit_action
 from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditView, Grant
@@ -127,53 +126,12 @@ def _placeholders(values: Iterable[object]) -> str:
     return ", ".join("?" for _ in values)
 
 
-class SqliteAuditLog:
+class SqliteAuditLog(GroupCommittedReads):
     def __init__(self, db: Database, *, fsync_reads: bool = False, defer_reads: bool = True) -> None:
         self.db = db
         self.fsync_reads = fsync_reads
         #: read rows waiting for their group commit (None: every read row is committed at once)
         self._reads = ReadRowQueue(self.flush) if defer_reads and not fsync_reads else None
-
-    @contextlib.contextmanager
-    def _transaction(self, *, fsync: bool = True) -> Iterator[sqlite3.Connection]:
-        """`Database.transaction` that first inserts every queued read row: they commit with this
-        transaction (and leave the queue only if it commits), so seq order is this process's order."""
-        with self.db.lock:
-            count = 0
-            with self.db.transaction(fsync=fsync) as conn:
-                if self._reads is not None and self._reads.rows:
-                    count = self._reads.insert_into(conn, self._insert)
-                yield conn
-            if count:
-                self._reads.committed(count)  # type: ignore[union-attr]
-
-    def flush(self) -> None:
-        """Commit the queued read rows now (one transaction, no fsync)."""
-        if self._reads is not None and self._reads.rows:
-            with self._transaction(fsync=False):
-                pass
-
-    async def append_read(
-        self,
-        identity: MemoryIdentity,
-        action: str,
-        *,
-        memory_ids: Iterable[str] = (),
-        scopes: Iterable[object] = (),
-        grant_ids: Iterable[str | None] = (),
-        detail: dict[str, Any] | None = None,
-    ) -> int | None:
-        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
-        committed now, returning its seq, when the queue is off. A full queue is committed by
-        this call, and its failure is this call's error."""
-        check_audit_action(action)
-        if self._reads is None or action not in READ_ACTIONS:
-            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
-        row = self._row(identity, action, memory_ids, scopes, grant_ids, detail)
-        with self.db.lock:
-            if self._reads.add(row):
-                self.flush()
-        return None
 
     @staticmethod
     def _row(identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
