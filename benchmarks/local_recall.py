@@ -371,6 +371,7 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     from bridge.vocabulary import Purpose
     from identity.sessions import InMemorySessionRegistry
 
+    load_start = os.getloadavg()  # other work on the machine: record it with the figures
     data_dir = Path(args.data_dir)
     base = min(args.memories, args.base_memories)
     world = build_world(base, args.tenants, args.seed, "t")
@@ -461,7 +462,9 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
 
     # -- timing ---------------------------------------------------------------------------
     pc = time.perf_counter_ns
-    samples: dict[str, list[int]] = {"floor": [], "adapter_vector": [], "adapter_search": [], "pipeline": []}
+    # floor_1t: the same bare numpy with OpenBLAS held to one thread for the whole pass, as the
+    # local backend scans (adapters/local/blas.py); the floor keeps the process's default threads
+    samples: dict[str, list[int]] = {"floor": [], "floor_1t": [], "adapter_vector": [], "adapter_search": [], "pipeline": []}
 
     parts: dict[str, list[int]] = {"search_vector": [], "load_hits": []}
     stage_names = [name for name, _ in STAGES]
@@ -470,6 +473,8 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
     # and the stages are timed by the pipeline itself (`run_recall(..., timings=)`).
     steps: dict[str, list[int]] = {"op": [], "session": [], **{n: [] for n in stage_names}, "result": [], "run_recall": [], "stages_total": []}
     samples["stages"] = []
+    cpu = time.thread_time_ns
+    cpu_samples: dict[str, list[int]] = {path: [] for path in samples}
 
     async def one_pass(path: str, record: bool, order: list[int]) -> None:
         """One path over all queries: every path finds its data equally cold (the readable sets of
@@ -477,7 +482,8 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
         for qi in order:
             bi, text, q = queries[qi]
             scopes = scope_sets[id(bi)]
-            if path == "floor":
+            c0 = cpu()
+            if path in ("floor", "floor_1t"):
                 matrix, _ = floor[id(bi)]
                 t0 = pc()
                 floor_top(matrix, q)
@@ -518,6 +524,9 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
                     steps["stages_total"].append(sum(timings[n] for n in stage_names))
             if record:
                 samples[path].append(t1 - t0)
+                # this thread's CPU time over the same call (setup of the stages path included): on
+                # a loaded machine it leaves out the time spent waiting for a core
+                cpu_samples[path].append(cpu() - c0)
 
     # A round = chunks of one query per identity (every identity once, shuffled); each path runs
     # over the whole chunk before the next path starts, in a rotating path order. So every path
@@ -532,7 +541,13 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
             rng.shuffle(chunk)
             shift = rng.randrange(len(paths))
             for path in paths[shift:] + paths[:shift]:
-                await one_pass(path, record, chunk)
+                if path == "floor_1t":
+                    from threadpoolctl import threadpool_limits
+
+                    with threadpool_limits(limits=1, user_api="blas"):
+                        await one_pass(path, record, chunk)
+                else:
+                    await one_pass(path, record, chunk)
 
     for _ in range(args.warmup_rounds):
         await one_round(False)
@@ -540,6 +555,7 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
         await one_round(True)
 
     lat = {name: summary_us(v) for name, v in samples.items()}
+    cpu_lat = {name: summary_us(v) for name, v in cpu_samples.items()}
     f50 = lat["floor"]["p50_us"]
     result = {
         "total_memories_in_store": total_in_store,
@@ -552,17 +568,27 @@ async def recall_phase(args: argparse.Namespace) -> dict[str, object]:
         },
         "latency": lat,
         "latency_breakdown": {name: summary_us(v) for name, v in parts.items()},
+        # thread CPU time per call (BLAS worker threads of the default floor are not counted)
+        "cpu_time": cpu_lat,
+        "cpu_ratios": {
+            "adapter_vector_over_floor_1t": round(cpu_lat["adapter_vector"]["p50_us"] / cpu_lat["floor_1t"]["p50_us"], 2),
+            "pipeline_over_floor_1t": round(cpu_lat["pipeline"]["p50_us"] / cpu_lat["floor_1t"]["p50_us"], 2),
+        },
         "pipeline_steps": {name: summary_us(v) for name, v in steps.items()},
         "stage_names": stage_names,
         "ratios": {
             "adapter_vector_p50_over_floor_p50": round(lat["adapter_vector"]["p50_us"] / f50, 2),
             "adapter_search_p50_over_floor_p50": round(lat["adapter_search"]["p50_us"] / f50, 2),
             "pipeline_p50_over_floor_p50": round(lat["pipeline"]["p50_us"] / f50, 2),
+            # against the faster of the two floors in this run (the stricter ratio)
+            "pipeline_p50_over_best_floor_p50": round(lat["pipeline"]["p50_us"] / min(f50, lat["floor_1t"]["p50_us"]), 2),
+            "adapter_vector_p50_over_best_floor_p50": round(lat["adapter_vector"]["p50_us"] / min(f50, lat["floor_1t"]["p50_us"]), 2),
             "backend_search_stage_p50_over_floor_p50": round(summary_us(steps["search"])["p50_us"] / f50, 2),
         },
         "recall_at_10": round(strict_total / expected, 4) if expected else None,
         "recall_at_10_tie_tolerant": round(tie_ok_total / expected, 4) if expected else None,
         "resident_memory": rss,
+        "load_average": {"start": [round(x, 2) for x in load_start], "end": [round(x, 2) for x in os.getloadavg()]},
     }
     await bridge.aclose()
     shutil.rmtree(state_dir, ignore_errors=True)
@@ -592,9 +618,12 @@ def table(report: dict[str, object]) -> str:
         lines.append("")
         lines.append(f"store of {run['total_memories_in_store']:,} memories; {run['identities']} identities x 4 readable scopes; "
                      f"readable active rows min/median/max {rr['min']:,}/{rr['median']:,.0f}/{rr['max']:,}; {run['queries']} queries x {run['rounds']} rounds")
-        lines.append(f"  {'path':<48} {'p50 us':>9} {'p95 us':>9} {'p50/floor':>10}")
+        if run.get("load_average"):
+            lines.append(f"load average (1/5/15 min) at start {run['load_average']['start']}, at end {run['load_average']['end']}")
+        lines.append(f"  {'path':<48} {'p50 us':>9} {'p95 us':>9} {'p50/floor':>10} {'CPU p50':>9}")
         names = {
             "floor": "floor: numpy rows @ q + argpartition (top-10)",
+            "floor_1t": "floor, OpenBLAS on one thread",
             "adapter_vector": "adapter: search_vector + load_hits (top-10)",
             "adapter_search": "adapter: search() incl. query embedding",
             "pipeline": "pipeline: MemoryBridge.recall (cand. 50)",
@@ -602,7 +631,8 @@ def table(report: dict[str, object]) -> str:
         }
         f50 = lat["floor"]["p50_us"]
         for key, label in names.items():
-            lines.append(f"  {label:<48} {lat[key]['p50_us']:>9.1f} {lat[key]['p95_us']:>9.1f} {lat[key]['p50_us'] / f50:>9.2f}x")
+            cpu_p50 = run.get("cpu_time", {}).get(key, {}).get("p50_us", float("nan"))
+            lines.append(f"  {label:<48} {lat[key]['p50_us']:>9.1f} {lat[key]['p95_us']:>9.1f} {lat[key]['p50_us'] / f50:>9.2f}x {cpu_p50:>9.1f}")
         br = run["latency_breakdown"]
         lines.append(f"  {'  of which search_vector / load_hits':<48} {br['search_vector']['p50_us']:>9.1f} {br['load_hits']['p50_us']:>9.1f}   (p50, p50)")
         st = run["pipeline_steps"]
@@ -617,6 +647,10 @@ def table(report: dict[str, object]) -> str:
         ok_p = "OK" if ratios["pipeline_p50_over_floor_p50"] <= 5 else "MISS"
         lines.append(f"  adapter/floor {ratios['adapter_vector_p50_over_floor_p50']:.2f}x (target <= 3x: {ok_a});  "
                      f"pipeline/floor {ratios['pipeline_p50_over_floor_p50']:.2f}x (target <= 5x: {ok_p})")
+        lines.append(f"  against the faster floor: adapter {ratios['adapter_vector_p50_over_best_floor_p50']:.2f}x, pipeline {ratios['pipeline_p50_over_best_floor_p50']:.2f}x")
+        if run.get("cpu_ratios"):
+            cr = run["cpu_ratios"]
+            lines.append(f"  thread CPU time p50 against the one-thread floor's: adapter {cr['adapter_vector_over_floor_1t']:.2f}x, pipeline {cr['pipeline_over_floor_1t']:.2f}x")
         lines.append(f"  recall@10 {run['recall_at_10']} (tie-tolerant {run['recall_at_10_tie_tolerant']}; target 1.0)")
         m = run["resident_memory"]
         lines.append(f"  resident: {m['partitions_touched']} partitions, {m['rows_touched']:,} rows, raw vectors {m['raw_vector_bytes'] / 2**20:.1f} MiB; "
@@ -632,7 +666,7 @@ def table(report: dict[str, object]) -> str:
 
 
 def scale_summary(small: dict, large: dict) -> dict[str, object]:
-    keys = ("floor", "adapter_vector", "adapter_search", "pipeline")
+    keys = ("floor", "floor_1t", "adapter_vector", "adapter_search", "pipeline")
     return {
         "small_total": small["total_memories_in_store"], "large_total": large["total_memories_in_store"],
         "total_growth": round(large["total_memories_in_store"] / small["total_memories_in_store"], 2),

@@ -13,7 +13,10 @@ Reported: p50/p99 per pass, throughput, and the ratios the issue sets goals for 
 minus in-process p50 (goal <= 1 ms at low load), 2-worker throughput / in-process (goal >= 0.6
 on 2 cores), p99 at the concurrent pass (goal < 25 ms). Counts and time are bounded
 (`--requests`, `--max-seconds` per pass). The generator shares the machine's cores with the
-server: on 2 cores that is part of what the figures measure.
+server: on 2 cores that is part of what the figures measure, so each pass also reports the
+generator's own CPU seconds and the server's (all workers, from /proc), and requests per server
+CPU-second — the throughput with the generator's share taken out. The load average at start
+and end is recorded with the figures.
 """
 
 from __future__ import annotations
@@ -71,10 +74,43 @@ async def _generate(url: str, keys: list[str], requests: int, concurrency: int, 
                 latencies.append(time.perf_counter() - started)
                 errors += r.status_code != 200
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(n) for n in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency}
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # the generator's own CPU: on 2 cores, what it takes is not there for the server
+    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency, "seconds": elapsed, "generator_cpu_s": cpu}
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` and every process below it (the uvicorn workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [pid]
+    while todo:
+        n = todo.pop()
+        total += times.get(n, 0.0)
+        todo += children.get(n, [])
+    return total
+
+
+def _measured_pass(process: subprocess.Popen, url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+    """One generator pass, with the server's CPU (all workers) over the same pass."""
+    before = _tree_cpu_seconds(process.pid)
+    row = _run_generator(url, keys_file, requests, concurrency, max_seconds)
+    row["server_cpu_s"] = _tree_cpu_seconds(process.pid) - before
+    # requests per CPU-second the server spent: throughput with the generator's share taken out
+    row["rps_per_server_cpu_s"] = row["requests"] / row["server_cpu_s"] if row["server_cpu_s"] else float("nan")
+    return row
 
 
 def _run_generator(url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
@@ -180,13 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     keys = asyncio.run(_seed(home, args.memories, args.users))
     keys_file = home / "keys.json"
     keys_file.write_text(json.dumps(keys))
-    report: dict[str, Any] = {"memories": args.memories, "users": args.users, "cores": os.cpu_count(), "in_process": asyncio.run(_in_process(home, keys, args.requests, args.concurrency, args.max_seconds))}
+    report: dict[str, Any] = {"memories": args.memories, "users": args.users, "cores": os.cpu_count(), "load_average_start": list(os.getloadavg()),
+                              "in_process": asyncio.run(_in_process(home, keys, args.requests, args.concurrency, args.max_seconds))}
     for workers in (1, 2):
         process, url = _serve(home, workers)
         try:
             report[f"service_{workers}w"] = {
-                "sequential": _run_generator(url, keys_file, args.requests, 1, args.max_seconds),
-                "concurrent": _run_generator(url, keys_file, args.requests, args.concurrency, args.max_seconds),
+                "sequential": _measured_pass(process, url, keys_file, args.requests, 1, args.max_seconds),
+                "concurrent": _measured_pass(process, url, keys_file, args.requests, args.concurrency, args.max_seconds),
             }
         finally:
             process.send_signal(signal.SIGTERM)
@@ -196,13 +233,22 @@ def main(argv: list[str] | None = None) -> int:
         "service_1w_p50_minus_in_process_ms": report["service_1w"]["sequential"]["p50_ms"] - base["sequential"]["p50_ms"],
         "service_2w_throughput_over_in_process": report["service_2w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
         "service_1w_throughput_over_in_process": report["service_1w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
+        "service_1w_p99_at_concurrency_ms": report["service_1w"]["concurrent"]["p99_ms"],
         "service_2w_p99_at_concurrency_ms": report["service_2w"]["concurrent"]["p99_ms"],
+        "service_2w_over_1w_throughput": report["service_2w"]["concurrent"]["throughput_rps"] / report["service_1w"]["concurrent"]["throughput_rps"],
+        # the same with the generator's CPU taken out: server CPU the 2 workers could use / what 1 used
+        "service_2w_over_1w_server_cpu": report["service_2w"]["concurrent"]["server_cpu_s"] / report["service_2w"]["concurrent"]["seconds"]
+        / (report["service_1w"]["concurrent"]["server_cpu_s"] / report["service_1w"]["concurrent"]["seconds"]),
     }
-    print(f"{'pass':<28}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}")
+    report["load_average_end"] = list(os.getloadavg())
+    print(f"load average at start {report['load_average_start']}, at end {report['load_average_end']}")
+    print(f"{'pass':<28}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}{'srv cpu':>9}{'gen cpu':>9}{'req/cpu-s':>10}")
     for name in ("in_process", "service_1w", "service_2w"):
         for label in ("sequential", "concurrent"):
             row = report[name][label]
-            print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<28}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}{row.get('errors', 0):>8}")
+            srv, gen = row.get("server_cpu_s", float("nan")), row.get("generator_cpu_s", float("nan"))
+            print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<28}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}"
+                  f"{row.get('errors', 0):>8}{srv:>9.2f}{gen:>9.2f}{row.get('rps_per_server_cpu_s', float('nan')):>10.0f}")
     for k, v in report["ratios"].items():
         print(f"{k:<48}{v:>9.2f}")
     if args.out:

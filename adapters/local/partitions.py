@@ -10,6 +10,7 @@ This module never touches SQLite; `LocalBackend` keeps it in step with the datab
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,10 @@ class Partition:
     # rowid -> the decoded record, filled by the store when it loads hits of this partition;
     # any mutation clears it, and so does every write transaction touching the scope
     decoded: "dict[int, StoredMemory]" = field(default_factory=dict, repr=False, compare=False)
+    # the earliest `expires_at` of any row loaded or appended (inf: none expires). A search at a
+    # time before it has no expired row to mask and skips the expiry query. Removing a row never
+    # raises it (an earlier value only costs that query); a reload recomputes it.
+    next_expiry: float = math.inf
 
     @classmethod
     def from_rows(cls, dimension: int, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, matrix: np.ndarray) -> "Partition":
@@ -63,8 +68,10 @@ class Partition:
             kind[: self.size] = self.kind[: self.size]
         self.matrix, self.rowids, self.status, self.kind = matrix, rowids, status, kind
 
-    def append(self, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, vectors: np.ndarray) -> None:
+    def append(self, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, vectors: np.ndarray, *, earliest_expiry: float | None = None) -> None:
         n = len(rowids)
+        if earliest_expiry is not None and earliest_expiry < self.next_expiry:
+            self.next_expiry = earliest_expiry
         self._reserve(n)
         s = self.size
         self.matrix[s : s + n] = vectors  # type: ignore[index]  # _reserve allocated it

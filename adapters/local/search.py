@@ -25,6 +25,9 @@ from adapters.local.store import LocalStoreBase, allowed_status_codes, guarded
 from adapters.scopes import ScopeKey, ScopeSet
 
 
+_NO_ROWIDS = np.zeros(0, dtype=np.int64)
+
+
 class LocalSearch(LocalLexical):
     """search / search_vector / load_hits over the ScopeSet's partitions only (search: fused with
     the lexical channel, `LocalLexical`)."""
@@ -98,7 +101,8 @@ class LocalSearch(LocalLexical):
                     if entry.memory_ids is not None:
                         imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
                         mask = imask if mask is None else mask & imask
-                    expired = self._expired_rowids(entry.key, at)
+                    # the expiry query only when a row of this partition may have expired by `at`
+                    expired = self._expired_rowids(entry.key, at) if at >= part.next_expiry else _NO_ROWIDS
                     if expired.size:  # expired rows are never candidates: excluded before the top-k
                         emask = ~np.isin(part.rowids[:n], expired)
                         mask = emask if mask is None else mask & emask

@@ -242,7 +242,7 @@ class LocalStoreBase:
             return part
         self.partition_loads[scope] += 1
         rows, lenient = self._fetchall(
-            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob' FROM memories m WHERE m.scope = ?"
+            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
         )
@@ -273,6 +273,7 @@ class LocalStoreBase:
             status = np.fromiter((_STATUS_CODE_BY_VALUE[r[2]] for r in good), dtype=np.int8, count=len(good))
             kind = np.fromiter((self._kind_code(r[3]) for r in good), dtype=np.int32, count=len(good))
             part = Partition.from_rows(dim, rowids, status, kind, matrix)
+            part.next_expiry = min((float(r[6]) for r in good if isinstance(r[6], (int, float))), default=part.next_expiry)
         else:
             part = Partition(dim)
         self._partitions[scope] = part

@@ -80,15 +80,16 @@ class LocalWrites(LocalStoreBase):
                     )
                     touch.scopes.add(scope_text)
                     touch.writes += 1
-                    fresh.append((scope, int(cursor.lastrowid), stored.status, stored.kind, vector))
+                    fresh.append((scope, int(cursor.lastrowid), stored.status, stored.kind, vector, stored.expires_at))
                     indexed.append((int(cursor.lastrowid), scope_text, stored.content))
                     results.append(stored)
                 lexical.index_rows(self._db, indexed)  # the lexical index commits (or not) with the rows
             # committed: only now do the vectors become searchable
-            for scope, rowid, status, kind, vector in fresh:
+            for scope, rowid, status, kind, vector, expires_at in fresh:
                 if scope in self._partitions:
                     self._partitions[scope].append(
-                        np.array([rowid]), np.array([_STATUS_CODES[status]]), np.array([self._kind_code(kind)]), vector[None, :]
+                        np.array([rowid]), np.array([_STATUS_CODES[status]]), np.array([self._kind_code(kind)]), vector[None, :],
+                        earliest_expiry=expires_at,
                     )
         return results
 

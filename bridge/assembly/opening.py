@@ -34,12 +34,12 @@ class BridgeClass(Protocol):
     def __call__(self, backend: MemoryBackend, state: BridgeState | None = None, *, sessions: SessionRegistry | None = None, **options: Any) -> Any: ...
 
 
-def open_state(settings: BridgeSettings, *, fsync_reads: bool = False) -> BridgeState:
+def open_state(settings: BridgeSettings, *, fsync_reads: bool = False, defer_reads: bool = True) -> BridgeState:
     """The bridge's own state: SQLite under HOME, or PostgreSQL shared by every replica."""
     if settings.state_url is None:
         from bridge.state.sqlite import SqliteState
 
-        return SqliteState(Path(settings.home) / "bridge.sqlite3", fsync_reads=fsync_reads)
+        return SqliteState(Path(settings.home) / "bridge.sqlite3", fsync_reads=fsync_reads, defer_reads=defer_reads)
     try:
         from bridge.state.postgres import open_postgres_state
     except ImportError as exc:
@@ -71,8 +71,8 @@ def from_settings(cls: BridgeClass, settings: BridgeSettings | None = None, **kw
     if entry.name == "postgres" and settings.state_url is None:
         raise ConfigurationError("VIKING_BRIDGE_BACKEND=postgres needs VIKING_BRIDGE_STATE_URL (the bridge's state lives there too)")
     options = {**settings.runtime_options(), **kwargs}
-    state = options.pop("state", None) or open_state(settings, fsync_reads=options.pop("audit_fsync_reads", False))
-    options.pop("audit_fsync_reads", None)
+    fsync_reads, defer_reads = options.pop("audit_fsync_reads", False), options.pop("audit_defer_reads", True)
+    state = options.pop("state", None) or open_state(settings, fsync_reads=fsync_reads, defer_reads=defer_reads)
     request = OpenRequest(
         settings, state, embedder=options.pop("embedder", None), quarantined=options.setdefault("quarantined", []),
         reinitialise=bool(options.get("reinitialise")),
@@ -101,11 +101,11 @@ def with_backend(cls: BridgeClass, backend: MemoryBackend, home: str | Path, **k
     settings = load_bridge_settings()
     options = {**settings.runtime_options(), **kwargs}
     home = Path(home)
-    fsync_reads = options.pop("audit_fsync_reads", False)
+    fsync_reads, defer_reads = options.pop("audit_fsync_reads", False), options.pop("audit_defer_reads", True)
     sessions = options.pop("sessions", None) or SqliteSessionRegistry(home / "sessions.sqlite3")
     state = options.pop("state", None)
     if state is None:
         from bridge.state.sqlite import SqliteState
 
-        state = SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads)
+        state = SqliteState(home / "bridge.sqlite3", fsync_reads=fsync_reads, defer_reads=defer_reads)
     return cls(backend, state, sessions=sessions, **options)

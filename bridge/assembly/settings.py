@@ -17,7 +17,8 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_FRESHNESS_GRACE_DAYS  7        no decay before this age
     VIKING_BRIDGE_INCLUDE_GLOBAL        true     every identity reads the global scope
     VIKING_BRIDGE_GLOBAL_WRITER_TENANTS ""       tenants whose global_admins may write global
-    VIKING_BRIDGE_AUDIT_FSYNC_READS     false    fsync each recall's audit row too
+    VIKING_BRIDGE_AUDIT_FSYNC_READS     false    fsync each recall's audit row too (implies no deferral)
+    VIKING_BRIDGE_AUDIT_DEFER_READS     true     SQLite state: group-commit recall audit rows (within 50 ms)
     VIKING_BRIDGE_MAX_ACTIVE_MANIFESTS_PER_USER 1000
     VIKING_BRIDGE_STATE_URL             unset    postgresql://... : audit, grants, manifests,
                                                  sessions, API keys and nonces on PostgreSQL,
@@ -179,6 +180,7 @@ class BridgeSettings(BaseSettings):
     include_global: bool = True
     global_writer_tenants: Annotated[frozenset[str], NoDecode] = frozenset()  # comma-separated in the environment
     audit_fsync_reads: bool = False
+    audit_defer_reads: bool = True
     max_active_manifests_per_user: int = Field(1000, ge=1, le=1_000_000)
     state_url: SecretStr | None = None
     state_migrate_url: SecretStr | None = None
@@ -287,7 +289,7 @@ class BridgeSettings(BaseSettings):
 
     def runtime_options(self) -> dict[str, Any]:
         """What `MemoryBridge(...)` takes from these settings (explicit arguments win)."""
-        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "quotas": self.quotas()}
+        options = {"limits": self.limits(), "budget": self.budget(), "ranking": self.ranking(), "policy": self.policy(), "audit_fsync_reads": self.audit_fsync_reads, "audit_defer_reads": self.audit_defer_reads, "quotas": self.quotas()}
         if self.roles_file is not None:
             from bridge.roles.loader import load_roles  # a RoleFileError names the file and the field
 

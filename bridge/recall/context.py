@@ -52,7 +52,7 @@ class RecallContext:
     tokens_used: int = 0  # stage "budget"
     items: list[RecalledMemory] = field(default_factory=list)  # stage "label"
     context: str = ""  # stage "render"
-    audit_seq: int | None = None  # stage "audit"
+    audit_seq: int | None = None  # stage "audit" (None: the row is queued for its group commit)
 
     def to_result(self) -> RecallResult:
         assert self.scopes is not None

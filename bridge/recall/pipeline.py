@@ -36,8 +36,14 @@ __all__ = ["STAGES", "run_recall"]
 
 
 async def audit_stage(rt: RecallRuntime, ctx: RecallContext) -> None:
+    """The recall's audit row. Through `append_read` where the state has it: the SQLite state
+    group-commits read rows off the critical path (bridge/state/sqlite/read_rows.py says what is
+    durable when the recall returns) and `audit_seq` is then None; otherwise `append`, committed
+    before the recall returns."""
     assert ctx.scopes is not None
-    ctx.audit_seq = await rt.state.audit.append(
+    audit = rt.state.audit
+    append = getattr(audit, "append_read", None) or audit.append
+    ctx.audit_seq = await append(
         ctx.identity, "recall",
         memory_ids=[i.memory_id for i in ctx.items],
         scopes=[i.scope for i in ctx.items],

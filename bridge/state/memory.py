@@ -51,6 +51,13 @@ class MemoryAuditLog:
         self._advance(store_marker)
         return seq
 
+    async def append_read(
+        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
+    ) -> int | None:
+        """A read's row: nothing to group-commit in memory, so it is appended now (its seq)."""
+        return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
+
     async def append_stored(
         self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
         closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,

@@ -86,3 +86,39 @@ async def test_commits_of_another_process_reload_only_the_scope_they_wrote(tmp_p
     assert len(await ids(reader, B, "beta")) == 3 and reader.partition_loads[B] == 1
     assert len(await ids(reader, A, "alpha")) == 23 and reader.partition_loads[A] == 2  # 20 commits, one reload
     await reader.aclose()
+
+
+async def test_expiry_query_runs_only_once_a_partition_row_can_have_expired(tmp_path, monkeypatch):
+    """`Partition.next_expiry` lets a search skip the expiry query while no row of the partition
+    can have expired yet, and never lets an expired row through once one can (loaded rows and
+    appended rows alike)."""
+    from adapters.base import NewMemory, Provenance
+    from adapters.local import LocalBackend
+    from adapters.local.search import LocalSearch
+    from adapters.scopes import ScopeKey, ScopeSet
+    from adapters.shared.embedding import HashingEmbedder
+
+    scope = ScopeKey.private("acme", "alice")
+    calls: list[float] = []
+    real = LocalSearch._expired_rowids
+
+    def counting(self, key, now):  # type: ignore[no-untyped-def]
+        calls.append(now)
+        return real(self, key, now)
+
+    monkeypatch.setattr(LocalSearch, "_expired_rowids", counting)
+    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
+    prov = Provenance("alice", "assistant")
+    await backend.put(scope, NewMemory("plain apple", "fact", provenance=prov), idempotency_key="k1")
+    query = (await backend.embedder.embed(["apple"]))[0]
+    assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=1_000.0)) == 1 and calls == []
+    # appended to the loaded partition: its expiry lowers the partition's bound
+    await backend.put(scope, NewMemory("expiring apple", "fact", provenance=prov, expires_at=2_000.0), idempotency_key="k2")
+    assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=1_500.0)) == 2 and calls == []
+    assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=2_000.0)) == 1 and calls == [2_000.0]
+    # reloaded from SQLite: the bound is recomputed from the stored rows
+    backend._partitions.clear()
+    calls.clear()
+    assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=1_999.0)) == 2 and calls == []
+    assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=2_500.0)) == 1 and calls == [2_500.0]
+    await backend.aclose()

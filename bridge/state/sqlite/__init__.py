@@ -5,9 +5,14 @@ marker it advances commit in one transaction. Schemas are versioned migrations a
 the audit table is append-only (triggers refuse UPDATE and DELETE).
 
 Durability: rows of state-changing actions are fsynced before the action is acknowledged.
-Rows of reads (`recall`) are committed to the WAL without waiting for the disk unless
-`fsync_reads=True` (VIKING_BRIDGE_AUDIT_FSYNC_READS): they survive a process crash, and a
-power loss can lose at most the read rows since the last fsynced commit.
+Rows of reads (`recall`, `inspect`) written through `append_read` are group-committed
+(`bridge/state/sqlite/read_rows.py`): queued in the process and committed together within
+50 ms, after 64 rows, with the next state-changing row, or before an audit query — so a process
+crash can lose the read rows of the last 50 ms, never a write's row. Committed read rows go to
+the WAL without waiting for the disk, so a power loss can also lose the read rows since the
+last fsynced commit. `defer_reads=False` (VIKING_BRIDGE_AUDIT_DEFER_READS=false) commits each
+read row before the recall returns; `fsync_reads=True` (VIKING_BRIDGE_AUDIT_FSYNC_READS) also
+fsyncs it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sqlite import carry
 from bridge.state.sqlite.manifests import SqliteManifests
+from bridge.state.sqlite.read_rows import GroupCommittedReads, ReadRowQueue
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
 from bridge.state.common import check_audit_action
 from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
@@ -121,10 +127,21 @@ def _placeholders(values: Iterable[object]) -> str:
     return ", ".join("?" for _ in values)
 
 
-class SqliteAuditLog:
-    def __init__(self, db: Database, *, fsync_reads: bool = False) -> None:
+class SqliteAuditLog(GroupCommittedReads):
+    def __init__(self, db: Database, *, fsync_reads: bool = False, defer_reads: bool = True) -> None:
         self.db = db
         self.fsync_reads = fsync_reads
+        #: read rows waiting for their group commit (None: every read row is committed at once)
+        self._reads = ReadRowQueue(self.flush) if defer_reads and not fsync_reads else None
+
+    @staticmethod
+    def _row(identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
+             grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple:
+        return (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            _json_list(memory_ids), json.dumps(sorted({str(s) for s in scopes})), json.dumps(sorted({g for g in grant_ids if g})),
+            _encode_detail(detail or {}),
+        )
 
     async def append(
         self,
@@ -140,12 +157,8 @@ class SqliteAuditLog:
     ) -> int:
         check_audit_action(action)
         fsync = self.fsync_reads or action not in READ_ACTIONS or closes_intent is not None
-        row = (
-            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            _json_list(memory_ids), json.dumps(sorted({str(s) for s in scopes})), json.dumps(sorted({g for g in grant_ids if g})),
-            _encode_detail(detail or {}),
-        )
-        with self.db.transaction(fsync=fsync) as conn:
+        row = self._row(identity, action, memory_ids, scopes, grant_ids, detail)
+        with self._transaction(fsync=fsync) as conn:
             if closes_intent is not None:
                 # the intent row is the claim: if open checks already reconciled this intent (a
                 # write slower than the grace), its `recovered` row is the one audit row
@@ -166,7 +179,7 @@ class SqliteAuditLog:
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
             _json_list([memory_id]), json.dumps([str(scope)]), "[]", _encode_detail(detail or {}),
         )
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,)).rowcount
             # an earlier attempt of this same write (same scope, same backend key) is audited by this row
             conn.execute(
@@ -226,6 +239,7 @@ class SqliteAuditLog:
         self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
         before_seq: int | None = None, actor: str | None = None, limit: int = 100,
     ) -> list[AuditEvent]:
+        self.flush()  # this process's own queued reads are part of what it asks for
         sql = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = ? AND seq > ?"
         params: list[object] = [view.tenant_id, since_seq]
         if view.user_id is not None:
@@ -268,7 +282,7 @@ class SqliteAuditLog:
             _json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             if intent.action in STORING_ACTIONS and len(memory_ids) == 1 and (existing := self._stored_seq(conn, intent.tenant_id, memory_ids[0])) is not None:
                 conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (intent.intent_id,))  # a retry audited it
                 return existing
@@ -287,9 +301,11 @@ class SqliteAuditLog:
             conn.execute("INSERT OR REPLACE INTO store_binding (only_row, store_id, writes) VALUES (1, ?, ?)", (marker.store_id, marker.writes))
 
     async def has_rows(self) -> bool:
+        self.flush()
         return bool(self.db.query("SELECT 1 FROM audit LIMIT 1"))
 
     async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        self.flush()  # recall rows still queued in this process belong to the history too
         return carry.export_rows(self.db, tenant_id, after_seq, limit)
 
     async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
@@ -334,7 +350,7 @@ class SqliteGrants:
 class SqliteState:
     """Audit, grants and manifests in one SQLite file (`bridge.sqlite3` under the bridge home)."""
 
-    def __init__(self, path: str | Path, *, fsync_reads: bool = False) -> None:
+    def __init__(self, path: str | Path, *, fsync_reads: bool = False, defer_reads: bool = True) -> None:
         self.db = Database(path)
         with self.db.lock:
             apply_migrations(self.db.conn, "audit", AUDIT_MIGRATIONS)
@@ -342,7 +358,7 @@ class SqliteState:
             apply_migrations(self.db.conn, "manifests", MANIFEST_MIGRATIONS)
             apply_migrations(self.db.conn, "sharing", SHARING_MIGRATIONS)
             apply_migrations(self.db.conn, "audit_carried", carry.CARRY_MIGRATIONS)
-        self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads)
+        self.audit = SqliteAuditLog(self.db, fsync_reads=fsync_reads, defer_reads=defer_reads)
         self.grants = SqliteGrants(self.db)
         self.manifests = SqliteManifests(self.db)
         self.usage = SqliteUsage(self.db)  # storage-quota counters (UsageLedger, bridge/state/protocols.py)
@@ -360,7 +376,10 @@ class SqliteState:
         return rows[0][0] if rows else None
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.audit.flush()  # queued read rows are committed before the file closes
+        finally:
+            self.db.close()
 
     async def aclose(self) -> None:
         self.close()
