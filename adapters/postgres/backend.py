@@ -49,7 +49,8 @@ from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
 from adapters.postgres.lexical import FUSION_DEPTH, fuse_hits, lexical_query, lexical_statement
-from adapters.postgres.schema import COMPONENT, IDS_SETTING, MEMORIES_SETTING, MEMORY_MIGRATIONS, PAIR, SCOPES_SETTING, SEP, TENANT_SETTING
+from adapters.postgres.declare import declare, scope_settings
+from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
 from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migrations, schema_is_current
@@ -98,36 +99,6 @@ def _limit(limit: object, maximum: int | None = None) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
         raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="postgres")
     return limit
-
-
-def _settable(values: Sequence[str]) -> str:
-    return SEP.join(values)
-
-
-def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
-    """(open scopes, restricted pairs, restricted ids) — what a transaction declares for RLS and
-    the WHERE clause uses alike. Ids that could break the setting's framing are dropped."""
-    open_scopes: list[str] = []
-    pairs: list[str] = []
-    ids: list[str] = []
-    for entry in scopes:
-        key = str(entry.key)
-        if entry.memory_ids is None:
-            open_scopes.append(key)
-            continue
-        for mid in sorted(entry.memory_ids):
-            if isinstance(mid, str) and mid and not any(c in mid for c in (SEP, PAIR, "\x00")):
-                pairs.append(key + PAIR + mid)
-                ids.append(mid)
-    return open_scopes, pairs, ids
-
-
-async def declare(conn: Conn, open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
-    """SET LOCAL the permitted scopes for the rest of this transaction (the RLS policy reads them)."""
-    await conn.execute(
-        "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, %s, true)",
-        (SCOPES_SETTING, _settable(open_scopes), MEMORIES_SETTING, _settable(pairs), IDS_SETTING, _settable(ids)),
-    )
 
 
 class PostgresBackend:

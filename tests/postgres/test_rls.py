@@ -17,7 +17,7 @@ import pytest_asyncio
 from adapters.base import Hit, SearchQuery, Status
 from adapters.errors import BackendMisconfigured
 from adapters.postgres import PostgresBackend
-from adapters.postgres.backend import declare
+from adapters.postgres.declare import declare
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.postgres_server import TestDatabase
 from tests.postgres.pgkit import as_app, note
@@ -98,7 +98,8 @@ class FilterDroppingBackend(PostgresBackend):
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10,
                             statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
-        from adapters.postgres.backend import _COLUMNS, scope_settings
+        from adapters.postgres.backend import _COLUMNS
+        from adapters.postgres.declare import scope_settings
 
         open_scopes, pairs, ids = scope_settings(scopes)
 

@@ -1,0 +1,48 @@
+"""What a transaction declares for row-level security: the ScopeSet as `SET LOCAL` settings.
+
+The memory store's policy (adapters/postgres/schema.py) shows a transaction only the rows of the
+scopes, and the (scope, id) pairs, it declared here; the vector and lexical queries put the same
+values in their WHERE clauses, so both walls are built from one translation of the ScopeSet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from adapters.postgres.schema import IDS_SETTING, MEMORIES_SETTING, PAIR, SCOPES_SETTING, SEP
+from adapters.scopes import ScopeSet
+
+__all__ = ["scope_settings", "declare"]
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection as Conn
+
+
+def _settable(values: Sequence[str]) -> str:
+    return SEP.join(values)
+
+
+def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
+    """(open scopes, restricted pairs, restricted ids) — what a transaction declares for RLS and
+    the WHERE clause uses alike. Ids that could break the setting's framing are dropped."""
+    open_scopes: list[str] = []
+    pairs: list[str] = []
+    ids: list[str] = []
+    for entry in scopes:
+        key = str(entry.key)
+        if entry.memory_ids is None:
+            open_scopes.append(key)
+            continue
+        for mid in sorted(entry.memory_ids):
+            if isinstance(mid, str) and mid and not any(c in mid for c in (SEP, PAIR, "\x00")):
+                pairs.append(key + PAIR + mid)
+                ids.append(mid)
+    return open_scopes, pairs, ids
+
+
+async def declare(conn: "Conn", open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
+    """SET LOCAL the permitted scopes for the rest of this transaction (the RLS policy reads them)."""
+    await conn.execute(
+        "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, %s, true)",
+        (SCOPES_SETTING, _settable(open_scopes), MEMORIES_SETTING, _settable(pairs), IDS_SETTING, _settable(ids)),
+    )
