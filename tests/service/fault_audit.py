@@ -4,13 +4,17 @@ exactly once and every stored memory audited exactly once (`write` or `recovered
 
     python -m tests.service.fault_audit --backend local --rounds 25 --writers 4
     python -m tests.service.fault_audit --backend postgres --rounds 25 --writers 4   # two replicas on one database
+    python -m tests.service.fault_audit --backend postgres --rounds 25 --pg-outages 8  # ... and PostgreSQL outages
 
 Writers behave as a careful client does: a write that got no answer (the process died under it,
 or it answered 503) is retried with the same idempotency key until it is acknowledged, so a write
 in flight at the kill is exercised three ways at once: the backend may have committed it, its
 intent is open, and the retry arrives at the restarted process. `local`: one serve (local store,
 SQLite state) killed every round. `postgres`: two replicas on one PostgreSQL (memories and state);
-each round kills one of them (alternately) while both take writes, the survivor keeps serving.
+each round kills one of them (alternately) while both take writes, the survivor keeps serving;
+with `--pg-outages N`, N of the rounds stop the PostgreSQL server itself instead (a fast shutdown
+that cuts every connection, for 0.5-3 s, data kept) while both replicas go on taking writes. The
+outages need a server this run may stop: a second, independent one it starts for itself.
 
 Prints one JSON line: acknowledged, stored, lost (acknowledged but absent), duplicated (a
 content stored twice), audited_not_once (stored memories with zero or several audit rows), and
@@ -158,17 +162,17 @@ def run_local(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[float
         service.stop()
 
 
-def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[float, float] = (0.3, 1.5)) -> dict[str, Any]:
+def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[float, float] = (0.3, 1.5), outages: int = 0) -> dict[str, Any]:
     import secrets
 
-    from contract_tests.postgres_server import shared_server
+    from contract_tests.postgres_server import second_server, shared_server
     from identity.providers import ApiKeyStore
     from identity.state.postgres import PgApiKeyRepository
     from identity.storage.postgres import PgPool
     from tests.postgres import test_two_services as kit
 
     kit.INTENT_GRACE_S = INTENT_GRACE_S
-    server = shared_server()
+    server = second_server() if outages else shared_server()  # only a server of our own may be stopped
     db = server.create_database()
     secret = secrets.token_hex(32)
     replicas = [kit._spawn(db, secret, tmp, 0, READY_S), kit._spawn(db, secret, tmp, 1, READY_S)]
@@ -177,6 +181,7 @@ def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[fl
     writers = [Writer(f"w{i}", kit._key(keys, f"w{i}"), lambda: list(live)) for i in range(n_writers)]
     admin = kit._key(keys, "root", roles=["admin"])
     rng = random.Random(seed)
+    outage_rounds = set(rng.sample(range(rounds), min(outages, rounds)))
     stop, finish = threading.Event(), threading.Event()
     threads = [threading.Thread(target=w.run, args=(stop, finish), daemon=True) for w in writers]
     for t in threads:
@@ -185,6 +190,11 @@ def run_postgres(rounds: int, n_writers: int, seed: int, tmp: Path, up: tuple[fl
     try:
         for round_ in range(rounds):
             time.sleep(rng.uniform(*up))  # the process serves this long, then dies
+            if round_ in outage_rounds:  # this round the database goes away under both replicas instead
+                server.take_down()
+                time.sleep(rng.uniform(0.5, 3.0))
+                server.bring_back()
+                continue
             victim = round_ % 2
             os.kill(replicas[victim].process.pid, signal.SIGKILL)
             replicas[victim].process.wait(10)
@@ -221,14 +231,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pg-outages", type=int, default=0, help="postgres: rounds that stop the PostgreSQL server instead of a replica")
     parser.add_argument("--up", type=float, nargs=2, default=(0.3, 1.5), metavar=("MIN", "MAX"), help="seconds a process serves before it is killed")
     args = parser.parse_args(argv)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="vb-fault-")  # kept when the run fails: the processes' logs are in it
-    run = run_local if args.backend == "local" else run_postgres
-    result = run(args.rounds, args.writers, args.seed, Path(tmp), tuple(args.up))
+    if args.backend == "local":
+        if args.pg_outages:
+            parser.error("--pg-outages needs --backend postgres")
+        result = run_local(args.rounds, args.writers, args.seed, Path(tmp), tuple(args.up))
+    else:
+        result = run_postgres(args.rounds, args.writers, args.seed, Path(tmp), tuple(args.up), outages=args.pg_outages)
     shutil.rmtree(tmp, ignore_errors=True)
-    result.update(backend=args.backend, rounds=args.rounds, writers=args.writers, seconds=round(time.monotonic() - started, 1))
+    result.update(backend=args.backend, rounds=args.rounds, writers=args.writers, pg_outages=args.pg_outages, seconds=round(time.monotonic() - started, 1))
     print(json.dumps(result), flush=True)
     return 1 if result["lost"] or result["duplicated"] or result["audited_not_once"] else 0
 
