@@ -56,7 +56,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from contract_tests.http_transport import HttpBridge
+from contract_tests.openviking_server.server import free_port
 
 __all__ = ["SERVICE_ADAPTERS", "ServiceBridge", "ServiceWorld", "service_world", "startup_seconds", "unavailable_reason"]
 
@@ -169,12 +169,6 @@ def _backend_environment(adapter: str, home: Path) -> tuple[dict[str, str], list
     return env, hidden
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class ServeProcess:
     """One `viking-bridge serve` child: its URL, logs and the environment it was given."""
@@ -194,7 +188,7 @@ class ServeProcess:
 def spawn_serve(home: Path, env: dict[str, str], *, ready_timeout: float = 180.0) -> ServeProcess:
     """Start serve with exactly `env` as its VIKING_BRIDGE_* configuration (any inherited one is
     dropped) and wait for /ready."""
-    port = _free_port()
+    port = free_port()
     full = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIKING_BRIDGE_", "PROMETHEUS_", "OPENVIKING_"))}, **env}
     log_path, err_path = home / "serve-access.log", home / "serve.err"
     began = time.perf_counter()
