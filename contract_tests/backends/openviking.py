@@ -5,6 +5,13 @@ account on the server) and, on exit, every account of that namespace is deleted.
 shared per process and per auth mode: a local OpenViking 0.5.2 started on first use (see
 `contract_tests/openviking_server/`) and stopped at interpreter exit.
 
+A test that runs the suite in a CHILD pytest hands its servers down instead of letting the child
+start its own (a start costs 40-130 s on a busy 2-core machine, and the default run spawns several
+such children): `env = {**os.environ, **hand_down("api_key")}` starts or reuses this process's
+server and names it in `VIKING_BRIDGE_TEST_OPENVIKING_SERVERS`; the child's `shared_server` uses a
+named server that answers `/health` in the right mode, and never stops it. Sharing is safe because
+every test works in a namespace of its own and drops it afterwards.
+
 Live mode: with `OPENVIKING_URL` and `OPENVIKING_ROOT_API_KEY` set, that deployment is used
 instead (its `/health` says which auth mode it runs; the other adapter reports itself
 unavailable). Set `VIKING_BRIDGE_OPENVIKING_INSTALL=0` to forbid installing the server venv.
@@ -21,6 +28,8 @@ import uuid
 from pathlib import Path
 from typing import AsyncIterator
 
+import json
+
 import httpx
 
 from adapters.openviking import OpenVikingBackend
@@ -28,10 +37,13 @@ from contract_tests.openviking_server.server import OpenVikingServer, default_ve
 from contract_tests.registry import register_adapter
 from identity.errors import ConfigurationError
 
-__all__ = ["shared_server", "live_settings", "openviking_backend", "fresh_backend", "insert_unscoped"]
+__all__ = ["shared_server", "hand_down", "live_settings", "openviking_backend", "fresh_backend", "insert_unscoped"]
+
+HANDED_DOWN = "VIKING_BRIDGE_TEST_OPENVIKING_SERVERS"  # JSON {auth_mode: [url, root key]} from a parent run
 
 _servers: dict[str, OpenVikingServer] = {}
 _failures: dict[str, str] = {}
+_inherited: dict[str, tuple[str, str] | None] = {}
 _lock = threading.Lock()
 
 
@@ -47,9 +59,24 @@ def _live_auth_mode(url: str) -> str | None:
         return None
 
 
+def _handed_down(auth_mode: str) -> tuple[str, str] | None:
+    """The parent run's server for `auth_mode`, when one was named and answered in that mode.
+
+    Asked once per process: the parent keeps its servers up until it exits, after its children.
+    """
+    if auth_mode not in _inherited:
+        try:
+            url, key = json.loads(os.environ.get(HANDED_DOWN) or "{}")[auth_mode]
+        except (KeyError, ValueError, TypeError):
+            _inherited[auth_mode] = None
+        else:
+            _inherited[auth_mode] = (url, key) if _live_auth_mode(url) == auth_mode else None
+    return _inherited[auth_mode]
+
+
 def shared_server(auth_mode: str) -> tuple[str, str]:
     """(url, root key) of the process-wide server for `auth_mode`, starting it on first use."""
-    live = live_settings()
+    live = live_settings() or _handed_down(auth_mode)
     if live is not None:
         return live
     with _lock:
@@ -65,6 +92,22 @@ def shared_server(auth_mode: str) -> tuple[str, str]:
             _servers[auth_mode] = server
             atexit.register(server.stop)
         return server.url, server.root_api_key
+
+
+def hand_down(*auth_modes: str) -> dict[str, str]:
+    """Environment for a child pytest that lets it use this process's servers for `auth_modes`.
+
+    Starts each server here if it is not running yet (a mode that cannot start is left out, and
+    the child reports it unavailable with its own reason). Live mode needs no hand-down.
+    """
+    if live_settings() is not None:
+        return {}
+    servers: dict[str, list[str]] = json.loads(os.environ.get(HANDED_DOWN) or "{}")
+    for mode in auth_modes:
+        if _unavailable(mode) is None:
+            with contextlib.suppress(Exception):
+                servers[mode] = list(shared_server(mode))
+    return {HANDED_DOWN: json.dumps(servers)} if servers else {}
 
 
 def server_startup_seconds(auth_mode: str) -> float | None:
@@ -83,6 +126,8 @@ def _unavailable(auth_mode: str) -> str | None:
         return None
     if auth_mode in _failures:
         return _failures[auth_mode]
+    if _handed_down(auth_mode) is not None:
+        return None
     status = venv_status()
     if status is not None and os.environ.get("VIKING_BRIDGE_OPENVIKING_INSTALL", "1") == "0":
         return f"{status}; installing is disabled by VIKING_BRIDGE_OPENVIKING_INSTALL=0"

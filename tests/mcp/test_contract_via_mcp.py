@@ -24,10 +24,13 @@ OPENVIKING_MODES = {"openviking": "api_key", "openviking-trusted": "trusted"}
 
 
 def _seed_tests_via_mcp(adapters: tuple[str, ...], tmp_path: Path) -> None:
+    from contract_tests.backends.openviking import hand_down
+
     args = [arg for name in adapters for arg in ("--adapter", name)]
+    env = {**os.environ, **hand_down(*(OPENVIKING_MODES[a] for a in adapters if a in OPENVIKING_MODES))}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "contract_tests/test_seed_leakage.py", *args, "--via", "mcp", "--basetemp", str(tmp_path / "t")],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert f"{7 * len(adapters)} passed" in run.stdout, run.stdout[-2000:]  # all seven, on every adapter: none skipped

@@ -43,6 +43,10 @@ def test_contract_suite_passes_through_a_serve_process_configured_by_environment
     whole = os.environ.get("VIKING_BRIDGE_SERVICE_WHOLE_SUITE") == "1"
     targets = ["contract_tests"] if whole else list(DEFAULT_FILES if adapter == "viking" else DEFAULT_FILES[:1])
     env = {**os.environ, "VIKING_BRIDGE_CONTRACT_EXAMPLES": os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", "3")}
+    if ADAPTERS[adapter] is not None:
+        from contract_tests.backends.openviking import hand_down
+
+        env.update(hand_down(ADAPTERS[adapter]))  # the child's serve processes use this run's server
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *targets, "--adapter", adapter, "--via", "service", "--basetemp", str(tmp_path / "t")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=5400 if whole else 1800,
