@@ -1,6 +1,7 @@
 """local -> hosted Viking (the simulator over real HTTP, named by a `viking:URL` spec) -> local:
-the seeded two-tenant population keeps every identity's view in both directions, the
-verification passes, and a re-run writes nothing. The collection and the key come from the
+the seeded two-tenant population keeps every identity's view in both directions and every field
+of every memory (content, kind, status, expiry, provenance, lineage), the verification passes,
+and a re-run writes nothing. The collection and the key come from the
 `VIKING_BRIDGE_VIKING__*` settings (the key from a file), as for `serve`: a spec holds no secret."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from bridge.errors import ConfigurationError
 from bridge.facade import MemoryBridge
 from bridge.migrate import migrate, open_endpoint
-from tests.migrate.kit import seed, views
+from tests.migrate.kit import records, seed, views
 
 pytestmark = [pytest.mark.asyncio]
 
@@ -49,8 +50,10 @@ async def test_local_to_viking_and_back_keeps_every_view(tmp_path: Path, simulat
     try:
         population = await seed(source_bridge)
         before = await views(source_bridge, population)
+        original = await records(source_bridge.backend)
     finally:
         await source_bridge.aclose()
+    assert_covers_every_field(original)
     spec = f"viking:{simulator['url']}"
     async with open_endpoint(f"local:{tmp_path / 'old'}", source=True) as source, open_endpoint(spec) as target:
         assert simulator["api_key"] not in target.spec
@@ -65,8 +68,24 @@ async def test_local_to_viking_and_back_keeps_every_view(tmp_path: Path, simulat
     back = MemoryBridge.open_local(tmp_path / "back")
     try:
         assert await views(back, population) == before
+        assert_same_records(await records(back.backend), original)
     finally:
         await back.aclose()
+
+
+def assert_covers_every_field(original: dict[str, dict[str, object]]) -> None:
+    """The seed exercises every field the round trip must keep (else the comparison proves less)."""
+    assert {r["status"] for r in original.values()} == {"active", "pending", "superseded"}
+    assert any(r["expires_at"] for r in original.values()) and any(r["derived_from"] for r in original.values())
+    assert any(r["messages"] and r["injected_by"] and r["grant"] and r["subject"] for r in original.values())
+    assert any("vb.promoted_from" in r["metadata"] for r in original.values())
+
+
+def assert_same_records(back: dict[str, dict[str, object]], original: dict[str, dict[str, object]]) -> None:
+    assert set(back) == set(original), f"missing: {sorted(set(original) - set(back))[:3]}, extra: {sorted(set(back) - set(original))[:3]}"
+    for content, fields in original.items():
+        differing = {k: (v, back[content][k]) for k, v in fields.items() if back[content][k] != v}
+        assert not differing, f"{content!r} came back changed (original, back): {differing}"
 
 
 async def test_a_viking_spec_without_a_collection_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
