@@ -1,0 +1,146 @@
+"""`viking-bridge migrate` local -> a real OpenViking server (a real process), SIGKILLed in the
+middle of the copy and run again: the second run finishes it, the verification passes, and on
+the server every memory is there exactly once — counted as the memory files in each scope's
+directory (listed and read raw, not through the adapter's reads).
+
+The kill lands mid-copy by construction, not by timing: the child's stderr is a pipe of one page
+that the test fills beforehand but for room for the first line and about ten progress lines (a
+line per 5%). The test never reads it while the child runs, so the child blocks on a progress
+line at about half the copy at the latest, however fast or slow the server is; the test waits
+(polling the pipe's fill level) until at least four progress lines are in it — a fifth of the
+memories copied — and kills the child there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import termios
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from adapters.base import NewMemory, Provenance
+from adapters.local import LocalBackend
+from adapters.openviking import OpenVikingBackend
+from adapters.openviking.record import HEADER_PREFIX
+from adapters.scopes import ScopeKey
+from contract_tests.backends.openviking import _unavailable, shared_server
+
+pytestmark = [pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCOPES = (ScopeKey.private("acme", "alice"), ScopeKey.workspace("acme", "alpha"), ScopeKey.private("globex", "gina"))
+PER_SCOPE = 14  # 42 memories: the 5% progress steps are every two or three memories
+PAGE = 4096
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+FIRST_LINE = len("migrate: 42 memories to copy\n")
+SHORTEST, LONGEST = len("migrate: 2/42 (4%, 0/s)\n"), len("migrate: 42/42 (100%, 9999/s)\n")
+ROOM = FIRST_LINE + 10 * SHORTEST  # at most ten progress lines fit: the child blocks by about 55% of the copy
+ENOUGH = FIRST_LINE + 4 * LONGEST  # this many bytes written: at least four progress lines, a fifth of the copy
+
+
+async def _seed(home: Path) -> int:
+    backend = LocalBackend(home / "store")
+    try:
+        for scope in SCOPES:
+            for n in range(PER_SCOPE):
+                memory = NewMemory(f"{scope} note {n}: the heron build cache lives on volume {n % 5}", "note", Provenance(scope.owner_id or "root", "assistant"))
+                await backend.put(scope, memory, idempotency_key=f"seed-{scope}-{n}")
+    finally:
+        await backend.aclose()
+    return len(SCOPES) * PER_SCOPE
+
+
+def _command(tmp: Path, url: str, namespace: str, report: Path) -> tuple[list[str], dict[str, str]]:
+    root_file = tmp / "ov-root-key"  # the root key comes from a file setting, as for `serve`; never in argv
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "PYTHONPATH": str(ROOT),
+           "VIKING_BRIDGE_HOME": str(tmp / "ov-home"), "VIKING_BRIDGE_OPENVIKING__ROOT_API_KEY_FILE": str(root_file),
+           "VIKING_BRIDGE_OPENVIKING__KEY_STORE": str(tmp / "keys.json"), "VIKING_BRIDGE_OPENVIKING__NAMESPACE": namespace}
+    argv = [sys.executable, "-m", "bridge.doors.cli.main", "migrate", "--from", f"local:{tmp / 'home'}", "--to", f"openviking:{url}",
+            "--tenant", "acme", "--tenant", "globex", "--report", str(report), "--concurrency", "2"]
+    return argv, env
+
+
+def _pending(fd: int) -> int:
+    """Bytes in the pipe (written by the child, not yet read)."""
+    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+
+
+async def _physical_copies(backend: OpenVikingBackend) -> Counter[str]:
+    """Per (scope, content): how many memory files the scope's directory holds, read raw."""
+    copies: Counter[str] = Counter()
+    for scope in SCOPES:
+        p = backend.mapper.principal(scope)
+        entries = await backend._call(p, False, lambda a, d=p.memory_dir: backend.client.ls(a, d))
+        for entry in entries:
+            uri = entry.get("uri")
+            if entry.get("isDir") or not isinstance(uri, str) or not uri.endswith(".md"):
+                continue
+            text = await backend._call(p, False, lambda a, u=uri: backend.client.read(a, u))
+            assert text.startswith(HEADER_PREFIX), f"{uri} is no record of the bridge"
+            copies[f"{scope}|{text.partition(chr(10))[2]}"] += 1
+    return copies
+
+
+def test_a_sigkilled_migration_to_openviking_resumes_with_every_memory_once(tmp_path: Path) -> None:
+    reason = _unavailable("api_key")
+    if reason:
+        pytest.skip(f"no OpenViking server for this test: {reason}")
+    url, root = shared_server("api_key")
+    (tmp_path / "ov-root-key").write_text(root + "\n")
+    namespace = "mk" + uuid.uuid4().hex[:10]
+    total = asyncio.run(_seed(tmp_path / "home"))
+    assert FIRST_LINE + 20 * SHORTEST > ROOM >= ENOUGH + LONGEST  # the child cannot finish, and can get far enough
+    read, write = os.pipe()
+    fcntl.fcntl(write, F_SETPIPE_SZ, PAGE)
+    os.write(write, b"#" * (PAGE - ROOM))  # the filler: what is left is the child's room
+    argv, env = _command(tmp_path, url, namespace, tmp_path / "first.json")
+    first = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write)
+    os.close(write)
+    try:
+        deadline = time.monotonic() + 900  # a generous bound for a loaded machine; the kill point is not a time
+        while _pending(read) - (PAGE - ROOM) < ENOUGH and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(30)
+    finally:
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read().decode(errors="replace").lstrip("#")
+    assert first.returncode == -signal.SIGKILL, f"the first run was not killed mid-copy: {said}"
+    assert not (tmp_path / "first.json").exists()
+    assert said.count("\n") >= 5, f"killed before a fifth of the copy: {said}"
+
+    asyncio.run(_resume_and_count(tmp_path, url, root, namespace, total))
+
+
+async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str, total: int) -> None:
+    backend = OpenVikingBackend.connect(url, root, mode="api_key", key_store_path=str(tmp_path / "keys.json"), namespace=namespace)
+    try:
+        after_kill = sum((await _physical_copies(backend)).values())
+        assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} on the server after the kill"
+
+        argv, env = _command(tmp_path, url, namespace, tmp_path / "second.json")
+        second = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert root not in second.stdout + second.stderr
+        report = json.loads((tmp_path / "second.json").read_text())
+        assert report["ok"] and not report["problems"], report["problems"]
+        assert report["copied"] + report["already_present"] == total
+        assert report["already_present"] >= after_kill and report["copied"] > 0, "the second run resumed, not restarted"
+        copies = await _physical_copies(backend)
+        assert len(copies) == total, f"{len(copies)} memories on the server, {total} expected"
+        assert all(n == 1 for n in copies.values()), f"memories stored twice: {[c for c, n in copies.items() if n > 1][:5]}"
+    finally:
+        try:
+            await backend.drop_namespace()
+        finally:
+            await backend.aclose()
