@@ -1,7 +1,8 @@
 """`viking-bridge migrate` local -> a real OpenViking server (a real process), SIGKILLed in the
 middle of the copy and run again: the second run finishes it, the verification passes, and on
 the server every memory is there exactly once — counted as the memory files in each scope's
-directory (listed and read raw, not through the adapter's reads).
+directory (listed and read raw, not through the adapter's reads). Then back, openviking -> a new
+local store, killed mid-copy and run again the same way: every memory once in its rows.
 
 The kill lands mid-copy by construction, not by timing: the child's stderr is a pipe of one page
 that the test fills beforehand but for room for the first line and about ten progress lines (a
@@ -14,6 +15,7 @@ memories copied — and kills the child there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
@@ -60,12 +62,14 @@ async def _seed(home: Path) -> int:
     return len(SCOPES) * PER_SCOPE
 
 
-def _command(tmp: Path, url: str, namespace: str, report: Path) -> tuple[list[str], dict[str, str]]:
+def _command(tmp: Path, url: str, namespace: str, report: Path, *, back: bool = False) -> tuple[list[str], dict[str, str]]:
     root_file = tmp / "ov-root-key"  # the root key comes from a file setting, as for `serve`; never in argv
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "PYTHONPATH": str(ROOT),
            "VIKING_BRIDGE_HOME": str(tmp / "ov-home"), "VIKING_BRIDGE_OPENVIKING__ROOT_API_KEY_FILE": str(root_file),
            "VIKING_BRIDGE_OPENVIKING__KEY_STORE": str(tmp / "keys.json"), "VIKING_BRIDGE_OPENVIKING__NAMESPACE": namespace}
-    argv = [sys.executable, "-m", "bridge.doors.cli.main", "migrate", "--from", f"local:{tmp / 'home'}", "--to", f"openviking:{url}",
+    local, remote = f"local:{tmp / ('back' if back else 'home')}", f"openviking:{url}"
+    source, target = (remote, local) if back else (local, remote)
+    argv = [sys.executable, "-m", "bridge.doors.cli.main", "migrate", "--from", source, "--to", target,
             "--tenant", "acme", "--tenant", "globex", "--report", str(report), "--concurrency", "2"]
     return argv, env
 
@@ -73,6 +77,28 @@ def _command(tmp: Path, url: str, namespace: str, report: Path) -> tuple[list[st
 def _pending(fd: int) -> int:
     """Bytes in the pipe (written by the child, not yet read)."""
     return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+
+
+def _kill_mid_copy(argv: list[str], env: dict[str, str]) -> None:
+    """Run the migration with its stderr in the pre-filled one-page pipe (the module docstring),
+    and SIGKILL it once at least four progress lines are in the pipe; it cannot have finished."""
+    assert FIRST_LINE + 20 * SHORTEST > ROOM >= ENOUGH + LONGEST  # the child cannot finish, and can get far enough
+    read, write = os.pipe()
+    fcntl.fcntl(write, F_SETPIPE_SZ, PAGE)
+    os.write(write, b"#" * (PAGE - ROOM))  # the filler: what is left is the child's room
+    child = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write)
+    os.close(write)
+    try:
+        deadline = time.monotonic() + 900  # a bound for a loaded machine; the kill point is not a time
+        while _pending(read) - (PAGE - ROOM) < ENOUGH and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+    finally:
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read().decode(errors="replace").lstrip("#")
+    assert child.returncode == -signal.SIGKILL, f"the run was not killed mid-copy: {said}"
+    assert said.count("\n") >= 5, f"killed before a fifth of the copy: {said}"
 
 
 async def _physical_copies(backend: OpenVikingBackend) -> Counter[str]:
@@ -99,27 +125,43 @@ def test_a_sigkilled_migration_to_openviking_resumes_with_every_memory_once(tmp_
     (tmp_path / "ov-root-key").write_text(root + "\n")
     namespace = "mk" + uuid.uuid4().hex[:10]
     total = asyncio.run(_seed(tmp_path / "home"))
-    assert FIRST_LINE + 20 * SHORTEST > ROOM >= ENOUGH + LONGEST  # the child cannot finish, and can get far enough
-    read, write = os.pipe()
-    fcntl.fcntl(write, F_SETPIPE_SZ, PAGE)
-    os.write(write, b"#" * (PAGE - ROOM))  # the filler: what is left is the child's room
-    argv, env = _command(tmp_path, url, namespace, tmp_path / "first.json")
-    first = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write)
-    os.close(write)
     try:
-        deadline = time.monotonic() + 900  # a generous bound for a loaded machine; the kill point is not a time
-        while _pending(read) - (PAGE - ROOM) < ENOUGH and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(30)
+        _kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "first.json"))
+        assert not (tmp_path / "first.json").exists()
+        asyncio.run(_resume_and_count(tmp_path, url, root, namespace, total))
+        # and back: openviking -> a new local store, killed mid-copy the same way, run again
+        _kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "back1.json", back=True))
+        assert not (tmp_path / "back1.json").exists()
+        after_kill = sum(_local_rows(tmp_path / "back").values())
+        assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} in the local store after the kill"
+        argv, env = _command(tmp_path, url, namespace, tmp_path / "back2.json", back=True)
+        second = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert second.returncode == 0, second.stderr[-2000:]
+        report = json.loads((tmp_path / "back2.json").read_text())
+        assert report["ok"] and not report["problems"], report["problems"]
+        assert report["already_present"] >= after_kill and report["copied"] > 0 and report["copied"] + report["already_present"] == total
+        rows = _local_rows(tmp_path / "back")
+        assert len(rows) == total and set(rows.values()) == {1}, f"{len(rows)} memories, twice: {[c for c, n in rows.items() if n > 1][:5]}"
     finally:
-        with os.fdopen(read, "rb") as pipe:
-            said = pipe.read().decode(errors="replace").lstrip("#")
-    assert first.returncode == -signal.SIGKILL, f"the first run was not killed mid-copy: {said}"
-    assert not (tmp_path / "first.json").exists()
-    assert said.count("\n") >= 5, f"killed before a fifth of the copy: {said}"
+        asyncio.run(_drop(tmp_path, url, root, namespace))
 
-    asyncio.run(_resume_and_count(tmp_path, url, root, namespace, total))
+
+def _local_rows(home: Path) -> Counter[str]:
+    """Per (scope, content): the rows of the local store's memories table (read with sqlite3)."""
+    import sqlite3
+
+    from adapters.local.schema import DB_FILENAME
+
+    with contextlib.closing(sqlite3.connect(home / "store" / DB_FILENAME)) as db:
+        return Counter(f"{scope}|{content}" for scope, content in db.execute("SELECT scope, content FROM memories"))
+
+
+async def _drop(tmp_path: Path, url: str, root: str, namespace: str) -> None:
+    backend = OpenVikingBackend.connect(url, root, mode="api_key", key_store_path=str(tmp_path / "keys.json"), namespace=namespace)
+    try:
+        await backend.drop_namespace()
+    finally:
+        await backend.aclose()
 
 
 async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str, total: int) -> None:
@@ -140,7 +182,4 @@ async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str,
         assert len(copies) == total, f"{len(copies)} memories on the server, {total} expected"
         assert all(n == 1 for n in copies.values()), f"memories stored twice: {[c for c, n in copies.items() if n > 1][:5]}"
     finally:
-        try:
-            await backend.drop_namespace()
-        finally:
-            await backend.aclose()
+        await backend.aclose()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.base import Status
+from adapters.scopes import ScopeKey
 from bridge.errors import ConfigurationError
 from bridge.facade import MemoryBridge
 from bridge.migrate import migrate, open_endpoint
@@ -68,6 +70,12 @@ async def test_local_to_viking_and_back_keeps_every_view(tmp_path: Path, simulat
     try:
         assert await views(back, population) == before
         assert_same_records(await records(back.backend), original)
+        # the pending promotion still names its source: approving it on the far side supersedes bob's copy
+        bob_note, tenant_note = ScopeKey.private("acme", "bob"), ScopeKey.tenant("acme")
+        (pending,) = (await back.backend.list_page(tenant_note, statuses=frozenset({Status.PENDING}))).memories
+        await back.approve(population.identities["root"], (tenant_note, pending.id))
+        (source,) = [m for m in (await back.backend.list_page(bob_note)).memories if m.content == pending.content]
+        assert source.status is Status.SUPERSEDED
     finally:
         await back.aclose()
 
