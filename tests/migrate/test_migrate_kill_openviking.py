@@ -4,26 +4,17 @@ the server every memory is there exactly once — counted as the memory files in
 directory (listed and read raw, not through the adapter's reads). Then back, openviking -> a new
 local store, killed mid-copy and run again the same way: every memory once in its rows.
 
-The kill lands mid-copy by construction, not by timing: the child's stderr is a pipe of one page
-that the test fills beforehand but for room for the first line and about ten progress lines (a
-line per 5%). The test never reads it while the child runs, so the child blocks on a progress
-line at about half the copy at the latest, however fast or slow the server is; the test waits
-(polling the pipe's fill level) until at least four progress lines are in it — a fifth of the
-memories copied — and kills the child there.
+The kill lands mid-copy by construction, not by timing (tests/migrate/kill_kit.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
-import signal
 import subprocess
 import sys
-import termios
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -37,18 +28,13 @@ from adapters.openviking.errors import OVNotFound
 from adapters.openviking.record import HEADER_PREFIX
 from adapters.scopes import ScopeKey
 from contract_tests.backends.openviking import _unavailable, shared_server
+from tests.migrate.kill_kit import kill_mid_copy
 
 pytestmark = [pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPES = (ScopeKey.private("acme", "alice"), ScopeKey.workspace("acme", "alpha"), ScopeKey.private("globex", "gina"))
 PER_SCOPE = 14  # 42 memories: the 5% progress steps are every two or three memories
-PAGE = 4096
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-FIRST_LINE = len("migrate: 42 memories to copy\n")
-SHORTEST, LONGEST = len("migrate: 2/42 (4%, 0/s)\n"), len("migrate: 42/42 (100%, 9999/s)\n")
-ROOM = FIRST_LINE + 10 * SHORTEST  # at most ten progress lines fit: the child blocks by about 55% of the copy
-ENOUGH = FIRST_LINE + 4 * LONGEST  # this many bytes written: at least four progress lines, a fifth of the copy
 
 
 async def _seed(home: Path) -> int:
@@ -73,33 +59,6 @@ def _command(tmp: Path, url: str, namespace: str, report: Path, *, back: bool = 
     argv = [sys.executable, "-m", "bridge.doors.cli.main", "migrate", "--from", source, "--to", target,
             "--tenant", "acme", "--tenant", "globex", "--report", str(report), "--concurrency", "2"]
     return argv, env
-
-
-def _pending(fd: int) -> int:
-    """Bytes in the pipe (written by the child, not yet read)."""
-    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
-
-
-def _kill_mid_copy(argv: list[str], env: dict[str, str]) -> None:
-    """Run the migration with its stderr in the pre-filled one-page pipe (the module docstring),
-    and SIGKILL it once at least four progress lines are in the pipe; it cannot have finished."""
-    assert FIRST_LINE + 20 * SHORTEST > ROOM >= ENOUGH + LONGEST  # the child cannot finish, and can get far enough
-    read, write = os.pipe()
-    fcntl.fcntl(write, F_SETPIPE_SZ, PAGE)
-    os.write(write, b"#" * (PAGE - ROOM))  # the filler: what is left is the child's room
-    child = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write)
-    os.close(write)
-    try:
-        deadline = time.monotonic() + 900  # a bound for a loaded machine; the kill point is not a time
-        while _pending(read) - (PAGE - ROOM) < ENOUGH and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(30)
-    finally:
-        with os.fdopen(read, "rb") as pipe:
-            said = pipe.read().decode(errors="replace").lstrip("#")
-    assert child.returncode == -signal.SIGKILL, f"the run was not killed mid-copy: {said}"
-    assert said.count("\n") >= 5, f"killed before a fifth of the copy: {said}"
 
 
 async def _physical_copies(backend: OpenVikingBackend) -> Counter[str]:
@@ -130,13 +89,14 @@ def test_a_sigkilled_migration_to_openviking_resumes_with_every_memory_once(tmp_
     namespace = "mk" + uuid.uuid4().hex[:10]
     total = asyncio.run(_seed(tmp_path / "home"))
     try:
-        _kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "first.json"))
+        kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "first.json"), ROOT, total)
         assert not (tmp_path / "first.json").exists()
         asyncio.run(_resume_and_count(tmp_path, url, root, namespace, total))
         # and back: openviking -> a new local store, killed mid-copy the same way, run again
-        _kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "back1.json", back=True))
+        kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "back1.json", back=True), ROOT, total)
         assert not (tmp_path / "back1.json").exists()
         after_kill = sum(_local_rows(tmp_path / "back").values())
+        print(f"back to local: {after_kill} of {total} in the store after the kill")
         assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} in the local store after the kill"
         argv, env = _command(tmp_path, url, namespace, tmp_path / "back2.json", back=True)
         second = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
@@ -172,6 +132,7 @@ async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str,
     backend = OpenVikingBackend.connect(url, root, mode="api_key", key_store_path=str(tmp_path / "keys.json"), namespace=namespace)
     try:
         after_kill = sum((await _physical_copies(backend)).values())
+        print(f"to openviking: {after_kill} of {total} on the server after the kill")
         assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} on the server after the kill"
 
         argv, env = _command(tmp_path, url, namespace, tmp_path / "second.json")

@@ -2,15 +2,13 @@
 it writes and run again: the second run finishes the copy, and at the service every memory is
 there exactly once — counted as physical events per memory id, not through reads (which collapse
 copies). A write killed between send and answer is what the write ledger (HOME/viking, kept
-across the two runs) is for."""
+across the two runs) is for. The kill lands mid-copy by construction (tests/migrate/kill_kit.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -21,6 +19,7 @@ from adapters.local import LocalBackend
 from adapters.scopes import ScopeKey
 from adapters.viking import ApiKeyAuth, VikingBackend, VikingConfig, VikingMemoryClient
 from adapters.viking.rows import SERVICE_MAX_LIMIT
+from tests.migrate.kill_kit import kill_mid_copy
 from tests.migrate.test_migrate_viking import simulator  # noqa: F401 - the simulator fixture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,18 +72,11 @@ async def _physical_copies(sim: dict[str, str]) -> Counter[str]:
 def test_a_sigkilled_migration_to_viking_resumes_with_nothing_missing_and_nothing_twice(tmp_path: Path, simulator: dict[str, str]) -> None:  # noqa: F811
     total = asyncio.run(_seed(tmp_path / "home"))
     argv, env = _command(tmp_path, simulator, tmp_path / "first.json")
-    first = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
-    assert first.stderr is not None
-    for line in first.stderr:  # progress lines: "migrate: N/TOTAL (P%, R/s)"
-        seen.append(line)
-        done = re.match(r"migrate: (\d+)/(\d+) ", line)
-        if done and int(done[1]) >= total * 0.3:
-            os.kill(first.pid, signal.SIGKILL)
-            break
-    first.wait(30)
-    assert first.returncode == -signal.SIGKILL, "".join(seen)
+    kill_mid_copy(argv, env, ROOT, total)
     assert not (tmp_path / "first.json").exists()
+    after_kill = sum(n for g, n in asyncio.run(_physical_copies(simulator)).items() if g.startswith("m"))
+    print(f"to viking: {after_kill} of {total} at the service after the kill")
+    assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} at the service after the kill"
 
     argv, env = _command(tmp_path, simulator, tmp_path / "second.json")
     second = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -92,7 +84,7 @@ def test_a_sigkilled_migration_to_viking_resumes_with_nothing_missing_and_nothin
     report = json.loads((tmp_path / "second.json").read_text())
     assert report["ok"] and not report["problems"], report["problems"]
     assert report["copied"] + report["already_present"] == total
-    assert report["already_present"] >= total * 0.3 and report["copied"] > 0, "the second run resumed, not restarted"
+    assert report["already_present"] >= total * 0.2 and report["copied"] > 0, "the second run resumed, not restarted"
     copies = asyncio.run(_physical_copies(simulator))
     memories = {g: n for g, n in copies.items() if g.startswith("m")}  # memory ids; scope markers are the adapter's own
     assert len(memories) == total, f"{len(memories)} memories at the service, {total} expected"
