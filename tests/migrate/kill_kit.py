@@ -12,16 +12,21 @@ state-carry kill test.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
 import subprocess
+import sqlite3
 import sys
 import termios
 import time
+from collections import Counter
 from pathlib import Path
 
-__all__ = ["kill_mid_copy"]
+from adapters.local.schema import DB_FILENAME
+
+__all__ = ["kill_mid_copy", "local_rows"]
 
 PAGE = 4096
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -58,3 +63,10 @@ def kill_mid_copy(argv: list[str], env: dict[str, str], cwd: Path, total: int, *
     assert child.returncode == -signal.SIGKILL, f"the run was not killed mid-copy: {said}"
     assert said.count("\n") >= 5, f"killed before a fifth of the copy: {said}"
     return said
+
+
+def local_rows(home: Path) -> Counter[str]:
+    """Per `SCOPE: CONTENT` (the key of tests/migrate/kit.py `records`): the rows of the local
+    store's memories table under bridge home `home`, read with sqlite3, not through the adapter."""
+    with contextlib.closing(sqlite3.connect(home / "store" / DB_FILENAME)) as db:
+        return Counter(f"{scope}: {content}" for scope, content in db.execute("SELECT scope, content FROM memories"))

@@ -2,7 +2,9 @@
 middle of the copy and run again: the second run finishes it, the verification passes, and on
 the server every memory is there exactly once — counted as the memory files in each scope's
 directory (listed and read raw, not through the adapter's reads). Then back, openviking -> a new
-local store, killed mid-copy and run again the same way: every memory once in its rows.
+local store, killed mid-copy and run again the same way: every memory once in its rows, and
+every field of every memory as it was (the population of tests/migrate/kit.py: statuses,
+expiry, provenance, lineage across scopes).
 
 The kill lands mid-copy by construction, not by timing (tests/migrate/kill_kit.py).
 """
@@ -10,7 +12,6 @@ The kill lands mid-copy by construction, not by timing (tests/migrate/kill_kit.p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import subprocess
@@ -18,36 +19,43 @@ import sys
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from adapters.base import NewMemory, Provenance
 from adapters.local import LocalBackend
 from adapters.openviking import OpenVikingBackend
 from adapters.openviking.errors import OVNotFound
 from adapters.openviking.record import HEADER_PREFIX
 from adapters.scopes import ScopeKey
+from bridge.facade import MemoryBridge
 from contract_tests.backends.openviking import _unavailable, shared_server
-from tests.migrate.kill_kit import kill_mid_copy
+from tests.migrate.kill_kit import kill_mid_copy, local_rows
+from tests.migrate.kit import records, seed
+from tests.migrate.test_migrate_viking import assert_covers_every_field, assert_same_records
 
 pytestmark = [pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-SCOPES = (ScopeKey.private("acme", "alice"), ScopeKey.workspace("acme", "alpha"), ScopeKey.private("globex", "gina"))
-PER_SCOPE = 14  # 42 memories: the 5% progress steps are every two or three memories
+Records = dict[str, dict[str, Any]]
 
 
-async def _seed(home: Path) -> int:
+async def _seed(home: Path) -> Records:
+    """The population of tests/migrate/kit.py (statuses, expiry, provenance, lineage), as records."""
+    bridge = MemoryBridge.open_local(home)
+    try:
+        await seed(bridge)
+        return await records(bridge.backend)
+    finally:
+        await bridge.aclose()
+
+
+async def _read_back(home: Path) -> Records:
     backend = LocalBackend(home / "store")
     try:
-        for i, scope in enumerate(SCOPES):
-            for n in range(PER_SCOPE):
-                memory = NewMemory(f"{scope} note {n}: the heron build cache lives on volume {n % 5}", "note", Provenance(scope.owner_id or "root", "assistant"))
-                await backend.put(scope, memory, idempotency_key=f"seed-{i}-{n}")
+        return await records(backend)
     finally:
         await backend.aclose()
-    return len(SCOPES) * PER_SCOPE
-
 
 def _command(tmp: Path, url: str, namespace: str, report: Path, *, back: bool = False) -> tuple[list[str], dict[str, str]]:
     root_file = tmp / "ov-root-key"  # the root key comes from a file setting, as for `serve`; never in argv
@@ -61,10 +69,11 @@ def _command(tmp: Path, url: str, namespace: str, report: Path, *, back: bool = 
     return argv, env
 
 
-async def _physical_copies(backend: OpenVikingBackend) -> Counter[str]:
-    """Per (scope, content): how many memory files the scope's directory holds, read raw."""
+async def _physical_copies(backend: OpenVikingBackend, scopes: set[str]) -> Counter[str]:
+    """Per `SCOPE: CONTENT` (the key of kit `records`): how many memory files the scope's
+    directory holds, listed and read raw."""
     copies: Counter[str] = Counter()
-    for scope in SCOPES:
+    for scope in map(ScopeKey.parse, sorted(scopes)):
         p = backend.mapper.principal(scope)
         try:
             entries = await backend._call(p, False, lambda a, d=p.memory_dir: backend.client.ls(a, d))
@@ -76,7 +85,7 @@ async def _physical_copies(backend: OpenVikingBackend) -> Counter[str]:
                 continue
             text = await backend._call(p, False, lambda a, u=uri: backend.client.read(a, u))
             assert text.startswith(HEADER_PREFIX), f"{uri} is no record of the bridge"
-            copies[f"{scope}|{text.partition(chr(10))[2]}"] += 1
+            copies[f"{scope}: {text.partition(chr(10))[2]}"] += 1
     return copies
 
 
@@ -87,15 +96,17 @@ def test_a_sigkilled_migration_to_openviking_resumes_with_every_memory_once(tmp_
     url, root = shared_server("api_key")
     (tmp_path / "ov-root-key").write_text(root + "\n")
     namespace = "mk" + uuid.uuid4().hex[:10]
-    total = asyncio.run(_seed(tmp_path / "home"))
+    original = asyncio.run(_seed(tmp_path / "home"))
+    assert_covers_every_field(original)
+    total = len(original)
     try:
         kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "first.json"), ROOT, total)
         assert not (tmp_path / "first.json").exists()
-        asyncio.run(_resume_and_count(tmp_path, url, root, namespace, total))
+        asyncio.run(_resume_and_count(tmp_path, url, root, namespace, original))
         # and back: openviking -> a new local store, killed mid-copy the same way, run again
         kill_mid_copy(*_command(tmp_path, url, namespace, tmp_path / "back1.json", back=True), ROOT, total)
         assert not (tmp_path / "back1.json").exists()
-        after_kill = sum(_local_rows(tmp_path / "back").values())
+        after_kill = sum(local_rows(tmp_path / "back").values())
         print(f"back to local: {after_kill} of {total} in the store after the kill")
         assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} in the local store after the kill"
         argv, env = _command(tmp_path, url, namespace, tmp_path / "back2.json", back=True)
@@ -104,20 +115,11 @@ def test_a_sigkilled_migration_to_openviking_resumes_with_every_memory_once(tmp_
         report = json.loads((tmp_path / "back2.json").read_text())
         assert report["ok"] and not report["problems"], report["problems"]
         assert report["already_present"] >= after_kill and report["copied"] > 0 and report["copied"] + report["already_present"] == total
-        rows = _local_rows(tmp_path / "back")
-        assert len(rows) == total and set(rows.values()) == {1}, f"{len(rows)} memories, twice: {[c for c, n in rows.items() if n > 1][:5]}"
+        rows = local_rows(tmp_path / "back")
+        assert set(rows) == set(original) and set(rows.values()) == {1}, f"{len(rows)} memories, twice: {[c for c, n in rows.items() if n > 1][:5]}"
+        assert_same_records(asyncio.run(_read_back(tmp_path / "back")), original)  # every field, after two kills
     finally:
         asyncio.run(_drop(tmp_path, url, root, namespace))
-
-
-def _local_rows(home: Path) -> Counter[str]:
-    """Per (scope, content): the rows of the local store's memories table (read with sqlite3)."""
-    import sqlite3
-
-    from adapters.local.schema import DB_FILENAME
-
-    with contextlib.closing(sqlite3.connect(home / "store" / DB_FILENAME)) as db:
-        return Counter(f"{scope}|{content}" for scope, content in db.execute("SELECT scope, content FROM memories"))
 
 
 async def _drop(tmp_path: Path, url: str, root: str, namespace: str) -> None:
@@ -128,10 +130,11 @@ async def _drop(tmp_path: Path, url: str, root: str, namespace: str) -> None:
         await backend.aclose()
 
 
-async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str, total: int) -> None:
+async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str, original: Records) -> None:
+    total, scopes = len(original), {r["scope"] for r in original.values()}
     backend = OpenVikingBackend.connect(url, root, mode="api_key", key_store_path=str(tmp_path / "keys.json"), namespace=namespace)
     try:
-        after_kill = sum((await _physical_copies(backend)).values())
+        after_kill = sum((await _physical_copies(backend, scopes)).values())
         print(f"to openviking: {after_kill} of {total} on the server after the kill")
         assert total * 0.2 <= after_kill < total, f"{after_kill} of {total} on the server after the kill"
 
@@ -143,8 +146,8 @@ async def _resume_and_count(tmp_path: Path, url: str, root: str, namespace: str,
         assert report["ok"] and not report["problems"], report["problems"]
         assert report["copied"] + report["already_present"] == total
         assert report["already_present"] >= after_kill and report["copied"] > 0, "the second run resumed, not restarted"
-        copies = await _physical_copies(backend)
-        assert len(copies) == total, f"{len(copies)} memories on the server, {total} expected"
+        copies = await _physical_copies(backend, scopes)
+        assert set(copies) == set(original), f"{len(copies)} memories on the server, {total} expected"
         assert all(n == 1 for n in copies.values()), f"memories stored twice: {[c for c, n in copies.items() if n > 1][:5]}"
     finally:
         await backend.aclose()
