@@ -108,7 +108,8 @@ def test_to_viking_the_state_goes_to_the_deployments_state_by_the_state_only_ste
     """Viking keeps no bridge state: `migrate` copies the memories and says the state stays; the
     documented `--state-only --id-map` step, run with the deployment's settings, carries grants,
     manifests, shares, teams and the audit history into the state the service will open, and a
-    bridge over that deployment then behaves as the old one did (the oracle: state_kit)."""
+    bridge over that deployment then behaves as the old one did (the oracle: state_kit); and the
+    same two steps back into a new local home."""
     import asyncio
 
     from bridge.migrate.cli import main as migrate_main
@@ -155,6 +156,22 @@ def test_to_viking_the_state_goes_to_the_deployments_state_by_the_state_only_ste
             await moved.aclose()
 
     asyncio.run(check())
+
+    # and back: the same two steps with --from and --to swapped, into a new local home
+    back = ["--from", spec, "--to", f"local:{tmp_path / 'new'}", "--tenant", "acme"]
+    assert migrate_main([*back, "--report", str(tmp_path / "back.json")]) == 0
+    assert json.loads((tmp_path / "back.json").read_text())["state"]["carried"] is False
+    assert migrate_main([*back, "--state-only", "--id-map", str(tmp_path / "back.json"), "--report", str(tmp_path / "back-state.json")]) == 0
+    assert json.loads((tmp_path / "back-state.json").read_text())["state"]["ok"]
+
+    async def check_back() -> None:
+        home = MemoryBridge.open_local(tmp_path / "new")
+        try:
+            await check_target(home, seeded)
+        finally:
+            await home.aclose()
+
+    asyncio.run(check_back())
 
 
 def test_a_viking_spec_keeps_the_deployments_state_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
