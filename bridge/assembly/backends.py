@@ -201,7 +201,10 @@ def _open_viking(req: OpenRequest) -> MemoryBackend:
 
 
 def _viking_spec(where: str, settings: BridgeSettings) -> dict[str, Any]:
-    return {"backend": "viking", "state_url": None, "viking": {**settings.viking.model_dump(), "url": where}}
+    """The deployment's state stays as set (HOME's SQLite, or STATE_URL's PostgreSQL, where the
+    shared write ledger lives too), as for openviking: `migrate --state-only` carries the bridge
+    state into the state the service opens, and a resumed copy consults the ledger it uses."""
+    return {"backend": "viking", "viking": {**settings.viking.model_dump(), "url": where}}
 
 
 # --- routed: several of the above, one per tenant (bridge/assembly/routes.py) ---------------------
