@@ -83,7 +83,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--report", type=Path, help="write the JSON report here")
     p.add_argument("--operator", default="operator", help="the name the audit rows record for this run")
     p.add_argument("--concurrency", type=int, default=4, help="writes in flight at once (default 4)")
-    p.add_argument("--audit-home", type=Path, help="for a target that keeps no bridge state (openviking): the bridge home whose state records the run")
     p.add_argument("--no-state", action="store_true", help="copy the memories only; leave the bridge state where it is")
     p.add_argument("--state-only", action="store_true", help="carry the bridge state only (the memories were copied before): needs --id-map")
     p.add_argument("--id-map", type=Path, help="with --state-only: the report (--report) of the run that copied the memories")
@@ -92,18 +91,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bridge.state.sqlite import SqliteState
-
-    audit_state = SqliteState(args.audit_home / "bridge.sqlite3") if args.audit_home else None
-
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    try:
-        report = await (_state_only(args, say) if args.state_only else _memories(args, audit_state, say))
-    finally:
-        if audit_state is not None:
-            audit_state.close()
+    report = await (_state_only(args, say) if args.state_only else _memories(args, say))
     data = report.to_dict()
     if args.report:
         args.report.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -114,7 +105,7 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if report.ok else EXIT_UNVERIFIED
 
 
-async def _memories(args: argparse.Namespace, audit_state, say):  # type: ignore[no-untyped-def]
+async def _memories(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     from bridge.migrate.copy import CopyReport, scopes_of
     from bridge.migrate.endpoints import open_endpoint, open_target
     from bridge.migrate.run import MigrationReport, migrate
@@ -127,7 +118,7 @@ async def _memories(args: argparse.Namespace, audit_state, say):  # type: ignore
             return MigrationReport(source.spec, target.spec, tuple(args.tenant), CopyReport(), checked)
         try:
             return await migrate(source, target, args.tenant, include_global=not args.no_global, progress=progress,
-                                 audit_state=audit_state, operator=args.operator, concurrency=args.concurrency, allow_empty=args.allow_empty,
+                                 operator=args.operator, concurrency=args.concurrency, allow_empty=args.allow_empty,
                                  carry=not args.no_state, batch=args.state_batch, say=say)
         finally:
             if isinstance(progress, BarProgress):
