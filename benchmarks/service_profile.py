@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 _LOAD = Path(__file__).with_name("service_load.py")
 
@@ -72,7 +72,27 @@ def _profiled_app() -> Any:
     return wrapper
 
 
-def _serve_child(port: int, profile_out: str | None) -> int:
+def _account_execute(out: Path) -> Callable[[], None]:
+    """Count the thread CPU time spent inside `MemoryBridge.execute` (the library's part of every
+    request); what the server spends beyond it is the door's. Exact for one request at a time."""
+    from bridge.facade import MemoryBridge
+
+    inner = MemoryBridge.execute
+    totals = {"execute_cpu_s": 0.0, "calls": 0}
+
+    async def execute(self: Any, identity: Any, op: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return await inner(self, identity, op)
+        finally:
+            totals["execute_cpu_s"] += time.thread_time() - started
+            totals["calls"] += 1
+
+    MemoryBridge.execute = execute  # type: ignore[method-assign]
+    return lambda: out.write_text(json.dumps(totals))
+
+
+def _serve_child(port: int, profile_out: str | None, account: Path | None = None) -> int:
     """The server process: one worker, the options `bridge.doors.http.server.serve` passes."""
     global _PROFILER
     import uvicorn
@@ -93,22 +113,25 @@ def _serve_child(port: int, profile_out: str | None) -> int:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    write_account = _account_execute(account) if account else None
     try:
         server.run()
     finally:
+        if write_account is not None:
+            write_account()
         if _PROFILER is not None:
             _PROFILER.disable()
             _PROFILER.dump_stats(profile_out)
     return 0
 
 
-def _start(home: Path, profile_out: Path | None) -> tuple[subprocess.Popen, str]:
+def _start(home: Path, profile_out: Path | None, account: Path | None = None) -> tuple[subprocess.Popen, str]:
     import httpx
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else [])
+    cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else [])
     process = subprocess.Popen(cmd, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(1200):
@@ -152,9 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", type=Path, help="reuse a store seeded by an earlier run (kept)")
     p.add_argument("--out", type=Path)
     p.add_argument("--serve-child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--account", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve_child:
-        return _serve_child(args.serve_child, str(args.profile_out) if args.profile_out else None)
+        return _serve_child(args.serve_child, str(args.profile_out) if args.profile_out else None, args.account)
 
     load = _service_load()
     home = args.home or Path(tempfile.mkdtemp(prefix="vb-service-profile-"))
@@ -165,15 +189,21 @@ def main(argv: list[str] | None = None) -> int:
     keys = json.loads(keys_file.read_text())
     report: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "home": str(home)}
     report["in_process_cpu_ms"] = 1000 * asyncio.run(_in_process_cpu(home, keys, args.requests, load.QUERIES))
-    process, url = _start(home, None)
-    try:
-        for label, concurrency in (("sequential", 1), ("concurrent", args.concurrency)):
+    for label, concurrency in (("sequential", 1), ("concurrent", args.concurrency)):
+        account = home / f"account-{label}.json"
+        process, url = _start(home, None, account)  # one server per pass: its execute accounting covers exactly this pass
+        try:
             row = load._measured_pass(process, url, keys_file, args.requests, concurrency, args.max_seconds)
-            row["server_cpu_ms_per_request"] = 1000 * row["server_cpu_s"] / row["requests"] if row["requests"] else float("nan")
-            report[label] = row
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
+        totals = json.loads(account.read_text())
+        row["server_cpu_ms_per_request"] = 1000 * row["server_cpu_s"] / row["requests"] if row["requests"] else float("nan")
+        # the door: server CPU over the pass (incl. the generator's few warm-up requests) less the
+        # CPU inside MemoryBridge.execute, per request the server handled
+        row["execute_cpu_ms_per_call"] = 1000 * totals["execute_cpu_s"] / max(1, totals["calls"])
+        row["door_cpu_ms_per_request"] = 1000 * (row["server_cpu_s"] - totals["execute_cpu_s"]) / max(1, totals["calls"])
+        report[label] = row
     if args.profile_out:
         args.profile_out.parent.mkdir(parents=True, exist_ok=True)
         process, url = _start(home, args.profile_out.resolve())
@@ -189,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     for label in ("sequential", "concurrent"):
         row = report[label]
         print(f"service 1 worker {label:<11} x{row['concurrency']}: {row['requests']} requests, server CPU {row['server_cpu_ms_per_request']:.3f} ms/request "
-              f"(+{row['server_cpu_ms_per_request'] - base:.3f} over in-process), wall p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms, "
+              f"(+{row['server_cpu_ms_per_request'] - base:.3f} over in-process), of which outside MemoryBridge.execute {row['door_cpu_ms_per_request']:.3f} ms "
+              f"(inside: {row['execute_cpu_ms_per_call']:.3f} ms), wall p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms, "
               f"generator CPU {row['generator_cpu_s']:.2f} s, errors {row['errors']}")
     if args.profile_out:
         stats = pstats.Stats(str(args.profile_out))
