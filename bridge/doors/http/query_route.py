@@ -22,6 +22,7 @@ route on the router is built by FastAPI as usual.
 from __future__ import annotations
 
 import inspect
+import logging
 import typing
 from typing import Any, Awaitable, Callable
 
@@ -31,6 +32,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 __all__ = ["QueryModelRoute"]
+
+log = logging.getLogger("viking_bridge.service")
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -54,7 +57,11 @@ class QueryModelRoute(APIRoute):
     """An `APIRoute` that validates a query-only endpoint's parameters with one prebuilt model."""
 
     def get_route_handler(self) -> Handler:
-        handler = _query_model_handler(self)
+        try:
+            handler = _query_model_handler(self)
+        except Exception:  # noqa: BLE001 - FastAPI or pydantic internals moved: FastAPI's own (slower) handling is still correct
+            log.warning("route %s: query parameters resolved by FastAPI (the one-model fast path could not be built)", self.path)
+            handler = None
         return handler if handler is not None else super().get_route_handler()
 
 
