@@ -17,6 +17,13 @@ server: on 2 cores that is part of what the figures measure, so each pass also r
 generator's own CPU seconds and the server's (all workers, from /proc), and requests per server
 CPU-second — the throughput with the generator's share taken out. The load average at start
 and end is recorded with the figures.
+
+`--client` (default `both`): the generator's HTTP client. httpx spends about 1-2 ms of CPU per
+request of its own on this machine, which in the sequential pass adds to every latency measured
+(it runs between a response and the next request) and in the concurrent pass takes a core share
+from the server; `raw` is a minimal keep-alive HTTP/1.1 client over asyncio streams (GET with a
+Content-Length answer only), so its figures are the service's. With `both`, every service pass is
+run with each, and the goals' figures are printed for both (`ratios`, `ratios_raw_client`).
 """
 
 from __future__ import annotations
@@ -51,15 +58,52 @@ def summary(latencies: list[float], seconds: float) -> dict[str, float]:
 
 
 # -- the load generator (a separate process) --------------------------------------------------
-async def _generate(url: str, keys: list[str], requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
-    import httpx
+class _RawConnection:
+    """A minimal HTTP/1.1 keep-alive client (GET, Content-Length bodies only): the `raw` client
+    measures the service without httpx's own per-request CPU (about 1-2 ms on this machine,
+    which in a sequential pass adds to every latency the generator records)."""
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def get(self, target: str, key: str) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nX-API-Key: {key}\r\n\r\n".encode("latin-1"))
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        await self.reader.readexactly(length)
+        return status
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def _generate(url: str, keys: list[str], requests: int, concurrency: int, max_seconds: float, client_kind: str = "httpx") -> dict[str, Any]:
+    import httpx
+    from urllib.parse import urlencode, urlsplit
+
     latencies: list[float] = []
     errors = 0
+    parts = urlsplit(url)
+    raw = [_RawConnection(parts.hostname or "127.0.0.1", parts.port or 80) for _ in range(concurrency)] if client_kind == "raw" else []
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
         for key in keys:  # warm every worker path and key
-            await client.get("/api/v1/recall", params={"query": "warm up"}, headers={"X-API-Key": key})
+            if raw:
+                for connection in raw:
+                    await connection.get("/api/v1/recall?" + urlencode({"query": "warm up"}), key)
+            else:
+                await client.get("/api/v1/recall", params={"query": "warm up"}, headers={"X-API-Key": key})
         deadline = time.perf_counter() + max_seconds
         counter = iter(range(requests))
 
@@ -69,16 +113,22 @@ async def _generate(url: str, keys: list[str], requests: int, concurrency: int, 
             for _ in counter:
                 if time.perf_counter() > deadline:
                     return
+                query, key = rng.choice(QUERIES), rng.choice(keys)
                 started = time.perf_counter()
-                r = await client.get("/api/v1/recall", params={"query": rng.choice(QUERIES)}, headers={"X-API-Key": rng.choice(keys)})
+                if raw:
+                    status = await raw[n].get("/api/v1/recall?" + urlencode({"query": query}), key)
+                else:
+                    status = (await client.get("/api/v1/recall", params={"query": query}, headers={"X-API-Key": key})).status_code
                 latencies.append(time.perf_counter() - started)
-                errors += r.status_code != 200
+                errors += status != 200
 
         started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(n) for n in range(concurrency)))
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    for connection in raw:
+        connection.close()
     # the generator's own CPU: on 2 cores, what it takes is not there for the server
-    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency, "seconds": elapsed, "generator_cpu_s": cpu}
+    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency, "seconds": elapsed, "generator_cpu_s": cpu, "client": client_kind}
 
 
 def _tree_cpu_seconds(pid: int) -> float:
@@ -103,19 +153,20 @@ def _tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def _measured_pass(process: subprocess.Popen, url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+def _measured_pass(process: subprocess.Popen, url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float, client: str = "httpx") -> dict[str, Any]:
     """One generator pass, with the server's CPU (all workers) over the same pass."""
     before = _tree_cpu_seconds(process.pid)
-    row = _run_generator(url, keys_file, requests, concurrency, max_seconds)
+    row = _run_generator(url, keys_file, requests, concurrency, max_seconds, client)
     row["server_cpu_s"] = _tree_cpu_seconds(process.pid) - before
     # requests per CPU-second the server spent: throughput with the generator's share taken out
     row["rps_per_server_cpu_s"] = row["requests"] / row["server_cpu_s"] if row["server_cpu_s"] else float("nan")
     return row
 
 
-def _run_generator(url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+def _run_generator(url: str, keys_file: Path, requests: int, concurrency: int, max_seconds: float, client: str = "httpx") -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--generate", url, "--keys-file", str(keys_file), "--requests", str(requests), "--concurrency", str(concurrency), "--max-seconds", str(max_seconds)],
+        [sys.executable, __file__, "--generate", url, "--keys-file", str(keys_file), "--requests", str(requests), "--concurrency", str(concurrency),
+         "--max-seconds", str(max_seconds), "--client", client],
         capture_output=True, text=True, timeout=max_seconds + 120,
     )
     if out.returncode != 0:
@@ -204,12 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-seconds", type=float, default=30.0, help="time bound per pass")
     p.add_argument("--out", type=Path)
+    p.add_argument("--client", choices=("httpx", "raw", "both"), default="both",
+                   help="the generator's HTTP client: httpx (as before), raw (a minimal keep-alive HTTP/1.1 client, so the figure is the service's "
+                        "and not the client library's), or both (a sequential pass with each; the concurrent passes use raw)")
     p.add_argument("--generate", metavar="URL", help=argparse.SUPPRESS)
     p.add_argument("--keys-file", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.generate:
         keys = json.loads(args.keys_file.read_text())
-        print(json.dumps(asyncio.run(_generate(args.generate, keys, args.requests, args.concurrency, args.max_seconds))))
+        print(json.dumps(asyncio.run(_generate(args.generate, keys, args.requests, args.concurrency, args.max_seconds, args.client))))
         return 0
 
     home = Path(tempfile.mkdtemp(prefix="vb-service-bench-"))
@@ -221,14 +275,27 @@ def main(argv: list[str] | None = None) -> int:
     for workers in (1, 2):
         process, url = _serve(home, workers)
         try:
-            report[f"service_{workers}w"] = {
-                "sequential": _measured_pass(process, url, keys_file, args.requests, 1, args.max_seconds),
-                "concurrent": _measured_pass(process, url, keys_file, args.requests, args.concurrency, args.max_seconds),
-            }
+            passes: dict[str, Any] = {}
+            for client in (("httpx", "raw") if args.client == "both" else (args.client,)):
+                suffix = "" if client == "httpx" or args.client == "raw" else "_raw"
+                passes["sequential" + suffix] = _measured_pass(process, url, keys_file, args.requests, 1, args.max_seconds, client)
+                passes["concurrent" + suffix] = _measured_pass(process, url, keys_file, args.requests, args.concurrency, args.max_seconds, client)
+            report[f"service_{workers}w"] = passes
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
     base = report["in_process"]
+    if args.client == "both":  # the same figures with the raw client (no httpx CPU in the latency, less of it beside the server)
+        w1, w2 = report["service_1w"], report["service_2w"]
+        report["ratios_raw_client"] = {
+            "service_1w_p50_minus_in_process_ms": w1["sequential_raw"]["p50_ms"] - base["sequential"]["p50_ms"],
+            "service_1w_p99_at_concurrency_ms": w1["concurrent_raw"]["p99_ms"],
+            "service_2w_p99_at_concurrency_ms": w2["concurrent_raw"]["p99_ms"],
+            "service_2w_over_1w_throughput": w2["concurrent_raw"]["throughput_rps"] / w1["concurrent_raw"]["throughput_rps"],
+            "generator_cpu_ms_per_request_httpx": 1000 * w1["sequential"]["generator_cpu_s"] / max(1, w1["sequential"]["requests"]),
+            "generator_cpu_ms_per_request_raw": 1000 * w1["sequential_raw"]["generator_cpu_s"] / max(1, w1["sequential_raw"]["requests"]),
+            "server_cpu_ms_per_request_1w_sequential": 1000 * w1["sequential_raw"]["server_cpu_s"] / max(1, w1["sequential_raw"]["requests"]),
+        }
     report["ratios"] = {
         "service_1w_p50_minus_in_process_ms": report["service_1w"]["sequential"]["p50_ms"] - base["sequential"]["p50_ms"],
         "service_2w_throughput_over_in_process": report["service_2w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
@@ -242,15 +309,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     report["load_average_end"] = list(os.getloadavg())
     print(f"load average at start {report['load_average_start']}, at end {report['load_average_end']}")
-    print(f"{'pass':<28}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}{'srv cpu':>9}{'gen cpu':>9}{'req/cpu-s':>10}")
+    print(f"{'pass':<32}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}{'srv cpu':>9}{'gen cpu':>9}{'req/cpu-s':>10}")
     for name in ("in_process", "service_1w", "service_2w"):
-        for label in ("sequential", "concurrent"):
-            row = report[name][label]
+        for label, row in report[name].items():
             srv, gen = row.get("server_cpu_s", float("nan")), row.get("generator_cpu_s", float("nan"))
-            print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<28}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}"
+            print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<32}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}"
                   f"{row.get('errors', 0):>8}{srv:>9.2f}{gen:>9.2f}{row.get('rps_per_server_cpu_s', float('nan')):>10.0f}")
     for k, v in report["ratios"].items():
         print(f"{k:<48}{v:>9.2f}")
+    for k, v in report.get("ratios_raw_client", {}).items():
+        print(f"raw client: {k:<48}{v:>9.2f}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2))

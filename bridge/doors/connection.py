@@ -87,8 +87,9 @@ def read_deadline(receive: Receive, seconds: float) -> Receive:
         nonlocal complete
         if complete:
             return await receive()
-        try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        try:  # asyncio.timeout, not wait_for: no extra task (and event-loop turn) per read
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
         except TimeoutError:
             raise IncompleteRequest(f"the request body was not complete within {seconds:g} s") from None
         if message["type"] != "http.request" or not message.get("more_body"):

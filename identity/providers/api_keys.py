@@ -244,17 +244,37 @@ def _label(label: object) -> str:
     return label
 
 
+#: validated identities kept per provider (one per distinct key binding); cleared when full
+_IDENTITY_CACHE_MAX = 4096
+
+
 class ApiKeyProvider:
-    """`ApiKey` -> the identity its key was issued for, with a fresh session id."""
+    """`ApiKey` -> the identity its key was issued for, with a fresh session id.
+
+    Every call verifies the key against the store (lookup, hash, revocation) exactly as before;
+    what is kept between calls is only the validated `MemoryIdentity` built from a binding, keyed
+    on every field it is built from as the store returned them this time. Building one validates
+    each id character by character — the largest part of authenticating a key once the lookup is
+    done — and the result is a pure function of those fields: a key revoked, deleted or re-bound
+    (other roles, another permission version) is refused or yields another identity at once,
+    because nothing is served from the cache before the store has answered."""
 
     def __init__(self, store: ApiKeyStore) -> None:
         self.store = store
+        self._identities: dict[tuple[object, ...], MemoryIdentity] = {}
 
     async def authenticate(self, credential: ApiKey) -> MemoryIdentity:
         require_credential(credential, ApiKey, "API key provider")
         record = self.store.verify(credential.key)
+        binding = (record.tenant_id, record.user_id, record.department_ids, record.workspace_id, record.agent_id, record.roles, record.permission_version)
         try:
-            return MemoryIdentity(
+            known = self._identities.get(binding)
+        except TypeError:  # a repository that returned unhashable fields: build it every time
+            known, binding = None, None
+        if known is not None:  # the same validated fields; only the session is new (ours, valid by construction)
+            return known.model_copy(update={"session_id": new_session_id()})
+        try:
+            identity = MemoryIdentity(
                 tenant_id=record.tenant_id,
                 user_id=record.user_id,
                 department_ids=record.department_ids,
@@ -266,3 +286,8 @@ class ApiKeyProvider:
             )
         except ValueError as exc:  # a row edited by hand into something invalid: fail closed
             raise InvalidCredential(f"API key {record.key_id} is bound to an invalid identity") from exc
+        if binding is not None:
+            if len(self._identities) >= _IDENTITY_CACHE_MAX:
+                self._identities.clear()
+            self._identities[binding] = identity
+        return identity

@@ -140,6 +140,30 @@ async def test_row_tampered_into_invalid_identity_fails_closed(store, issued):
         await ApiKeyProvider(store).authenticate(ApiKey(issued.key))
 
 
+async def test_kept_identity_never_outlives_a_change_to_the_key_row(store, issued):
+    """The provider keeps validated identities between requests; every request still reads the
+    row, so a re-bound, tampered or revoked key is seen on the very next request."""
+    provider = ApiKeyProvider(store)
+    first = await provider.authenticate(ApiKey(issued.key))
+    again = await provider.authenticate(ApiKey(issued.key))
+    assert again.roles == first.roles and again.session_id != first.session_id  # kept identity, fresh session
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE api_keys SET roles = '[\"reader\"]', permission_version = 'v2' WHERE key_id = ?", (issued.record.key_id,))
+    rebound = await provider.authenticate(ApiKey(issued.key))
+    assert rebound.roles == frozenset({"reader"}) and rebound.permission_version == "v2"
+    assert rebound.fingerprint != first.fingerprint
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE api_keys SET user_id = '../root' WHERE key_id = ?", (issued.record.key_id,))
+    with pytest.raises(InvalidCredential, match="bound to an invalid identity"):
+        await provider.authenticate(ApiKey(issued.key))
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE api_keys SET user_id = 'svc_indexer', roles = '[\"writer\"]', permission_version = NULL WHERE key_id = ?", (issued.record.key_id,))
+    assert (await provider.authenticate(ApiKey(issued.key))).fingerprint == first.fingerprint
+    store.revoke(issued.record.key_id)
+    with pytest.raises(InvalidCredential, match="revoked"):
+        await provider.authenticate(ApiKey(issued.key))
+
+
 # ------------------------------------------------------------------ admin command
 async def test_admin_issue_prints_key_once_then_list_and_revoke(tmp_path, capsys):
     db = str(tmp_path / "keys.sqlite")

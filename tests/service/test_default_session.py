@@ -65,3 +65,20 @@ def test_narrow_and_the_gateway_refuse_the_default_namespace() -> None:
     with pytest.raises(Forbidden, match="default-session"):
         narrow(who, {"session_id": "dflt0123"})
     assert narrow(who, {"session_id": "mine-1"}).session_id == "mine-1"
+
+
+async def test_edge_keeps_default_session_identities_per_access_deciding_fields() -> None:
+    """The edge keeps an identity in its default session per every field but the session: the
+    same caller gets the same object back, any change to what decides access gets its own."""
+    from bridge.doors.http.auth import EdgeAuthenticator
+    from identity.model import MemoryIdentity
+
+    auth = EdgeAuthenticator({}, session_key=KEY)
+    base = MemoryIdentity(tenant_id="t", user_id="u", agent_id="a", session_id="s1")
+    kept = auth._in_default_session(base)
+    assert kept.session_id == default_session_id(base, KEY) and kept.fingerprint == base.fingerprint
+    assert auth._in_default_session(base.with_session("s2")) is kept
+    for change in ({"user_id": "v"}, {"roles": frozenset({"admin"})}, {"permission_version": "v2"}, {"task_id": "job1"}, {"department_ids": frozenset({"d"})}):
+        other = auth._in_default_session(base.model_copy(update=change))
+        assert other is not kept and other.session_id == default_session_id(other, KEY)
+        assert all(getattr(other, k) == v for k, v in change.items())

@@ -41,6 +41,8 @@ __all__ = ["EdgeAuthenticator", "SESSION_HEADER"]
 SESSION_HEADER = "x-session-id"
 _SCHEMES = {"bearer": "jwt", "apikey": "api_key"}
 _API_KEY_BEARER = f"{API_KEY_PREFIX}_"
+#: identities in their default session kept by `_in_default_session` (cleared when full)
+_DEFAULT_SESSIONS_MAX = 4096
 
 
 class EdgeAuthenticator:
@@ -55,6 +57,7 @@ class EdgeAuthenticator:
         self.session_key = session_key or secrets.token_bytes(32)
         #: credential kinds whose provider invents a random session id when none is named
         self.sessionless = frozenset(sessionless) | {"gateway"}
+        self._default_sessions: dict[tuple[object, ...], MemoryIdentity] = {}
 
     @property
     def challenge(self) -> str:
@@ -104,5 +107,18 @@ class EdgeAuthenticator:
         if sessions:
             return narrow(identity, {"session_id": sessions[0].strip()})
         if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
-            return identity.with_session(default_session_id(identity, self.session_key))
+            return self._in_default_session(identity)
         return identity
+
+    def _in_default_session(self, identity: MemoryIdentity) -> MemoryIdentity:
+        """`identity` in its default session. The result depends only on the identity's fields
+        other than the session (the id is an HMAC of its fingerprint), so it is kept per those
+        fields: each request still authenticates its credential in full first."""
+        fields = tuple(value for name, value in identity if name != "session_id")  # every field but the session, whatever fields it has
+        known = self._default_sessions.get(fields)
+        if known is None:
+            known = identity.with_session(default_session_id(identity, self.session_key))
+            if len(self._default_sessions) >= _DEFAULT_SESSIONS_MAX:
+                self._default_sessions.clear()
+            self._default_sessions[fields] = known
+        return known

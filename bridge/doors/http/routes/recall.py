@@ -10,9 +10,11 @@ from bridge import operations as ops
 from bridge.operations import reads
 from bridge.results import InjectedContext
 from bridge.doors.http.routes.common import check_caller, execute, identity, recall_out
+from bridge.doors.http.query_route import QueryModelRoute
 from bridge.doors.http.schemas import CALLER_AGENT, CALLER_USER, InjectRequest, RecallRequest, RecallResponse
 
-router = APIRouter(prefix="/api/v1", tags=["recall"])
+#: GET /recall's eleven query parameters are validated by one model built once (query_route.py)
+router = APIRouter(prefix="/api/v1", tags=["recall"], route_class=QueryModelRoute)
 
 
 async def _recall(request: Request, body: RecallRequest) -> Response:
