@@ -39,7 +39,7 @@ import math
 import re
 import sqlite3
 import unicodedata
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from adapters.base import Status
 from adapters.scopes import ScopeKey, ScopeSet
@@ -53,7 +53,9 @@ K1, B = 1.2, 0.75
 #: at most this many distinct query terms are looked up
 MAX_QUERY_TERMS = 32
 #: candidate rows read for one query; past it, the most common terms are left out (cost bound)
-MAX_CANDIDATES = 2000
+MAX_CANDIDATES = 500
+#: the per-connection (temp) fts5vocab view of the index: rows per term, read from its postings
+_VOCAB = "memories_lexical_vocab"
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lexical_scopes (tag INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE)",
@@ -162,13 +164,14 @@ def in_step(db: sqlite3.Connection) -> bool:
 
 def search_lexical(
     db: sqlite3.Connection, scopes: ScopeSet, text: str, *, limit: int, statuses: frozenset[Status],
-    kinds: frozenset[str] | None, now: float,
+    kinds: frozenset[str] | None, now: float, sizes: Mapping[str, int] | None = None,
 ) -> list[tuple[ScopeKey, int, float]]:
     """BM25 top-`limit` over exactly the ScopeSet: (scope, rowid, bm25), best first.
 
     The FTS5 query names only the ScopeSet's scope tags, and the same statement checks each
     candidate's stored scope, status, kind, expiry and quarantine; an entry restricted to
-    memory ids keeps only those. Statistics come from the ScopeSet's rows alone."""
+    memory ids keeps only those. Statistics come from the ScopeSet's rows alone: `sizes` (rows
+    per scope text, which the caller may already know) or counted here."""
     query_terms = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
     if not query_terms or limit <= 0:
         return []
@@ -192,20 +195,15 @@ def search_lexical(
             return []
         where.append(f"m.kind IN ({','.join('?' * len(kinds))})")
         params += sorted(kinds)
+    tokens = _within_budget(db, tokens)
+    if not tokens:
+        return []
     sql = (
         # CROSS JOIN: the FTS5 match drives (the planner could otherwise scan `memories`)
         "SELECT l.rowid, l.terms, m.scope, m.id FROM memories_lexical l CROSS JOIN memories m ON m.rowid = l.rowid"
-        f" WHERE memories_lexical MATCH ? AND {' AND '.join(where)} LIMIT {MAX_CANDIDATES + 1}"
+        f" WHERE memories_lexical MATCH ? AND {' AND '.join(where)} LIMIT {MAX_CANDIDATES}"
     )
-    by_count: list[str] | None = None
-    while True:
-        rows = db.execute(sql, [" OR ".join(f'"{t}"' for t in tokens), *params]).fetchall()
-        if len(rows) <= MAX_CANDIDATES or len(tokens) <= 1:
-            break
-        if by_count is None:  # cost bound: leave out the commonest terms (of these scopes), one at a time
-            by_count = _commonest_first(db, tokens)
-        commonest = by_count.pop(0)
-        tokens = [t for t in tokens if t != commonest]
+    rows = db.execute(sql, [" OR ".join(f'"{t}"' for t in tokens), *params]).fetchall()
     # an entry restricted to memory ids: only those ids of that scope
     rows = [r for r in rows if entries[r[2]].memory_ids is None or r[3] in entries[r[2]].memory_ids]  # type: ignore[operator]
     if not rows:
@@ -219,7 +217,7 @@ def search_lexical(
         for w in tf:
             df[w] = df.get(w, 0) + 1
         docs.append((rowid, scope, len(words), tf))
-    size = _collection_size(db, tags)
+    size = dict(sizes) if sizes is not None else _collection_size(db, tags)
     avg_len = sum(d[2] for d in docs) / len(docs) or 1.0
     idf = {w: math.log(1.0 + (size.get(scope_of_tag[int(w.split("x", 1)[0])], 0) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
     scored = []
@@ -238,8 +236,24 @@ def _collection_size(db: sqlite3.Connection, tags: dict[str, int]) -> dict[str, 
     return dict(db.execute(f"SELECT scope, count(*) FROM memories WHERE scope IN ({','.join('?' * len(scopes))}) GROUP BY scope", scopes).fetchall())
 
 
-def _commonest_first(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
-    """The scope-tagged tokens by how many rows hold them, most first (each count reads only
-    that token's postings, which belong to one scope of the ScopeSet)."""
-    counts = {t: int(db.execute("SELECT count(*) FROM memories_lexical WHERE memories_lexical MATCH ?", (f'"{t}"',)).fetchone()[0]) for t in tokens}
-    return sorted(tokens, key=lambda t: (-counts[t], t))
+def _within_budget(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
+    """The tokens to look up: the rarest first, for as long as the rows holding them (summed,
+    an upper bound of their union) stay within MAX_CANDIDATES. None when even the rarest is held
+    by more rows than that: a question made only of words that common has nothing for BM25 to
+    tell apart, and the vector channel ranks alone (scoring the first rows found would be noise).
+
+    Why: a question's common words ("the", "about", a name every note mentions) hold most rows of
+    a scope and weigh least in BM25; reading and scoring all their rows made the channel cost
+    a hundred times the vector scan. One look-up per token in the index's vocabulary reads only
+    that token's postings, each of one scope of the ScopeSet, so the budget is decided before any
+    row is read, and the candidate query runs once."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, memories_lexical, row)")
+    held = {t: int(r[0]) for t in tokens if (r := db.execute(f"SELECT doc FROM temp.{_VOCAB} WHERE term = ?", (t,)).fetchone())}
+    kept: list[str] = []
+    total = 0
+    for token in sorted(held, key=lambda t: (held[t], t)):
+        if total + held[token] > MAX_CANDIDATES:
+            break
+        kept.append(token)
+        total += held[token]
+    return kept

@@ -34,7 +34,9 @@ class LocalLexical(LocalStoreBase):
         require_scope_set(scopes)
         with self._lock:
             self._refresh_if_changed_elsewhere()
-            return search_lexical(self._db, scopes, text, limit=limit, statuses=statuses, kinds=kinds, now=time.time() if now is None else float(now))
+            sizes = {str(entry.key): self._partition(entry.key).size for entry in scopes}  # loaded by the vector channel
+            return search_lexical(self._db, scopes, text, limit=limit, statuses=statuses, kinds=kinds, now=time.time() if now is None else float(now),
+                                  sizes=sizes)
 
     def fused_with_lexical(self, ranked: list[tuple[ScopeKey, int, float]], query: SearchQuery, vector: np.ndarray) -> list[tuple[ScopeKey, int, float]]:
         """`ranked` (the vector channel, over the same ScopeSet) fused with the lexical channel,
@@ -45,19 +47,22 @@ class LocalLexical(LocalStoreBase):
         if not lexical:
             return ranked[: query.limit]
         seen = {rowid for _, rowid, _ in ranked}
-        return fuse(ranked, lexical, query.limit, self._cosines([r for _, r, _ in lexical if r not in seen], vector))
+        return fuse(ranked, lexical, query.limit, self._cosines([(k, r) for k, r, _ in lexical if r not in seen], vector))
 
-    def _cosines(self, rowids: list[int], vector: np.ndarray) -> dict[int, float]:
-        """The query's similarity to rows the vector channel did not return (read from SQLite;
-        a vector of the wrong size scores 0: the partition load quarantines it)."""
-        if not rowids:
-            return {}
-        with self._lock:
-            rows = self._db.execute(f"SELECT rowid, vector FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})", rowids).fetchall()
-        want = 4 * self.embedder.dimension
+    def _cosines(self, rows: list[tuple[ScopeKey, int]], vector: np.ndarray) -> dict[int, float]:
+        """The query's similarity to lexical candidates the vector channel did not return, from
+        the partitions already in memory (a row with no vector there, quarantined, scores 0)."""
         out: dict[int, float] = {}
-        for rowid, blob in rows:
-            if isinstance(blob, bytes) and len(blob) == want:
-                value = float(np.frombuffer(blob, dtype=np.float32) @ vector)
-                out[rowid] = value if math.isfinite(value) else 0.0
+        by_scope: dict[ScopeKey, list[int]] = {}
+        for scope, rowid in rows:
+            by_scope.setdefault(scope, []).append(rowid)
+        with self._lock:
+            for scope, rowids in by_scope.items():
+                part = self._partition(scope)
+                if part.size == 0 or part.matrix is None:
+                    continue
+                positions = np.flatnonzero(np.isin(part.rowids[: part.size], np.asarray(rowids, dtype=np.int64)))
+                similarities = part.matrix[positions] @ np.asarray(vector, dtype=np.float32)
+                for rowid, value in zip(part.rowids[positions].tolist(), similarities.tolist()):
+                    out[rowid] = value if math.isfinite(value) else 0.0
         return out

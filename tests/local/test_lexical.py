@@ -167,3 +167,15 @@ async def test_past_the_candidate_bound_the_commonest_terms_are_left_out(store, 
     await store.put_many([(ALICE, mem(f"the common word and filler {i}"), f"c{i}") for i in range(20)])
     rare = await store.put(ALICE, mem("the common word and the curlew"), idempotency_key="rare")
     assert lexical_ids(store, ScopeSet.of(ALICE), "the common curlew", limit=3)[0] == rare.id
+
+
+async def test_a_question_of_only_words_commoner_than_the_bound_leaves_ranking_to_the_vector_channel(store, monkeypatch):
+    """Scoring the first rows that hold a word every row holds would be noise, and reading them
+    all is what made the channel cost a hundred times the vector scan: the channel steps aside."""
+    from adapters.local import lexical
+
+    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
+    made = await store.put_many([(ALICE, mem(f"the common word and filler {i}"), f"c{i}") for i in range(20)])
+    assert store.search_lexical(ScopeSet.of(ALICE), "the common word", limit=3) == []
+    # one rare word is enough to bring the channel back, with that word's rows as the only candidates
+    assert lexical_ids(store, ScopeSet.of(ALICE), "the common filler 7", limit=3) == [made[7].id]
