@@ -109,7 +109,8 @@ async def service_world(adapter_name: str, tmp_path: Path, request: pytest.Fixtu
     reason = service_transport.unavailable_reason(adapter_name)
     if reason:
         pytest.skip(f"adapter {adapter_name!r} unavailable --via service: {reason}")
-    async with service_transport.service_world(adapter_name, tmp_path / "service") as world:
+    roles = request.node.get_closest_marker("contract_roles")
+    async with service_transport.service_world(adapter_name, tmp_path / "service", roles_toml=roles.args[0] if roles else None) as world:
         yield world
 
 

@@ -287,10 +287,11 @@ def _replica(env: dict[str, str]) -> object:
 
 
 @contextlib.asynccontextmanager
-async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]:
+async def service_world(adapter: str, home: Path, *, roles_toml: str | None = None) -> AsyncIterator[ServiceWorld]:
     """A fresh deployment for one test: a new state database and backend namespace, a serve
     process over them and the test's replica; everything removed afterwards, and the process's
-    output searched for secrets before it goes."""
+    output searched for secrets before it goes. `roles_toml`: the role file the deployment
+    starts with (`VIKING_BRIDGE_ROLES_FILE`; a test's `contract_roles` marker)."""
     from contract_tests.postgres_server import shared_server
 
     home.mkdir(parents=True, exist_ok=True)
@@ -312,6 +313,10 @@ async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]
         "VIKING_BRIDGE_SERVICE_MAX_BODY_BYTES": str(16 * 1_048_576),
         "VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS": "5",
     }
+    if roles_toml is not None:
+        roles_path = home / "roles.toml"
+        roles_path.write_text(roles_toml, encoding="utf-8")
+        env["VIKING_BRIDGE_ROLES_FILE"] = str(roles_path)
     replica = None
     serve: ServeProcess | None = None
     try:
