@@ -56,3 +56,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "contract_roles(toml): the role file (TOML) a test's deployment starts with; under --via service it becomes serve's"
         " VIKING_BRIDGE_ROLES_FILE (the in-process transports set the same table on the bridge)")
+    config.addinivalue_line(
+        "markers", "contract_own_bridge: the test builds a bridge of its own (a clock, options, a second state); --via service skips it"
+        " before starting a serve process")
