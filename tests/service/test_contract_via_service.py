@@ -17,16 +17,20 @@ What the default run carries, and why:
   covers: same routes, plus configuration by environment, a socket and the secret search.
 - openviking, openviking-trusted: seed 003's seven tests plus the multi-agent and sharing files,
   in ONE child session per mode (they used to be split between an in-process HTTP run and this
-  one, two OpenViking server starts per mode). The whole suite on OpenViking stays opt-in
-  (VIKING_BRIDGE_SERVICE_WHOLE_SUITE=1): measured on this 2-core machine under a load of ~5.5
-  from other work, 41 passed / 17 skipped in 11 min wall and 5.5 min of CPU (server included)
-  for api_key, more than the ~6 min per mode the test command can afford.
+  one: two OpenViking server starts per mode). The whole suite on OpenViking stays opt-in
+  (VIKING_BRIDGE_SERVICE_WHOLE_SUITE=1): it passes, but api_key took 11.5 min wall and 5.5 min
+  of CPU (server included; 41 passed / 17 skipped) under a load of ~5.5, trusted 9 min wall and
+  4.7 min of CPU (44 passed / 14 skipped, after the role and own-bridge markers) under ~4.5, of
+  which 91 s is one test (the heavily filtered search) and 39 s the server's start. A run of
+  requests and replies cannot go much faster than its CPU time, so even a quiet machine would
+  spend about the ~6 min per mode the test command cannot afford.
 
-Measured (2 shared cores, load ~5-6 from parallel sessions, so slower than a quiet CI machine):
-the whole suite on viking before the serve start-up work took 9 min wall and 3.5 min of CPU for
-53 serve processes (41 passed, 17 skipped). serve's start-up then cost 2.1 s of CPU (median);
-with the shared bytecode cache 1.7 s, and the tests that build their own bridge no longer start
-a process at all.
+Measured on 2 shared cores with a load of 4-6 from parallel sessions (slower than a quiet CI
+machine): the whole suite on viking took 9 min wall and 3.5 min of CPU for 53 serve processes
+(41 passed, 17 skipped) before the start-up work; serve's start-up CPU (spawn to /ready, median
+of 5-6) went from 1.7-2.1 s to 1.4 s with the shared bytecode cache, wall from 7.1 s to 2.9 s; the
+tests that build their own bridge no longer start a process (45 instead of 53), and the role
+tests now run (3 more passed).
 """
 
 from __future__ import annotations
