@@ -55,6 +55,7 @@ password): one found is a test failure.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -290,18 +291,27 @@ def _replica(env: dict[str, str]) -> object:
     return MemoryBridge.from_settings(settings)
 
 
-@contextlib.asynccontextmanager
-async def service_world(adapter: str, home: Path, *, roles_toml: str | None = None) -> AsyncIterator[ServiceWorld]:
-    """A fresh deployment for one test: a new state database and backend namespace, a serve
-    process over them and the test's replica; everything removed afterwards, and the process's
-    output searched for secrets before it goes. `roles_toml`: the role file the deployment
-    starts with (`VIKING_BRIDGE_ROLES_FILE`; a test's `contract_roles` marker)."""
+@dataclass
+class _Deployment:
+    """What a test's deployment is made of before the test takes it: a serve process over a new
+    state database and backend namespace, and the secrets that must never leave it."""
+
+    home: Path
+    env: dict[str, str]
+    hidden: list[str]
+    db: object
+    serve: ServeProcess
+    gateway_secret: str
+
+
+def _deploy(adapter: str, home: Path, roles_toml: str | None) -> _Deployment:
+    """A new state database and backend namespace, and a serve process over them (serve migrates
+    the state itself, as the first replica of a deployment does)."""
     from contract_tests.postgres_server import shared_server
 
     home.mkdir(parents=True, exist_ok=True)
     backend_env, hidden = _backend_environment(adapter, home)
-    pg = shared_server()
-    db = pg.create_database()
+    db = shared_server().create_database()
     gateway_secret = secrets.token_hex(32)
     password = urlsplit(db.app_url).password or ""
     env = {
@@ -321,12 +331,70 @@ async def service_world(adapter: str, home: Path, *, roles_toml: str | None = No
         roles_path = home / "roles.toml"
         roles_path.write_text(roles_toml, encoding="utf-8")
         env["VIKING_BRIDGE_ROLES_FILE"] = str(roles_path)
-    replica = None
-    serve: ServeProcess | None = None
     try:
-        replica = _replica(env)  # migrates the state first: serve then finds it ready
         serve = spawn_serve(home, env)
-        world = ServiceWorld(serve, ServiceBridge(replica, serve.url, gateway_secret), [*hidden, *([password] if len(password) >= 8 else [])])
+    except BaseException:
+        shared_server().drop_database(db)
+        raise
+    return _Deployment(home, env, [*hidden, *([password] if len(password) >= 8 else [])], db, serve, gateway_secret)
+
+
+# The NEXT test's deployment, started while the current test runs: serve's start-up is CPU in
+# one process while a test mostly waits on another, so on two cores it costs the run little wall
+# time. It is a deployment like any other — its own database, namespace, secrets and process —
+# only started earlier; a test with a role file of its own gets a deployment made for it.
+_spares: dict[str, concurrent.futures.Future[_Deployment]] = {}
+_spare_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _schedule_spare(adapter: str) -> None:
+    with _sim_lock:
+        if adapter in _spares:
+            return
+        if not _spare_pool:
+            _spare_pool.append(concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vb-spare-serve"))
+            atexit.register(_discard_spares)
+        _spares[adapter] = _spare_pool[0].submit(_deploy, adapter, Path(tempfile.mkdtemp(prefix="vb-serve-")), None)
+
+
+def _take_spare(adapter: str) -> _Deployment | None:
+    with _sim_lock:
+        future = _spares.pop(adapter, None)
+    return None if future is None else future.result()  # a spare that failed to start fails this test, with its error
+
+
+def _discard_spares() -> None:
+    """At exit: the last spare was never used; stop it and drop its database."""
+    from contract_tests.postgres_server import shared_server
+
+    for adapter in list(_spares):
+        future = _spares.pop(adapter)
+        try:
+            spare = future.result(timeout=300)
+        except Exception:  # noqa: BLE001 - nothing to clean up from a spare that did not start
+            continue
+        spare.serve.stop()
+        shared_server().drop_database(spare.db)  # type: ignore[arg-type]
+        shutil.rmtree(spare.home, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def service_world(adapter: str, home: Path, *, roles_toml: str | None = None) -> AsyncIterator[ServiceWorld]:
+    """A fresh deployment for one test: a new state database and backend namespace, a serve
+    process over them and the test's replica; everything removed afterwards, and the process's
+    output searched for secrets before it goes. `roles_toml`: the role file the deployment
+    starts with (`VIKING_BRIDGE_ROLES_FILE`; a test's `contract_roles` marker). The deployment
+    may have been started during the previous test (`_schedule_spare`); the next one is started
+    now."""
+    from contract_tests.postgres_server import shared_server
+
+    deployment = (_take_spare(adapter) if roles_toml is None else None) or _deploy(adapter, home, roles_toml)
+    _schedule_spare(adapter)
+    serve, env = deployment.serve, deployment.env
+    replica = None
+    try:
+        replica = _replica(env)  # the test's replica: the state is migrated already, by serve
+        world = ServiceWorld(serve, ServiceBridge(replica, serve.url, deployment.gateway_secret), deployment.hidden)
         try:
             yield world
             world.bridge.transcript.append(httpx.get(serve.url + "/metrics", timeout=10).text)
@@ -335,7 +403,7 @@ async def service_world(adapter: str, home: Path, *, roles_toml: str | None = No
             serve.stop()
         _assert_no_secret(world)
     finally:
-        if serve is not None and serve.process.poll() is None:
+        if serve.process.poll() is None:
             serve.stop()
         if replica is not None:
             try:
@@ -344,7 +412,9 @@ async def service_world(adapter: str, home: Path, *, roles_toml: str | None = No
                     await drop()  # type: ignore[misc]
             finally:
                 await replica.aclose()  # type: ignore[attr-defined]
-        pg.drop_database(db)
+        shared_server().drop_database(deployment.db)  # type: ignore[arg-type]
+        if deployment.home != home:  # a spare's own directory (the test's home is pytest's to remove)
+            shutil.rmtree(deployment.home, ignore_errors=True)
 
 
 def _assert_no_secret(world: ServiceWorld) -> None:
