@@ -26,11 +26,11 @@ The two hard parts, and how they are solved:
    backdoor in production). So each test gets its own `serve` process ("restart only when
    needed", and every test needs it): a new principal prefix (Viking) or namespace (OpenViking)
    on the server the session shares, a new PostgreSQL database for the state, started before
-   the test and stopped after it. The cost is serve's start-up (measured per test, printed at
-   the end of the run: about 1.7 s of CPU, most of it importing FastAPI, pydantic and the
-   bridge's models; 2.1 s before the processes shared a bytecode cache, `_bytecode_environment`);
-   the servers behind it — the simulator process, OpenViking, PostgreSQL — are started once per
-   session.
+   the test (during the previous test: `_schedule_spare`) and stopped after it. The cost is
+   serve's start-up (measured per test, printed at the end of the run: about 1.4-1.7 s of CPU,
+   most of it importing FastAPI, pydantic and the bridge's models; 1.7-2.1 s before the
+   processes shared a bytecode cache, `_bytecode_environment`); the servers behind it — the
+   simulator process, OpenViking, PostgreSQL — are started once per session.
 
 2. Some tests read the bridge's `state`, `sessions`, `backend` and `policy` directly, or write
    into the backend around the bridge. The test process is therefore a SECOND REPLICA of the
