@@ -32,7 +32,7 @@ of 5-6) went from 1.7-2.1 s to 1.4 s with the shared bytecode cache, wall from 7
 tests that build their own bridge no longer start a process (45 instead of 53), and the role
 tests now run (3 more passed). This module's default run, load ~4.5: viking (whole suite) 307 s,
 openviking (seed + multi-agent + sharing, server start included) 202 s; with each deployment
-started during the previous test, 170 s and 179 s. What it replaced, measured the same way with
+started during the previous test, 170 s and 179 s (openviking-trusted 146 s). What it replaced, measured the same way with
 the same transport: viking 123 s (whole suite in-process over HTTP 29 s + these three files via
 service 94 s), openviking 172 s per mode (the three files in-process over HTTP 108 s + seed via
 service 64 s, each with its own server start).
