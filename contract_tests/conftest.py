@@ -106,10 +106,14 @@ async def service_world(adapter_name: str, tmp_path: Path, request: pytest.Fixtu
     if "monkeypatch" in request.fixturenames:
         pytest.skip("this test injects a fault or a setting into the bridge in-process (monkeypatch); a serve process cannot be patched from the test")
 
+    if request.node.get_closest_marker("contract_own_bridge"):
+        pytest.skip(harness.OWN_BRIDGE_UNDER_SERVICE)
+
     reason = service_transport.unavailable_reason(adapter_name)
     if reason:
         pytest.skip(f"adapter {adapter_name!r} unavailable --via service: {reason}")
-    async with service_transport.service_world(adapter_name, tmp_path / "service") as world:
+    roles = request.node.get_closest_marker("contract_roles")
+    async with service_transport.service_world(adapter_name, tmp_path / "service", roles_toml=roles.args[0] if roles else None) as world:
         yield world
 
 

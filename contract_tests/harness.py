@@ -268,12 +268,18 @@ CONTRACT_GLOBAL_WRITERS = frozenset({"acme", "t0"})
 TRANSPORT = os.environ.get("VIKING_BRIDGE_CONTRACT_VIA", "library")
 
 
+#: Why a test that builds a bridge of its own skips under `--via service`. Such a test is marked
+#: `contract_own_bridge`, so the skip comes before its serve process is started (a process for
+#: nothing costs seconds); `contract_bridge` skips too, for a test that lacks the marker.
+OWN_BRIDGE_UNDER_SERVICE = ("this test builds a bridge of its own (its clock, options or a second state); under --via service every bridge is a"
+                            " serve process configured by environment, which cannot take those from the test")
+
+
 def contract_bridge(backend: MemoryBackend, home: Path, **kwargs: Any) -> MemoryBridge:
     """A bridge over `backend` with the suite's deployment policy (global writers configured),
     reached through the transport `--via` chose."""
     if TRANSPORT == "service":
-        pytest.skip("this test builds a bridge of its own (its clock, options or a second state); under --via service every bridge is a"
-                    " serve process configured by environment, which cannot take those from the test")
+        pytest.skip(OWN_BRIDGE_UNDER_SERVICE)
     kwargs.setdefault("policy", Policy(PolicyConfig(global_writer_tenants=CONTRACT_GLOBAL_WRITERS)))
     # Each test binds a fresh bridge state to a backend the suite reuses and writes to directly:
     # an explicit re-initialisation of the store binding (bridge/writes/recovery.py), on purpose.

@@ -50,3 +50,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="reach the bridge in-process (library, default), through the memory service's HTTP stack (http), the MCP server's tools (mcp), or the LangGraph store (langgraph: writes and recalls), or a real `viking-bridge serve` process configured by environment (service: viking, openviking, openviking-trusted; needs PostgreSQL)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "contract_roles(toml): the role file (TOML) a test's deployment starts with; under --via service it becomes serve's"
+        " VIKING_BRIDGE_ROLES_FILE (the in-process transports set the same table on the bridge)")
+    config.addinivalue_line(
+        "markers", "contract_own_bridge: the test builds a bridge of its own (a clock, options, a second state); --via service skips it"
+        " before starting a serve process")

@@ -26,9 +26,11 @@ The two hard parts, and how they are solved:
    backdoor in production). So each test gets its own `serve` process ("restart only when
    needed", and every test needs it): a new principal prefix (Viking) or namespace (OpenViking)
    on the server the session shares, a new PostgreSQL database for the state, started before
-   the test and stopped after it. The cost is serve's start-up (measured per test, printed at
-   the end of the run: about 2.5 s of CPU); the servers behind it — the simulator process,
-   OpenViking, PostgreSQL — are started once per session.
+   the test (during the previous test: `_schedule_spare`) and stopped after it. The cost is
+   serve's start-up (measured per test, printed at the end of the run: about 1.4-1.7 s of CPU,
+   most of it importing FastAPI, pydantic and the bridge's models; 1.7-2.1 s before the
+   processes shared a bytecode cache, `_bytecode_environment`); the servers behind it — the
+   simulator process, OpenViking, PostgreSQL — are started once per session.
 
 2. Some tests read the bridge's `state`, `sessions`, `backend` and `policy` directly, or write
    into the backend around the bridge. The test process is therefore a SECOND REPLICA of the
@@ -39,9 +41,11 @@ The two hard parts, and how they are solved:
    attributes are the replica's; every call the suite makes goes to the process.
 
 What this transport cannot do: give serve a clock, a policy or a second bridge the test chooses
-in-process (`ContractEnv.other_bridge`, the property test's moving clock), or patch serve's code
-to inject a crash or a lost response (the tests that take `monkeypatch`); those tests are
-skipped under `--via service`, with that reason.
+in-process (`ContractEnv.other_bridge`, the property test's moving clock; such tests are marked
+`contract_own_bridge` and skip before a process starts), change its role table while it runs
+(a test's `contract_roles` marker becomes the role file it starts with), or patch serve's code to
+inject a crash or a lost response (the tests that take `monkeypatch`); those tests are skipped
+under `--via service`, with that reason.
 
 After each test, before the process is gone, its /metrics is read, and every response body, its
 access log and stderr are searched for the backend secrets (and the state database's
@@ -51,14 +55,17 @@ password): one found is a test failure.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -185,11 +192,37 @@ class ServeProcess:
         return self.process.returncode
 
 
+_bytecode: dict[str, str] = {}
+
+
+def _bytecode_environment() -> dict[str, str]:
+    """Where serve processes may keep compiled bytecode, when the test process was told not to
+    write any (`PYTHONDONTWRITEBYTECODE`, as some CI images and sandboxes set).
+
+    Without it every serve process compiles the project's ~160 modules from source again, about
+    a fifth of its start-up CPU. An installed deployment never pays that (pip compiles the
+    wheel's modules), so the test pays a cost production does not have. The cache is one
+    temporary directory per test process (`PYTHONPYCACHEPREFIX`): the source tree and the
+    virtualenv stay untouched, the first serve process fills it, the others only read it, and it
+    is removed at exit. Nothing but bytecode is shared: each test still gets a fresh process."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return {}
+    with _sim_lock:
+        if "prefix" not in _bytecode:
+            _bytecode["prefix"] = tempfile.mkdtemp(prefix="vb-serve-pyc-")
+            atexit.register(shutil.rmtree, _bytecode["prefix"], True)
+    return {"PYTHONPYCACHEPREFIX": _bytecode["prefix"]}
+
+
 def spawn_serve(home: Path, env: dict[str, str], *, ready_timeout: float = 180.0) -> ServeProcess:
     """Start serve with exactly `env` as its VIKING_BRIDGE_* configuration (any inherited one is
     dropped) and wait for /ready."""
     port = free_port()
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIKING_BRIDGE_", "PROMETHEUS_", "OPENVIKING_"))}, **env}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("VIKING_BRIDGE_", "PROMETHEUS_", "OPENVIKING_"))}
+    cache = _bytecode_environment()
+    if cache:
+        inherited.pop("PYTHONDONTWRITEBYTECODE", None)
+    full = {**inherited, **cache, **env}
     log_path, err_path = home / "serve-access.log", home / "serve.err"
     began = time.perf_counter()
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
@@ -258,17 +291,27 @@ def _replica(env: dict[str, str]) -> object:
     return MemoryBridge.from_settings(settings)
 
 
-@contextlib.asynccontextmanager
-async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]:
-    """A fresh deployment for one test: a new state database and backend namespace, a serve
-    process over them and the test's replica; everything removed afterwards, and the process's
-    output searched for secrets before it goes."""
+@dataclass
+class _Deployment:
+    """What a test's deployment is made of before the test takes it: a serve process over a new
+    state database and backend namespace, and the secrets that must never leave it."""
+
+    home: Path
+    env: dict[str, str]
+    hidden: list[str]
+    db: object
+    serve: ServeProcess
+    gateway_secret: str
+
+
+def _deploy(adapter: str, home: Path, roles_toml: str | None) -> _Deployment:
+    """A new state database and backend namespace, and a serve process over them (serve migrates
+    the state itself, as the first replica of a deployment does)."""
     from contract_tests.postgres_server import shared_server
 
     home.mkdir(parents=True, exist_ok=True)
     backend_env, hidden = _backend_environment(adapter, home)
-    pg = shared_server()
-    db = pg.create_database()
+    db = shared_server().create_database()
     gateway_secret = secrets.token_hex(32)
     password = urlsplit(db.app_url).password or ""
     env = {
@@ -284,12 +327,74 @@ async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]
         "VIKING_BRIDGE_SERVICE_MAX_BODY_BYTES": str(16 * 1_048_576),
         "VIKING_BRIDGE_SERVICE_SHUTDOWN_GRACE_SECONDS": "5",
     }
-    replica = None
-    serve: ServeProcess | None = None
+    if roles_toml is not None:
+        roles_path = home / "roles.toml"
+        roles_path.write_text(roles_toml, encoding="utf-8")
+        env["VIKING_BRIDGE_ROLES_FILE"] = str(roles_path)
     try:
-        replica = _replica(env)  # migrates the state first: serve then finds it ready
         serve = spawn_serve(home, env)
-        world = ServiceWorld(serve, ServiceBridge(replica, serve.url, gateway_secret), [*hidden, *([password] if len(password) >= 8 else [])])
+    except BaseException:
+        shared_server().drop_database(db)
+        raise
+    return _Deployment(home, env, [*hidden, *([password] if len(password) >= 8 else [])], db, serve, gateway_secret)
+
+
+# The NEXT test's deployment, started while the current test runs: serve's start-up is CPU in
+# one process while a test mostly waits on another, so on two cores it costs the run little wall
+# time. It is a deployment like any other — its own database, namespace, secrets and process —
+# only started earlier; a test with a role file of its own gets a deployment made for it.
+_spares: dict[str, concurrent.futures.Future[_Deployment]] = {}
+_spare_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _schedule_spare(adapter: str) -> None:
+    with _sim_lock:
+        if adapter in _spares:
+            return
+        if not _spare_pool:
+            _spare_pool.append(concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vb-spare-serve"))
+            atexit.register(_discard_spares)
+        _spares[adapter] = _spare_pool[0].submit(_deploy, adapter, Path(tempfile.mkdtemp(prefix="vb-serve-")), None)
+
+
+def _take_spare(adapter: str) -> _Deployment | None:
+    with _sim_lock:
+        future = _spares.pop(adapter, None)
+    return None if future is None else future.result()  # a spare that failed to start fails this test, with its error
+
+
+def _discard_spares() -> None:
+    """At exit: the last spare was never used; stop it and drop its database."""
+    from contract_tests.postgres_server import shared_server
+
+    for adapter in list(_spares):
+        future = _spares.pop(adapter)
+        try:
+            spare = future.result(timeout=300)
+        except Exception:  # noqa: BLE001 - nothing to clean up from a spare that did not start
+            continue
+        spare.serve.stop()
+        shared_server().drop_database(spare.db)  # type: ignore[arg-type]
+        shutil.rmtree(spare.home, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def service_world(adapter: str, home: Path, *, roles_toml: str | None = None) -> AsyncIterator[ServiceWorld]:
+    """A fresh deployment for one test: a new state database and backend namespace, a serve
+    process over them and the test's replica; everything removed afterwards, and the process's
+    output searched for secrets before it goes. `roles_toml`: the role file the deployment
+    starts with (`VIKING_BRIDGE_ROLES_FILE`; a test's `contract_roles` marker). The deployment
+    may have been started during the previous test (`_schedule_spare`); the next one is started
+    now."""
+    from contract_tests.postgres_server import shared_server
+
+    deployment = (_take_spare(adapter) if roles_toml is None else None) or _deploy(adapter, home, roles_toml)
+    _schedule_spare(adapter)
+    serve, env = deployment.serve, deployment.env
+    replica = None
+    try:
+        replica = _replica(env)  # the test's replica: the state is migrated already, by serve
+        world = ServiceWorld(serve, ServiceBridge(replica, serve.url, deployment.gateway_secret), deployment.hidden)
         try:
             yield world
             world.bridge.transcript.append(httpx.get(serve.url + "/metrics", timeout=10).text)
@@ -298,7 +403,7 @@ async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]
             serve.stop()
         _assert_no_secret(world)
     finally:
-        if serve is not None and serve.process.poll() is None:
+        if serve.process.poll() is None:
             serve.stop()
         if replica is not None:
             try:
@@ -307,7 +412,9 @@ async def service_world(adapter: str, home: Path) -> AsyncIterator[ServiceWorld]
                     await drop()  # type: ignore[misc]
             finally:
                 await replica.aclose()  # type: ignore[attr-defined]
-        pg.drop_database(db)
+        shared_server().drop_database(deployment.db)  # type: ignore[arg-type]
+        if deployment.home != home:  # a spare's own directory (the test's home is pytest's to remove)
+            shutil.rmtree(deployment.home, ignore_errors=True)
 
 
 def _assert_no_secret(world: ServiceWorld) -> None:

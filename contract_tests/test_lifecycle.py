@@ -28,6 +28,8 @@ from bridge.policy.quotas import QuotaConfig, QuotaLimits
 from contract_tests.harness import Clock, ContractEnv, eventually, fail_leak, scope_of
 
 pytestmark = pytest.mark.asyncio
+#: These tests move a clock of their own: under --via service they skip before a serve process starts.
+OWN_BRIDGE = pytest.mark.contract_own_bridge
 
 BIG = 20000
 TOPIC = "Procurement Kafka consumer idempotency key rotation"
@@ -38,6 +40,7 @@ def _bridge(env: ContractEnv, name: str, **kwargs):
     return env.other_bridge(name, clock=clock, **kwargs), clock
 
 
+@OWN_BRIDGE
 async def test_expired_memory_is_never_recalled_in_any_mode(contract: ContractEnv) -> None:
     """An expired memory is never a candidate: any purpose, any kind filter, through a manifest,
     by get (NotFound) or in a list — while a live sentinel written alongside still is."""
@@ -99,6 +102,7 @@ async def test_backend_excludes_expired_inside_its_query_and_fills_the_limit(con
     assert (await backend.get(scope, expired_ids[0])).expires_at == now + 10, "get returns the record with its expiry (the bridge judges it)"
 
 
+@OWN_BRIDGE
 async def test_purge_deletes_only_expired_memories_and_audits_each(contract: ContractEnv) -> None:
     """The purge deletes every expired memory of the tenant (and nothing live), one audit row
     `expired` per memory; members may not run it."""
@@ -128,6 +132,7 @@ async def test_purge_deletes_only_expired_memories_and_audits_each(contract: Con
     assert again.purged == 0 and again.complete
 
 
+@OWN_BRIDGE
 async def test_purge_reports_progress_and_stops_at_its_batch(contract: ContractEnv) -> None:
     """A long purge is a loop of bounded runs: each says how far it got; the last is complete."""
     bridge, clock = _bridge(contract, "purge-batches")
@@ -141,6 +146,7 @@ async def test_purge_reports_progress_and_stops_at_its_batch(contract: ContractE
     assert second.purged == 1 and second.complete, second
 
 
+@OWN_BRIDGE
 async def test_expiry_in_the_past_or_both_forms_is_invalid_input(contract: ContractEnv) -> None:
     """`expires_at` must lie in the future (the bridge's clock) and within the maximum TTL; a
     write giving both forms, a negative TTL or a non-number is `InvalidInput` and writes nothing."""
@@ -153,6 +159,7 @@ async def test_expiry_in_the_past_or_both_forms_is_invalid_input(contract: Contr
     assert await contract.backend.list(ScopeKey.private("acme", "carol")) == []
 
 
+@OWN_BRIDGE
 async def test_quota_refusal_writes_nothing_and_is_typed(contract: ContractEnv) -> None:
     """A user at their quota gets `QuotaExceeded` (a Conflict) and nothing is written; a capture
     that would extract more memories than fit writes none of them; forgetting frees the space."""
@@ -177,6 +184,7 @@ async def test_quota_refusal_writes_nothing_and_is_typed(contract: ContractEnv) 
     assert fits.memory_id
 
 
+@OWN_BRIDGE
 async def test_tenant_byte_quota_counts_every_user_and_expiry_gives_it_back(contract: ContractEnv) -> None:
     """The tenant's byte quota is shared by its users; another tenant is not affected; purging
     expired memories frees their bytes."""
@@ -197,6 +205,7 @@ async def test_tenant_byte_quota_counts_every_user_and_expiry_gives_it_back(cont
     await bridge.remember(u1, content + "z", "fact")
 
 
+@OWN_BRIDGE
 async def test_an_expired_memory_cannot_be_injected(contract: ContractEnv) -> None:
     """A parent cannot hand a child a memory that has expired, by reference or by search."""
     from bridge.errors import NotFound

@@ -477,6 +477,7 @@ async def test_two_identities_reusing_one_client_session_id_never_share_a_sessio
     contract.assert_not_seen(seen, [note], guarantee="session ids never join tenants", reader=globex)
 
 
+@pytest.mark.contract_own_bridge  # two bridges with their own session registries
 async def test_two_identities_reusing_one_client_session_id_never_share_a_backend_session(contract: ContractEnv) -> None:
     """Viking Memory: session id reuse overwrote another user's session. Guarantee: with
     server-side extraction, two identities using the same client session id (even through two

@@ -5,10 +5,15 @@ list, cannot modify a memory injected into it, and re-injection needs the role's
 (`may_reinject`) as well as the manifest's. The plain `inject` obeys the roles, so these hold
 through every door (`--via http` too); the federated `role_inject` case runs where the door
 offers it.
+
+Under `--via service` the role table cannot be set on a running serve process: the test's
+`contract_roles` marker hands the same table to the transport, which writes it as the process's
+`VIKING_BRIDGE_ROLES_FILE` before it starts (the test's replica reads the same file).
 """
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import pytest
@@ -24,23 +29,40 @@ BIG = 20000
 TEXT = "采购规则：供应商合同剩余有效期低于阈值 15 天时阻断订单 (procurement threshold rule)"
 
 
+def _roles_toml(*, reinject: bool) -> str:
+    """The role file of these tests, as a deployment would write it."""
+    return f"""
+[router.domains.purchasing]
+keywords = ["采购", "procurement", "threshold"]
+
+[agents.coordinator]
+domains = ["purchasing"]
+may_inject_into = ["ontology", "verifier"]
+
+[agents.ontology]
+domains = ["purchasing"]
+may_reinject = {"true" if reinject else "false"}
+may_inject_into = ["verifier"]
+
+[agents.verifier]
+domains = ["purchasing"]
+tiers = ["hot"]
+"""
+
+
 def _roles(*, reinject: bool) -> Any:
-    return parse_roles({
-        "router": {"domains": {"purchasing": {"keywords": ["采购", "procurement", "threshold"]}}},
-        "agents": {
-            "coordinator": {"domains": ["purchasing"], "may_inject_into": ["ontology", "verifier"]},
-            "ontology": {"domains": ["purchasing"], "may_reinject": reinject, "may_inject_into": ["verifier"]},
-            "verifier": {"domains": ["purchasing"], "tiers": ["hot"]},
-        },
-    }, "contract-roles.toml")
+    return parse_roles(tomllib.loads(_roles_toml(reinject=reinject)), "contract-roles.toml")
+
+
+#: What `--via service` writes as serve's role file (the other transports set the same table in-process).
+ROLES_FILE = pytest.mark.contract_roles(_roles_toml(reinject=False))
 
 
 async def _family(env: ContractEnv, *, reinject: bool = False):
     from contract_tests import harness
 
-    if harness.TRANSPORT == "service":
-        pytest.skip("the role table is set on the bridge in-process; a serve process reads its own from VIKING_BRIDGE_ROLES_FILE at start")
-    env.bridge.runtime.roles = _roles(reinject=reinject)
+    if harness.TRANSPORT != "service":  # a serve process loaded the marker's file at start
+        env.bridge.runtime.roles = _roles(reinject=reinject)
     ids = env.ids
     coord = await ids.login("li", agent="coordinator", workspace="procurement")
     ontology = await ids.login("li", agent="ontology", workspace="procurement")
@@ -49,6 +71,7 @@ async def _family(env: ContractEnv, *, reinject: bool = False):
     return coord, ontology, verifier, rule
 
 
+@ROLES_FILE
 async def test_child_cannot_inject_for_itself_or_into_an_agent_its_role_omits(contract: ContractEnv) -> None:
     coord, ontology, verifier, rule = await _family(contract)
     manifest = await contract.bridge.inject(coord, "ontology", "threshold", memory_refs=[rule.ref])
@@ -63,6 +86,7 @@ async def test_child_cannot_inject_for_itself_or_into_an_agent_its_role_omits(co
     contract.assert_not_seen(seen, [rule], guarantee="no refused injection reaches the child", reader=verifier)
 
 
+@ROLES_FILE
 async def test_child_cannot_modify_a_memory_injected_by_role(contract: ContractEnv) -> None:
     coord, ontology, _, rule = await _family(contract)
     manifest = await contract.bridge.inject(coord, "ontology", "threshold", memory_refs=[rule.ref])
@@ -78,6 +102,10 @@ async def test_child_cannot_modify_a_memory_injected_by_role(contract: ContractE
 
 
 async def test_reinjection_needs_the_roles_permission(contract: ContractEnv) -> None:
+    from contract_tests import harness
+
+    if harness.TRANSPORT == "service":
+        pytest.skip("the role table changes in the middle of this test; a serve process reads its role file (VIKING_BRIDGE_ROLES_FILE) once, at start")
     coord, ontology, verifier, rule = await _family(contract, reinject=False)
     with pytest.raises(RoleRefused):  # the ontology role may not re-inject, so its manifest cannot allow it
         await contract.bridge.inject(coord, "ontology", "threshold", memory_refs=[rule.ref], may_reinject=True)
@@ -94,6 +122,7 @@ async def test_reinjection_needs_the_roles_permission(contract: ContractEnv) -> 
         await contract.bridge.inject(ontology, "verifier", "again", memory_refs=[rule.ref], from_manifest_id=allowed.manifest_id)
 
 
+@ROLES_FILE
 async def test_role_injection_hands_the_child_exactly_the_planned_memories(contract: ContractEnv) -> None:
     """The federated call where the door has it (the library; the service's /roles route)."""
     if "role_inject" not in dir(type(contract.bridge)):
