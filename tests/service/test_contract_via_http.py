@@ -27,10 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("adapter", ["local", "postgres"])
 def test_contract_suite_passes_via_http(adapter: str, tmp_path: Path) -> None:
     env = {**os.environ, "VIKING_BRIDGE_CONTRACT_EXAMPLES": os.environ.get("VIKING_BRIDGE_CONTRACT_EXAMPLES", "10")}
-    if adapter in OPENVIKING_MODES:
-        from contract_tests.backends.openviking import hand_down
-
-        env.update(hand_down(OPENVIKING_MODES[adapter]))  # the child uses this run's server, not a new one
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "contract_tests", "--adapter", adapter, "--via", "http", "--basetemp", str(tmp_path / "t")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
