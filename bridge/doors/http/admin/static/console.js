@@ -12,7 +12,9 @@
   const AUDIT_ACTIONS = ['api_key', 'approve', 'capture', 'denied', 'edit', 'expired', 'export', 'forget', 'forget_subject', 'grant',
     'guard_alarm', 'inject', 'inspect', 'migrate', 'promote', 'quarantine', 'recall', 'recovered', 'reject', 'revoke', 'share', 'team', 'write'];
   // audit paging: `auditPages` holds the before_seq of each page shown so far (null = the newest)
-  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null, memoriesCursor: null, auditPages: [null], auditOldest: null };
+  // auditLoads: the number of the newest audit load; an older one whose answer arrives later is
+  // dropped, so a slow first page can never overwrite the page (or the paging state) asked for after it
+  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null, memoriesCursor: null, auditPages: [null], auditOldest: null, auditLoads: 0 };
 
   const $ = (id) => document.getElementById(id);
 
@@ -278,12 +280,27 @@
   }
 
   async function loadAudit() {
+    const ticket = ++state.auditLoads;
     const data = new FormData($('audit-form'));
     const before = state.auditPages[state.auditPages.length - 1];
     const limit = Number(data.get('limit')) || 50;
-    const rows = await api('GET', '/api/v1/audit', {
-      action: data.get('action'), actor: data.get('actor').trim(), memory_id: data.get('memory_id').trim(), limit, before_seq: before,
-    });
+    // no paging from a page that is being replaced: its oldest seq is not the new page's
+    $('audit-older').disabled = true;
+    $('audit-newer').disabled = true;
+    $('audit-position').textContent = 'loading…';
+    let rows;
+    try {
+      rows = await api('GET', '/api/v1/audit', {
+        action: data.get('action'), actor: data.get('actor').trim(), memory_id: data.get('memory_id').trim(), limit, before_seq: before,
+      });
+    } catch (err) {
+      if (ticket === state.auditLoads) {
+        $('audit-position').textContent = 'not loaded';
+        $('audit-newer').disabled = state.auditPages.length === 1;
+      }
+      throw err;
+    }
+    if (ticket !== state.auditLoads) return;  // a newer load owns the view
     state.auditOldest = rows.length ? rows[rows.length - 1].seq : null;
     const node = table('Audit rows, newest first', ['Seq', 'Time', 'Actor', 'Action', 'Memories', 'Detail'], rows, (e) => [
       String(e.seq), stamp(e.ts),
