@@ -53,7 +53,7 @@ K1, B = 1.2, 0.75
 #: at most this many distinct query terms are looked up
 MAX_QUERY_TERMS = 32
 #: candidate rows read for one query; past it, the most common terms are left out (cost bound)
-MAX_CANDIDATES = 500
+MAX_CANDIDATES = 200
 #: the per-connection (temp) fts5vocab view of the index: rows per term, read from its postings
 _VOCAB = "memories_lexical_vocab"
 
@@ -164,14 +164,15 @@ def in_step(db: sqlite3.Connection) -> bool:
 
 def search_lexical(
     db: sqlite3.Connection, scopes: ScopeSet, text: str, *, limit: int, statuses: frozenset[Status],
-    kinds: frozenset[str] | None, now: float, sizes: Mapping[str, int] | None = None,
+    kinds: frozenset[str] | None, now: float, sizes: Mapping[str, int] | None = None, token_rows: dict[str, int] | None = None,
 ) -> list[tuple[ScopeKey, int, float]]:
     """BM25 top-`limit` over exactly the ScopeSet: (scope, rowid, bm25), best first.
 
     The FTS5 query names only the ScopeSet's scope tags, and the same statement checks each
     candidate's stored scope, status, kind, expiry and quarantine; an entry restricted to
     memory ids keeps only those. Statistics come from the ScopeSet's rows alone: `sizes` (rows
-    per scope text, which the caller may already know) or counted here."""
+    per scope text, which the caller may already know) or counted here. `token_rows` remembers
+    the vocabulary's row counts across calls; the caller empties it whenever the index changes."""
     query_terms = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
     if not query_terms or limit <= 0:
         return []
@@ -195,7 +196,7 @@ def search_lexical(
             return []
         where.append(f"m.kind IN ({','.join('?' * len(kinds))})")
         params += sorted(kinds)
-    tokens = _within_budget(db, tokens)
+    tokens = _within_budget(db, tokens, {} if token_rows is None else token_rows)
     if not tokens:
         return []
     sql = (
@@ -236,7 +237,7 @@ def _collection_size(db: sqlite3.Connection, tags: dict[str, int]) -> dict[str, 
     return dict(db.execute(f"SELECT scope, count(*) FROM memories WHERE scope IN ({','.join('?' * len(scopes))}) GROUP BY scope", scopes).fetchall())
 
 
-def _within_budget(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
+def _within_budget(db: sqlite3.Connection, tokens: list[str], token_rows: dict[str, int]) -> list[str]:
     """The tokens to look up: the rarest first, for as long as the rows holding them (summed,
     an upper bound of their union) stay within MAX_CANDIDATES. None when even the rarest is held
     by more rows than that: a question made only of words that common has nothing for BM25 to
@@ -247,8 +248,13 @@ def _within_budget(db: sqlite3.Connection, tokens: list[str]) -> list[str]:
     a hundred times the vector scan. One look-up per token in the index's vocabulary reads only
     that token's postings, each of one scope of the ScopeSet, so the budget is decided before any
     row is read, and the candidate query runs once."""
-    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, memories_lexical, row)")
-    held = {t: int(r[0]) for t in tokens if (r := db.execute(f"SELECT doc FROM temp.{_VOCAB} WHERE term = ?", (t,)).fetchone())}
+    unknown = [t for t in tokens if t not in token_rows]
+    if unknown:
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, memories_lexical, row)")
+        for token in unknown:
+            row = db.execute(f"SELECT doc FROM temp.{_VOCAB} WHERE term = ?", (token,)).fetchone()
+            token_rows[token] = int(row[0]) if row else 0
+    held = {t: token_rows[t] for t in tokens if token_rows[t]}
     kept: list[str] = []
     total = 0
     for token in sorted(held, key=lambda t: (held[t], t)):

@@ -26,6 +26,10 @@ class LocalLexical(LocalStoreBase):
 
     #: False: `search` is the vector channel alone (benchmarks compare the two)
     lexical_channel: bool = True
+    #: rows per scope-tagged token, as the index's vocabulary last said, and the (foreign commits,
+    #: own changes) stamp it was read at: any write, here or by another process, starts it afresh
+    _lexical_rows: dict[str, int]
+    _lexical_rows_stamp: tuple[int, int] = (-1, -1)
 
     @guarded
     def search_lexical(self, scopes: ScopeSet, text: str, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
@@ -34,9 +38,12 @@ class LocalLexical(LocalStoreBase):
         require_scope_set(scopes)
         with self._lock:
             self._refresh_if_changed_elsewhere()
+            stamp = (self._data_version, self._db.total_changes)
+            if self._lexical_rows_stamp != stamp:
+                self._lexical_rows, self._lexical_rows_stamp = {}, stamp
             sizes = {str(entry.key): self._partition(entry.key).size for entry in scopes}  # loaded by the vector channel
             return search_lexical(self._db, scopes, text, limit=limit, statuses=statuses, kinds=kinds, now=time.time() if now is None else float(now),
-                                  sizes=sizes)
+                                  sizes=sizes, token_rows=self._lexical_rows)
 
     def fused_with_lexical(self, ranked: list[tuple[ScopeKey, int, float]], query: SearchQuery, vector: np.ndarray) -> list[tuple[ScopeKey, int, float]]:
         """`ranked` (the vector channel, over the same ScopeSet) fused with the lexical channel,

@@ -179,3 +179,23 @@ async def test_a_question_of_only_words_commoner_than_the_bound_leaves_ranking_t
     assert store.search_lexical(ScopeSet.of(ALICE), "the common word", limit=3) == []
     # one rare word is enough to bring the channel back, with that word's rows as the only candidates
     assert lexical_ids(store, ScopeSet.of(ALICE), "the common filler 7", limit=3) == [made[7].id]
+
+
+async def test_the_candidate_budget_follows_writes_here_and_by_another_process(store, tmp_path, monkeypatch):
+    """The vocabulary's row counts are remembered between searches; a write through this store or
+    through another connection to the same file must make the next search count afresh."""
+    from adapters.local import lexical
+
+    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
+    await store.put_many([(ALICE, mem(f"a kestrel over the field {i}"), f"k{i}") for i in range(3)])
+    assert len(lexical_ids(store, ScopeSet.of(ALICE), "kestrel")) == 3
+    await store.put_many([(ALICE, mem(f"another kestrel {i}"), f"more{i}") for i in range(3)])
+    assert lexical_ids(store, ScopeSet.of(ALICE), "kestrel") == []  # 6 rows now: commoner than the bound
+    other = LocalBackend(tmp_path / "store", embedder=HashingEmbedder(384))
+    try:
+        await other.put_many([(ALICE, mem(f"a merlin {i}"), f"m{i}") for i in range(2)])
+        assert len(lexical_ids(store, ScopeSet.of(ALICE), "merlin")) == 2
+        await other.put_many([(ALICE, mem(f"one more merlin {i}"), f"mm{i}") for i in range(4)])
+        assert lexical_ids(store, ScopeSet.of(ALICE), "merlin") == []
+    finally:
+        await other.aclose()
