@@ -14,6 +14,13 @@ size, average length) are computed over the ScopeSet's own candidates only, neve
 table-wide `bm25()`: a table-wide statistic would let the order of one user's own hits depend on
 what other tenants wrote, a side channel.
 
+Cost, bounded before any row is read: each scope-tagged query token's row count comes from the
+index's vocabulary (an `fts5vocab` view; the caller remembers the counts until any write), the
+rarest tokens are kept while their rows stay within MAX_CANDIDATES, and the candidate query runs
+once. Common words weigh least in BM25, and a question made only of them is left to the vector
+channel. These counts include rows of the scope in any status; they choose which words to look
+up, never how a hit is scored.
+
 Terms: NFKC, case-folded words (a light English plural stemmer) and, for CJK runs, character
 unigrams and bigrams (FTS5's unicode61 tokenizer does not segment Chinese and the trigram
 tokenizer misses two-character words such as 血压). They are stored as digests, so the index
