@@ -228,19 +228,24 @@ async def _in_process(home: Path, keys: list[str], requests: int, concurrency: i
 
 
 def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
-    import httpx
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"), "VIKING_BRIDGE_PROVIDER": "api_key",
            "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
     process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
+    return process, wait_ready(process, f"http://127.0.0.1:{port}", attempts=600)
+
+
+def wait_ready(process: subprocess.Popen, url: str, *, attempts: int) -> str:
+    """`url` once its `/ready` answers 200 (polled every 0.1 s); the process stopped and the run
+    ended when it never does (service_profile.py starts its servers the same way)."""
+    import httpx
+
+    for _ in range(attempts):
         try:
             if httpx.get(url + "/ready", timeout=1).status_code == 200:
-                return process, url
+                return url
         except httpx.HTTPError:
             time.sleep(0.1)
     process.send_signal(signal.SIGTERM)

@@ -144,22 +144,12 @@ def _serve_child(port: int, profile_out: str | None, account: Path | None = None
 
 
 def _start(home: Path, profile_out: Path | None, account: Path | None = None) -> tuple[subprocess.Popen, str]:
-    import httpx
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else [])
     process = subprocess.Popen(cmd, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(1200):
-        try:
-            if httpx.get(url + "/ready", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.send_signal(signal.SIGTERM)
-    raise SystemExit("the service did not start")
+    return process, _service_load().wait_ready(process, f"http://127.0.0.1:{port}", attempts=1200)
 
 
 async def _in_process_cpu(home: Path, keys: list[str], requests: int, queries: list[str]) -> float:
