@@ -12,9 +12,17 @@
   const AUDIT_ACTIONS = ['api_key', 'approve', 'capture', 'denied', 'edit', 'expired', 'export', 'forget', 'forget_subject', 'grant',
     'guard_alarm', 'inject', 'inspect', 'migrate', 'promote', 'quarantine', 'recall', 'recovered', 'reject', 'revoke', 'share', 'team', 'write'];
   // audit paging: `auditPages` holds the before_seq of each page shown so far (null = the newest)
-  // auditLoads: the number of the newest audit load; an older one whose answer arrives later is
-  // dropped, so a slow first page can never overwrite the page (or the paging state) asked for after it
-  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null, memoriesCursor: null, auditPages: [null], auditOldest: null, auditLoads: 0 };
+  const state = { kind: 'api_key', secret: null, me: null, approvalsCursor: null, memoriesCursor: null, auditPages: [null], auditOldest: null };
+
+  // The newest load of a paged view wins: an older load whose answer arrives after it is dropped,
+  // so a slow page can never overwrite (or append to) the page asked for after it, nor leave its
+  // cursor behind for "Load more" / "Older rows".
+  const loads = {};
+  function newestLoad(view) {
+    const ticket = (loads[view] || 0) + 1;
+    loads[view] = ticket;
+    return () => loads[view] === ticket;
+  }
 
   const $ = (id) => document.getElementById(id);
 
@@ -162,8 +170,10 @@
 
   // -- pages ----------------------------------------------------------------------------------------
   async function loadApprovals(more) {
+    const current = newestLoad('approvals');
     const params = { limit: 50, cursor: more ? state.approvalsCursor : null };
     const page = await api('GET', '/api/v1/approvals', params);
+    if (!current()) return;
     state.approvalsCursor = page.next_cursor;
     $('approvals-more').hidden = !page.next_cursor;
     const rows = page.memories;
@@ -280,7 +290,7 @@
   }
 
   async function loadAudit() {
-    const ticket = ++state.auditLoads;
+    const current = newestLoad('audit');
     const data = new FormData($('audit-form'));
     const before = state.auditPages[state.auditPages.length - 1];
     const limit = Number(data.get('limit')) || 50;
@@ -294,13 +304,13 @@
         action: data.get('action'), actor: data.get('actor').trim(), memory_id: data.get('memory_id').trim(), limit, before_seq: before,
       });
     } catch (err) {
-      if (ticket === state.auditLoads) {
+      if (current()) {
         $('audit-position').textContent = 'not loaded';
         $('audit-newer').disabled = state.auditPages.length === 1;
       }
       throw err;
     }
-    if (ticket !== state.auditLoads) return;  // a newer load owns the view
+    if (!current()) return;
     state.auditOldest = rows.length ? rows[rows.length - 1].seq : null;
     const node = table('Audit rows, newest first', ['Seq', 'Time', 'Actor', 'Action', 'Memories', 'Detail'], rows, (e) => [
       String(e.seq), stamp(e.ts),
@@ -373,6 +383,7 @@
   }
 
   async function loadMemories(more) {
+    const current = newestLoad('memories');
     const data = new FormData($('memories-form'));
     const scope = data.get('scope').trim();
     if (!more) state.memoriesCursor = null;
@@ -389,6 +400,7 @@
     const page = await api('GET', '/api/v1/admin/memories', {
       scope, text: data.get('text').trim(), status: data.get('status'), cursor: more ? state.memoriesCursor : null, limit: 50,
     });
+    if (!current()) return;
     state.memoriesCursor = page.next_cursor;
     $('memories-more').hidden = !page.next_cursor;
     const node = table(`Memories of ${scope}`, ['Memory', 'Kind', 'Status', 'Author', 'Content', 'Updated', 'Actions'], page.memories, (m) => [
