@@ -171,14 +171,14 @@ def in_step(db: sqlite3.Connection) -> bool:
 
 def search_lexical(
     db: sqlite3.Connection, scopes: ScopeSet, text: str, *, limit: int, statuses: frozenset[Status],
-    kinds: frozenset[str] | None, now: float, sizes: Mapping[str, int] | None = None, token_rows: dict[str, int] | None = None,
+    kinds: frozenset[str] | None, now: float, sizes: Mapping[str, int], token_rows: dict[str, int],
 ) -> list[tuple[ScopeKey, int, float]]:
     """BM25 top-`limit` over exactly the ScopeSet: (scope, rowid, bm25), best first.
 
     The FTS5 query names only the ScopeSet's scope tags, and the same statement checks each
     candidate's stored scope, status, kind, expiry and quarantine; an entry restricted to
-    memory ids keeps only those. Statistics come from the ScopeSet's rows alone: `sizes` (rows
-    per scope text, which the caller may already know) or counted here. `token_rows` remembers
+    memory ids keeps only those. Statistics come from the ScopeSet's rows alone: `sizes` is the
+    rows of each scope (by scope text; the caller's partitions know them). `token_rows` remembers
     the vocabulary's row counts across calls; the caller empties it whenever the index changes."""
     query_terms = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
     if not query_terms or limit <= 0:
@@ -203,7 +203,7 @@ def search_lexical(
             return []
         where.append(f"m.kind IN ({','.join('?' * len(kinds))})")
         params += sorted(kinds)
-    tokens = _within_budget(db, tokens, {} if token_rows is None else token_rows)
+    tokens = _within_budget(db, tokens, token_rows)
     if not tokens:
         return []
     sql = (
@@ -225,9 +225,8 @@ def search_lexical(
         for w in tf:
             df[w] = df.get(w, 0) + 1
         docs.append((rowid, scope, len(words), tf))
-    size = dict(sizes) if sizes is not None else _collection_size(db, tags)
     avg_len = sum(d[2] for d in docs) / len(docs) or 1.0
-    idf = {w: math.log(1.0 + (size.get(scope_of_tag[int(w.split("x", 1)[0])], 0) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
+    idf = {w: math.log(1.0 + (sizes.get(scope_of_tag[int(w.split("x", 1)[0])], 0) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
     scored = []
     for rowid, scope, length, tf in docs:
         norm = K1 * (1.0 - B + B * length / avg_len)
@@ -236,12 +235,6 @@ def search_lexical(
     scored.sort()
     keys = {scope: entries[scope].key for scope in tags}
     return [(keys[scope], rowid, -neg) for neg, rowid, scope in scored[:limit]]
-
-
-def _collection_size(db: sqlite3.Connection, tags: dict[str, int]) -> dict[str, int]:
-    """Rows per scope of the ScopeSet (the BM25 collection size, counted on `memories_by_scope`)."""
-    scopes = list(tags)
-    return dict(db.execute(f"SELECT scope, count(*) FROM memories WHERE scope IN ({','.join('?' * len(scopes))}) GROUP BY scope", scopes).fetchall())
 
 
 def _within_budget(db: sqlite3.Connection, tokens: list[str], token_rows: dict[str, int]) -> list[str]:
