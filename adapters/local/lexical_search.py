@@ -1,75 +1,128 @@
-"""The lexical channel as a concern of the local backend: BM25 (adapters/local/lexical.py) over
-the ScopeSet, fused with the vector channel's ranking of the same search (adapters/shared/fusion.py).
+"""The lexical channel as a concern of the local backend: BM25 over the rows of one scan.
 
-Why apart from lexical.py: that module is the index and its query, which the schema upgrade also
-needs; this one stands on the open store (lock, connection, embedder). What it must never do:
-search any scope but those of the ScopeSet the vector channel was given.
+Why apart from lexical.py: that module is the persistent index (written with the rows, rebuilt
+at upgrade); this one ranks by it, standing on the open store (lock, partitions). A search's
+BM25 runs over the same `Scan` as its vector channel (adapters/local/scan.py): the same
+partitions, the same rows masked, so a memory the vector channel may not return is never a
+lexical candidate either, whatever its words. The words come from each partition's postings in
+memory (adapters/local/postings.py), built from the index's stored terms.
+
+Statistics (collection size, document frequency, average length) are those of the scan's
+returnable rows alone, never table-wide: a table-wide statistic would let the order of one
+user's hits depend on what other tenants wrote, a side channel.
+
+What it must never do: read the postings of a partition outside the scan, or score a masked row.
 """
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
 
-from adapters.base import SearchQuery, Status, require_scope_set
-from adapters.local.lexical import FUSION_DEPTH, search_lexical
-from adapters.local.store import LocalStoreBase, guarded
+from adapters.base import Status, require_scope_set
+from adapters.local import lexical
+from adapters.local.checks import valid_limit
+from adapters.local.partitions import Partition
+from adapters.local.postings import Postings
+from adapters.local.scan import LocalScan, Scan
+from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-from adapters.shared.fusion import fuse
 
 __all__ = ["LocalLexical"]
 
-class LocalLexical(LocalStoreBase):
-    """The lexical channel as a concern of the local backend (search.py fuses it in)."""
+#: a partition's postings are kept in at most this many pieces (rows appended since the last
+#: build are one piece each); past it they are merged into one
+POSTING_PIECES_MAX = 4
+
+
+class LocalLexical(LocalScan):
+    """BM25 over a scan's rows (search.py fuses it with the vector ranking of the same scan)."""
 
     #: False: `search` is the vector channel alone (benchmarks compare the two)
     lexical_channel: bool = True
-    #: rows per scope-tagged token, as the index's vocabulary last said, and the (foreign commits,
-    #: own changes) stamp it was read at: any write, here or by another process, starts it afresh
-    _lexical_rows: dict[str, int]
-    _lexical_rows_stamp: tuple[int, int] = (-1, -1)
 
     @guarded
     def search_lexical(self, scopes: ScopeSet, text: str, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                        kinds: frozenset[str] | None = None, now: float | None = None) -> list[tuple[ScopeKey, int, float]]:
-        """BM25 top-`limit` over exactly the ScopeSet (the module function): (scope, rowid, bm25)."""
+        """BM25 top-`limit` over exactly the ScopeSet: (scope, rowid, bm25), best first."""
         require_scope_set(scopes)
+        valid_limit(limit)
         with self._lock:
-            self._refresh_if_changed_elsewhere()
-            stamp = (self._data_version, self._db.total_changes)
-            if self._lexical_rows_stamp != stamp:
-                self._lexical_rows, self._lexical_rows_stamp = {}, stamp
-            sizes = {str(entry.key): self._partition(entry.key).size for entry in scopes}  # loaded by the vector channel
-            return search_lexical(self._db, scopes, text, limit=limit, statuses=statuses, kinds=kinds, now=time.time() if now is None else float(now),
-                                  sizes=sizes, token_rows=self._lexical_rows)
+            scan = self._scan(scopes, np.zeros(self.embedder.dimension, dtype=np.float32), statuses=statuses, kinds=kinds, now=now)
+            return self._lexical_ranking(scan, text, limit)[0]
 
-    def fused_with_lexical(self, ranked: list[tuple[ScopeKey, int, float]], query: SearchQuery, vector: np.ndarray) -> list[tuple[ScopeKey, int, float]]:
-        """`ranked` (the vector channel, over the same ScopeSet) fused with the lexical channel,
-        top `query.limit`; the vector channel alone when the channel is off or the text has no terms."""
-        if not self.lexical_channel:
-            return ranked[: query.limit]
-        lexical = self.search_lexical(query.scopes, query.text, limit=max(query.limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        if not lexical:
-            return ranked[: query.limit]
-        seen = {rowid for _, rowid, _ in ranked}
-        return fuse(ranked, lexical, query.limit, self._cosines([(k, r) for k, r, _ in lexical if r not in seen], vector))
-
-    def _cosines(self, rows: list[tuple[ScopeKey, int]], vector: np.ndarray) -> dict[int, float]:
-        """The query's similarity to lexical candidates the vector channel did not return, from
-        the partitions already in memory (a row with no vector there, quarantined, scores 0)."""
-        out: dict[int, float] = {}
-        by_scope: dict[ScopeKey, list[int]] = {}
-        for scope, rowid in rows:
-            by_scope.setdefault(scope, []).append(rowid)
-        with self._lock:
-            for scope, rowids in by_scope.items():
-                part = self._partition(scope)
-                if part.size == 0 or part.matrix is None:
+    def _lexical_ranking(self, scan: Scan, text: str, limit: int) -> tuple[list[tuple[ScopeKey, int, float]], dict[int, float]]:
+        """BM25 top-`limit` of the scan's returnable rows, and each returned row's vector score
+        in the scan (the fusion's cosine of a row only this channel found). Caller holds the lock."""
+        digests = lexical.query_digests(text)
+        returnable = np.isfinite(scan.scores)
+        n_docs = int(returnable.sum())
+        if not len(digests) or n_docs == 0 or limit <= 0:
+            return [], {}
+        lengths = np.empty(scan.size, dtype=np.float32)
+        found_rows: list[np.ndarray] = []  # buffer index, term number and count of every posting found
+        found_terms: list[np.ndarray] = []
+        found_counts: list[np.ndarray] = []
+        for key, part, offset, n in scan.segments:
+            pieces = self._postings(key, part)
+            lengths[offset : offset + n] = pieces[0].lengths if len(pieces) == 1 else np.concatenate([p.lengths for p in pieces])
+            for piece in pieces:
+                lo = np.searchsorted(piece.digests, digests, side="left")
+                spans = np.searchsorted(piece.digests, digests, side="right") - lo
+                matched = np.flatnonzero(spans)
+                if not len(matched):
                     continue
-                positions = np.flatnonzero(np.isin(part.rowids[: part.size], np.asarray(rowids, dtype=np.int64)))
-                similarities = part.matrix[positions] @ np.asarray(vector, dtype=np.float32)
-                for rowid, value in zip(part.rowids[positions].tolist(), similarities.tolist()):
-                    out[rowid] = value if math.isfinite(value) else 0.0
-        return out
+                spans = spans[matched]
+                # the postings of every matched term, as one index array: each span's lo .. lo + span - 1
+                starts = np.cumsum(spans) - spans
+                at = np.arange(int(spans.sum())) + np.repeat(lo[matched] - starts, spans)
+                found_rows.append(piece.positions[at] + offset)
+                found_terms.append(np.repeat(matched, spans))
+                found_counts.append(piece.counts[at])
+        if not found_rows:
+            return [], {}
+        rows = np.concatenate(found_rows)
+        keep = returnable[rows]
+        rows = rows[keep]
+        if not len(rows):
+            return [], {}
+        term_of = np.concatenate(found_terms)[keep]
+        counts = np.concatenate(found_counts)[keep].astype(np.float64)
+        held_by = np.bincount(term_of, minlength=len(digests)).astype(np.float64)  # document frequency per term
+        idf = np.log1p((n_docs - held_by + 0.5) / (held_by + 0.5))
+        avg_length = float(lengths[returnable].mean()) or 1.0
+        norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
+        bm25 = np.bincount(rows, weights=idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm), minlength=scan.size)
+        candidates = np.flatnonzero(bm25 > 0.0)
+        best = candidates[np.lexsort((candidates, -bm25[candidates]))][:limit]  # ties: buffer order
+        ranked = [(scope, rowid, score) for (scope, rowid), score in zip(scan.rows(best), bm25[best].tolist())]
+        cosines = dict(zip(scan.rowids[best].tolist(), scan.scores[best].tolist()))
+        return ranked, cosines
+
+    def _postings(self, key: ScopeKey, part: Partition) -> list[Postings]:
+        """The partition's postings covering exactly its rows: built at the first lexical search
+        of the partition, then extended by the rows appended since (a removal drops them, a
+        reload replaces the partition: adapters/local/partitions.py)."""
+        pieces = part.lexical
+        covered = pieces[-1].end if pieces else 0
+        if covered > part.size:  # never expected (a removal drops them): rebuild rather than guess
+            pieces, covered = [], 0
+        if covered < part.size:
+            pieces = [*pieces, self._read_postings(key, part, covered, part.size)]
+            if len(pieces) > POSTING_PIECES_MAX:
+                pieces = [Postings.merged(pieces)]
+            part.lexical = pieces
+        return pieces
+
+    def _read_postings(self, key: ScopeKey, part: Partition, start: int, end: int) -> Postings:
+        """Postings of the partition's positions [start, end), from the index's stored terms."""
+        tag = lexical.scope_tag(self._db, str(key))
+        rowids = part.rowids[start:end].tolist()
+        if tag is None:  # nothing of this scope was ever indexed
+            return Postings.build(start, end, 0, [])
+        position_of = {rowid: start + i for i, rowid in enumerate(rowids)}
+        rows: list[tuple[int, str]] = []
+        for first in range(0, len(rowids), 500):
+            chunk = rowids[first : first + 500]
+            fetched, _ = self._fetchall(f"SELECT rowid, terms FROM memories_lexical WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            rows += [(position_of[rowid], terms) for rowid, terms in fetched if rowid in position_of]
+        return Postings.build(start, end, tag, rows)

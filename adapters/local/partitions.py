@@ -18,6 +18,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from adapters.base import StoredMemory
+    from adapters.local.postings import Postings
 
 _GROWTH = 1.25  # spare capacity on append; keeps resident memory close to the raw vector bytes
 
@@ -39,6 +40,11 @@ class Partition:
     # time before it has no expired row to mask and skips the expiry query. Removing a row never
     # raises it (an earlier value only costs that query); a reload recomputes it.
     next_expiry: float = math.inf
+    # the lexical postings of positions [0, the last piece's end), built by the store on the first
+    # lexical search (adapters/local/lexical_search.py). Appending leaves them valid (the next
+    # search indexes the new rows); a removal moves a row to another position and drops them.
+    # Status changes need nothing: the search masks rows by status at query time.
+    lexical: "list[Postings]" = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
     def from_rows(cls, dimension: int, rowids: np.ndarray, status: np.ndarray, kind: np.ndarray, matrix: np.ndarray) -> "Partition":
@@ -103,6 +109,7 @@ class Partition:
         self.size = last
         self._bias.clear()
         self.decoded.clear()
+        self.lexical = []
         return True
 
     def set_status(self, rowid: int, status_code: int) -> None:

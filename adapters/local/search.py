@@ -9,123 +9,37 @@ quarantined row.
 
 from __future__ import annotations
 
-import time
-from typing import Iterable
-
 import numpy as np
 
 from adapters.base import Hit, SearchQuery, SearchResult, Status, StoredMemory, require_scope_set
 from adapters.errors import InvalidRequest, UnsupportedFilter
-from adapters.local.blas import one_blas_thread
-from adapters.local.checks import valid_limit, valid_statuses
+from adapters.local.checks import valid_limit
 from adapters.local.lexical import FUSION_DEPTH
 from adapters.local.lexical_search import LocalLexical
 from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, row_to_memory
-from adapters.local.store import LocalStoreBase, allowed_status_codes, guarded
+from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-
-
-_NO_ROWIDS = np.zeros(0, dtype=np.int64)
+from adapters.shared.fusion import fuse
 
 
 class LocalSearch(LocalLexical):
-    """search / search_vector / load_hits over the ScopeSet's partitions only (search: fused with
-    the lexical channel, `LocalLexical`)."""
+    """search / search_vector / load_hits over the ScopeSet's partitions only (search: the
+    vector ranking fused with the lexical one of the same scan, `LocalLexical`)."""
 
     # -- reads --------------------------------------------------------------------------
-    def _rowids_for(self, scope: ScopeKey, memory_ids: Iterable[str]) -> np.ndarray:
-        ids = [i for i in memory_ids if isinstance(i, str)]
-        found: list[int] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found += [r[0] for r in self._db.execute(f"SELECT rowid FROM memories WHERE scope = ? AND id IN ({marks})", (str(scope), *chunk))]
-        return np.asarray(found, dtype=np.int64)
-
-    def _expired_rowids(self, scope: ScopeKey, now: float) -> np.ndarray:
-        """Rows of `scope` whose `expires_at` has passed: one query on the partial index
-        `memories_expiring` (only rows that expire are in it; the purge keeps it small)."""
-        rows = self._db.execute("SELECT rowid FROM memories WHERE scope = ? AND expires_at IS NOT NULL AND expires_at <= ?", (str(scope), now)).fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-
     @guarded
     def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None, now: float | None = None) -> list[tuple[ScopeKey, int, float]]:
         """Exact top-`limit` over exactly the partitions of `scopes`: (scope, rowid, score).
 
-        Filters (status, kind, an entry's memory ids) are applied to each partition's scores
-        before the top-k: excluded rows score -inf and are never returned, so `limit` permitted
-        rows come back whenever that many exist. Partitions score straight into one buffer (no
-        concatenation); the status filter is a cached 0/-inf bias per partition; the
-        (scope, rowid) mapping happens under the lock, before any concurrent swap-remove.
-        """
+        Filters apply before the top-k (adapters/local/scan.py), so `limit` permitted rows come
+        back whenever that many exist; the (scope, rowid) mapping happens under the lock,
+        before any concurrent swap-remove."""
         require_scope_set(scopes)  # also a forged, empty one
         valid_limit(limit)
-        if not isinstance(statuses, frozenset) or not statuses or not all(isinstance(x, Status) for x in statuses):
-            statuses = valid_statuses(statuses, allow_none=False)  # type: ignore[assignment]  # raises unless a usable collection
-        allowed = allowed_status_codes(statuses)
-        at = time.time() if now is None else float(now)
-        query = np.ascontiguousarray(vector, dtype=np.float32)
-        if query.shape != (self.embedder.dimension,) or not np.isfinite(query).all():
-            raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
+        query = self._query_vector(vector)
         with self._lock:
-            self._refresh_if_changed_elsewhere()
-            parts = [(entry, self._partition(entry.key)) for entry in scopes]
-            kind_lut = None
-            if kinds is not None:  # after loading: a partition load may assign new kind codes
-                kind_lut = np.zeros(len(self._kind_codes) + 1, dtype=bool)
-                for k in kinds:
-                    code = self._kind_codes.get(k)
-                    if code is not None:
-                        kind_lut[code] = True
-            total = sum(part.size for _, part in parts)
-            if total == 0:
-                return []
-            # one score buffer for the whole ScopeSet; each partition scores straight into its slice
-            scores = np.empty(total, dtype=np.float32)
-            segments: list[tuple[ScopeKey, np.ndarray]] = []
-            ends: list[int] = []
-            with one_blas_thread(total * self.embedder.dimension):  # a large scan: one BLAS thread (adapters/local/blas.py)
-                offset = 0
-                for entry, part in parts:
-                    n = part.size
-                    if n == 0:
-                        continue
-                    seg = scores[offset : offset + n]
-                    part.scores_into(query, seg)
-                    bias = part.status_bias(allowed)
-                    if bias is not None:
-                        seg += bias
-                    mask = None
-                    if kind_lut is not None:
-                        mask = kind_lut[part.kind[:n]]
-                    if entry.memory_ids is not None:
-                        imask = np.isin(part.rowids[:n], self._rowids_for(entry.key, entry.memory_ids))
-                        mask = imask if mask is None else mask & imask
-                    # the expiry query only when a row of this partition may have expired by `at`
-                    expired = self._expired_rowids(entry.key, at) if at >= part.next_expiry else _NO_ROWIDS
-                    if expired.size:  # expired rows are never candidates: excluded before the top-k
-                        emask = ~np.isin(part.rowids[:n], expired)
-                        mask = emask if mask is None else mask & emask
-                    if mask is not None:
-                        seg[~mask] = -np.inf
-                    segments.append((entry.key, part.rowids[:n]))
-                    offset += n
-                    ends.append(offset)
-            total = offset  # a load that quarantined rows may have shrunk a partition after sizing
-            scores = scores[:total]
-            if total == 0:
-                return []
-            k = min(limit, total)
-            top = np.argpartition(scores, total - k)[total - k :] if k < total else np.arange(total)
-            values = scores[top]
-            order = np.argsort(-values, kind="stable")
-            top, values = top[order], values[order]
-            keep = values > -np.inf  # a filtered-out row is never returned
-            if not keep.all():
-                top, values = top[keep], values[keep]
-            all_rowids = np.concatenate([r for _, r in segments]) if len(segments) > 1 else segments[0][1]
-            which = np.searchsorted(np.asarray(ends), top, side="right").tolist()
-            return [(segments[w][0], rowid, score) for w, rowid, score in zip(which, all_rowids[top].tolist(), values.tolist())]
+            scan = self._scan(scopes, query, statuses=statuses, kinds=kinds, now=now)
+            return scan.top(scan.scores, limit)
 
     def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> tuple[list[Hit], int]:
         """The hits of `ranked` (scan order kept): rows decoded before come from their
@@ -193,10 +107,17 @@ class LocalSearch(LocalLexical):
         if not isinstance(query.text, str):
             raise InvalidRequest("query text must be a string", backend=self.name)
         (vector,) = await self._embed([encodable(query.text, "query text")])
+        vector = self._query_vector(vector)
+        depth = max(query.limit, FUSION_DEPTH)  # each channel's candidates; the fusion keeps query.limit
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
-            depth = max(query.limit, FUSION_DEPTH)  # each channel's candidates; the fusion keeps query.limit
-            ranked = self.search_vector(query.scopes, vector, limit=depth, statuses=query.statuses, kinds=query.kinds, now=query.at())
-            ranked = self.fused_with_lexical(ranked, query, vector)  # adapters/local/lexical_search.py: same ScopeSet
+            with self._lock:  # both channels read one scan: the same rows, the same masks
+                scan = self._scan(query.scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at())
+                ranked = scan.top(scan.scores, depth)
+                if self.lexical_channel:
+                    lexical, cosines = self._lexical_ranking(scan, query.text, depth)
+                    ranked = fuse(ranked, lexical, query.limit, cosines) if lexical else ranked[: query.limit]
+                else:
+                    ranked = ranked[: query.limit]
             hits, damaged = self._load_hits(ranked)
             if not damaged:
                 break

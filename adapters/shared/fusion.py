@@ -26,26 +26,33 @@ VECTOR_WEIGHT, LEXICAL_WEIGHT = 1.0, 0.15
 
 def fuse(vector: Sequence[tuple[K, int, float]], lexical: Sequence[tuple[K, int, float]], limit: int,
          cosines: dict[int, float] | None = None) -> list[tuple[K, int, float]]:
-    """Reciprocal rank fusion of the two rankings, top `limit`, as (scope, rowid, score).
+    """Reciprocal rank fusion of the two rankings, top `limit`, as (scope, rowid, score). A
+    rowid names one row across both rankings (it is unique in the caller's store or numbering).
 
     Every vector candidate stays a candidate, so the fusion never holds fewer hits than the vector
     channel alone. The score stays a similarity in [0, 1] that the ranking stage can floor and
     weigh: each hit gets its own cosine (`cosines` supplies those of lexical-only hits, 0 when
     unknown), raised where needed so scores never increase down the fused order — a hit the
     fusion puts first is never scored below one it puts after it."""
-    fused: dict[tuple[K, int], float] = {}
-    cosine: dict[tuple[K, int], float] = {}
+    # keyed by rowid alone: a rowid names one row, hence one scope, in both callers' rankings
+    fused: dict[int, float] = {}
+    cosine: dict[int, float] = {}
+    scope_of: dict[int, K] = {}
     for rank, (scope, rowid, score) in enumerate(vector):
-        fused[(scope, rowid)] = VECTOR_WEIGHT / (RRF_K + rank + 1)
-        cosine[(scope, rowid)] = score
+        fused[rowid] = VECTOR_WEIGHT / (RRF_K + rank + 1)
+        cosine[rowid] = score
+        scope_of[rowid] = scope
+    extra = cosines or {}
     for rank, (scope, rowid, _) in enumerate(lexical):
-        fused[(scope, rowid)] = fused.get((scope, rowid), 0.0) + LEXICAL_WEIGHT / (RRF_K + rank + 1)
-        cosine.setdefault((scope, rowid), (cosines or {}).get(rowid, 0.0))
-    order = sorted(fused, key=lambda k: (-fused[k], -cosine[k], k[1]))[:limit]
+        fused[rowid] = fused.get(rowid, 0.0) + LEXICAL_WEIGHT / (RRF_K + rank + 1)
+        if rowid not in cosine:
+            cosine[rowid] = extra.get(rowid, 0.0)
+            scope_of[rowid] = scope
+    order = sorted((-weight, -cosine[rowid], rowid) for rowid, weight in fused.items())[:limit]
     out: list[tuple[K, int, float]] = []
     floor = -np.inf
-    for key in reversed(order):  # from the last: each score at least the one after it (+ a hair, no ties)
-        floor = min(1.0, max(cosine[key], floor + 1e-6 if floor > -np.inf else cosine[key]))
-        out.append((key[0], key[1], floor))
+    for _, _, rowid in reversed(order):  # from the last: each score at least the one after it (+ a hair, no ties)
+        floor = min(1.0, max(cosine[rowid], floor + 1e-6 if floor > -np.inf else cosine[rowid]))
+        out.append((scope_of[rowid], rowid, floor))
     out.reverse()
     return out

@@ -160,42 +160,80 @@ async def test_an_older_store_and_an_index_out_of_step_are_indexed_at_open(tmp_p
         await backend.aclose()
 
 
-async def test_past_the_candidate_bound_the_commonest_terms_are_left_out(store, monkeypatch):
-    from adapters.local import lexical
-
-    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
+async def test_a_rare_word_outranks_words_every_row_holds(store):
     await store.put_many([(ALICE, mem(f"the common word and filler {i}"), f"c{i}") for i in range(20)])
     rare = await store.put(ALICE, mem("the common word and the curlew"), idempotency_key="rare")
     assert lexical_ids(store, ScopeSet.of(ALICE), "the common curlew", limit=3)[0] == rare.id
+    # a question made only of words every row holds still ranks every row of the scope, and only those
+    await store.put(BOB, mem("the common word"), idempotency_key="bob")
+    assert len(lexical_ids(store, ScopeSet.of(ALICE), "the common word", limit=30)) == 21
 
 
-async def test_a_question_of_only_words_commoner_than_the_bound_leaves_ranking_to_the_vector_channel(store, monkeypatch):
-    """Scoring the first rows that hold a word every row holds would be noise, and reading them
-    all is what made the channel cost a hundred times the vector scan: the channel steps aside."""
-    from adapters.local import lexical
-
-    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
-    made = await store.put_many([(ALICE, mem(f"the common word and filler {i}"), f"c{i}") for i in range(20)])
-    assert store.search_lexical(ScopeSet.of(ALICE), "the common word", limit=3) == []
-    # one rare word is enough to bring the channel back, with that word's rows as the only candidates
-    assert lexical_ids(store, ScopeSet.of(ALICE), "the common filler 7", limit=3) == [made[7].id]
-
-
-async def test_the_candidate_budget_follows_writes_here_and_by_another_process(store, tmp_path, monkeypatch):
-    """The vocabulary's row counts are remembered between searches; a write through this store or
-    through another connection to the same file must make the next search count afresh."""
-    from adapters.local import lexical
-
-    monkeypatch.setattr(lexical, "MAX_CANDIDATES", 5)
-    await store.put_many([(ALICE, mem(f"a kestrel over the field {i}"), f"k{i}") for i in range(3)])
+async def test_the_postings_follow_writes_here_and_by_another_process(store, tmp_path):
+    """Each partition keeps its rows' words in memory: rows appended here are indexed by the next
+    search, a delete or an edit here or through another connection is seen at once."""
+    kestrels = await store.put_many([(ALICE, mem(f"a kestrel over the field {i}"), f"k{i}") for i in range(3)])
     assert len(lexical_ids(store, ScopeSet.of(ALICE), "kestrel")) == 3
-    await store.put_many([(ALICE, mem(f"another kestrel {i}"), f"more{i}") for i in range(3)])
-    assert lexical_ids(store, ScopeSet.of(ALICE), "kestrel") == []  # 6 rows now: commoner than the bound
+    more = await store.put_many([(ALICE, mem(f"another kestrel {i}"), f"more{i}") for i in range(3)])
+    assert set(lexical_ids(store, ScopeSet.of(ALICE), "kestrel")) == {m.id for m in kestrels + more}
+    await store.update(ALICE, more[0].id, MemoryPatch(status=Status.FORGOTTEN))
+    assert more[0].id not in lexical_ids(store, ScopeSet.of(ALICE), "kestrel")
+    assert await store.delete(ALICE, kestrels[0].id)  # a removal moves the last row into its place
+    plover = await store.put(ALICE, mem("a plover on the shore"), idempotency_key="plover")  # same row count as before
+    assert set(lexical_ids(store, ScopeSet.of(ALICE), "kestrel")) == {m.id for m in kestrels[1:] + more[1:]}
+    assert lexical_ids(store, ScopeSet.of(ALICE), "plover") == [plover.id]
     other = LocalBackend(tmp_path / "store", embedder=HashingEmbedder(384))
     try:
-        await other.put_many([(ALICE, mem(f"a merlin {i}"), f"m{i}") for i in range(2)])
-        assert len(lexical_ids(store, ScopeSet.of(ALICE), "merlin")) == 2
-        await other.put_many([(ALICE, mem(f"one more merlin {i}"), f"mm{i}") for i in range(4)])
+        merlins = await other.put_many([(ALICE, mem(f"a merlin {i}"), f"m{i}") for i in range(2)])
+        assert set(lexical_ids(store, ScopeSet.of(ALICE), "merlin")) == {m.id for m in merlins}
+        await other.update(ALICE, merlins[0].id, MemoryPatch(content="a hobby falcon"))
+        assert lexical_ids(store, ScopeSet.of(ALICE), "merlin") == [merlins[1].id]
+        assert lexical_ids(store, ScopeSet.of(ALICE), "hobby") == [merlins[0].id]
+        assert await other.delete(ALICE, merlins[1].id)
         assert lexical_ids(store, ScopeSet.of(ALICE), "merlin") == []
+    finally:
+        await other.aclose()
+
+
+async def test_lexical_candidates_are_exactly_the_readable_rows_holding_a_query_word_after_every_step(store, tmp_path):
+    """An oracle over random puts, forgets, edits, deletes and expiries, by this store and by
+    another connection: after every step the lexical channel finds exactly the active, unexpired
+    rows of the ScopeSet whose text holds a query word, as read from SQLite by brute force."""
+    import random
+
+    rng = random.Random(7)
+    words = ["avocet", "bittern", "curlew", "dunlin", "egret", "fulmar"]
+    other = LocalBackend(tmp_path / "store", embedder=HashingEmbedder(384))
+    live: dict[str, ScopeKey] = {}
+    try:
+        for step in range(80):
+            writer = store if rng.random() < 0.6 else other
+            action = rng.choice(["put", "put", "put", "forget", "edit", "delete", "expire"])
+            scope = rng.choice([ALICE, BOB])
+            if action == "put" or not live:
+                text = " ".join(rng.sample(words, 2)) + f" note {step}"
+                made = await writer.put(scope, mem(text), idempotency_key=f"s{step}")
+                live[made.id] = scope
+            else:
+                mid = rng.choice(sorted(live))
+                where = live[mid]
+                if action == "forget":
+                    await writer.update(where, mid, MemoryPatch(status=Status.FORGOTTEN))
+                    del live[mid]
+                elif action == "edit":
+                    await writer.update(where, mid, MemoryPatch(content=" ".join(rng.sample(words, 2)) + f" edited {step}"))
+                elif action == "expire":  # a row that has already expired: present in SQLite, never found
+                    await writer.put(where, mem(" ".join(rng.sample(words, 2)) + f" expired {step}", expires_at=time.time() - 1), idempotency_key=f"x{step}")
+                else:
+                    assert await writer.delete(where, mid)
+                    del live[mid]
+            query = " ".join(rng.sample(words, 2))
+            wanted = set(terms(query))
+            with sqlite3.connect(store.path / "memories.sqlite3") as db:
+                rows = db.execute("SELECT id, scope, content FROM memories WHERE status = 'active' AND (expires_at IS NULL OR expires_at > ?)", (time.time(),)).fetchall()
+            for scopes in (ScopeSet.of(ALICE), ScopeSet.of(BOB), ScopeSet.of(ALICE, BOB)):
+                readable = {str(e.key) for e in scopes}
+                truth = {mid for mid, scope_text, content in rows if scope_text in readable and wanted & set(terms(content))}
+                assert set(lexical_ids(store, scopes, query, limit=200)) == truth, (step, action, query)
     finally:
         await other.aclose()
