@@ -58,6 +58,7 @@ class LocalLexical(LocalScan):
         n_docs = int(returnable.sum())
         if not len(digests) or n_docs == 0 or limit <= 0:
             return [], {}
+        probes = np.concatenate([digests, digests + np.uint64(1)])  # digests are 48-bit: +1 never wraps
         lengths = np.empty(scan.size, dtype=np.float32)
         found_rows: list[np.ndarray] = []  # buffer index, term number and count of every posting found
         found_terms: list[np.ndarray] = []
@@ -66,8 +67,9 @@ class LocalLexical(LocalScan):
             pieces = self._postings(key, part)
             lengths[offset : offset + n] = pieces[0].lengths if len(pieces) == 1 else np.concatenate([p.lengths for p in pieces])
             for piece in pieces:
-                lo = np.searchsorted(piece.digests, digests, side="left")
-                spans = np.searchsorted(piece.digests, digests, side="right") - lo
+                bounds = np.searchsorted(piece.digests, probes)  # each term's first posting, then the next term's
+                lo = bounds[: len(digests)]
+                spans = bounds[len(digests) :] - lo
                 matched = np.flatnonzero(spans)
                 if not len(matched):
                     continue
@@ -93,7 +95,12 @@ class LocalLexical(LocalScan):
         norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
         bm25 = np.bincount(rows, weights=idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm), minlength=scan.size)
         candidates = np.flatnonzero(bm25 > 0.0)
-        best = candidates[np.lexsort((candidates, -bm25[candidates]))][:limit]  # ties: buffer order
+        if len(candidates) > limit:  # the best `limit` without sorting them all; ties at the cut: buffer order
+            values = bm25[candidates]
+            cut = np.partition(values, len(values) - limit)[len(values) - limit]
+            above = candidates[values > cut]
+            candidates = np.concatenate([above, candidates[values == cut][: limit - len(above)]])
+        best = candidates[np.lexsort((candidates, -bm25[candidates]))]  # ties: buffer order
         ranked = [(scope, rowid, score) for (scope, rowid), score in zip(scan.rows(best), bm25[best].tolist())]
         cosines = dict(zip(scan.rowids[best].tolist(), scan.scores[best].tolist()))
         return ranked, cosines
