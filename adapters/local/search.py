@@ -1,10 +1,12 @@
-"""Vector search of the local backend: exactly the partitions of the ScopeSet it is given.
+"""Search of the local backend: exactly the partitions of the ScopeSet it is given.
 
 Why here and not in the bridge: the ScopeSet (and any exact memory-id restriction a share
-produced) is enforced inside the scan itself, never as a filter after it, so a memory outside
-the set is never scored, ranked or returned. What it must never do: search "all" (an empty set
-is refused upstream and never reaches a scan), widen a ScopeEntry, or return an expired or
-quarantined row.
+produced) is enforced inside the scan itself (adapters/local/scan.py), never as a filter after
+it, so a memory outside the set is never scored, ranked or returned, by its vector or by its
+words. `search` ranks one scan twice (vectors, BM25) and fuses the two rankings
+(adapters/shared/fusion.py); `load_hits` turns ranked rows into records. What it must never do:
+search "all" (an empty set is refused upstream and never reaches a scan), widen a ScopeEntry,
+or return an expired or quarantined row.
 """
 
 from __future__ import annotations
