@@ -30,6 +30,8 @@ Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 from __future__ import annotations
 
 from adapters.postgres.lexical import MIGRATION as LEXICAL_MIGRATION
+from adapters.postgres.lexical import SCOPED_MIGRATION as SCOPED_LEXICAL_MIGRATION
+from adapters.postgres.locality import MIGRATION as LOCALITY_MIGRATION
 
 __all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "TENANT_SETTING", "SEP", "PAIR"]
 
@@ -131,4 +133,10 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     # 4: the lexical channel (adapters/postgres/lexical.py): a generated tsvector column, so every
     # insert, content update and delete keeps it in step, and a GIN index over it.
     LEXICAL_MIGRATION,
+    # 5: each scope's vectors side by side (adapters/postgres/locality.py): a covering index read
+    # scope by scope, so a search touches the ScopeSet's index pages only, not a heap page per row.
+    LOCALITY_MIGRATION,
+    # 6: the lexical channel's lexemes tagged by scope (adapters/postgres/lexical.py), so a word's
+    # postings, and their counts, are per scope.
+    SCOPED_LEXICAL_MIGRATION,
 )
