@@ -48,7 +48,7 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
-from adapters.postgres.lexical import FUSION_DEPTH, MAX_CANDIDATES, count_statement, fuse_hits, lexical_statement, lexical_words, tagged_terms, within_budget
+from adapters.postgres.lexical import FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_hits, lexical_statement, lexical_words, tagged_terms, within_budget
 from adapters.postgres.declare import declare, scope_settings
 from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
@@ -415,11 +415,11 @@ class PostgresBackend:
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, open_scopes, pairs, ids)
-            counts = await (await conn.execute(count_statement(with_kinds=with_kinds), params)).fetchall()  # type: ignore[arg-type]
+            counts = await (await conn.execute(COUNT_SQL, params)).fetchall()  # type: ignore[arg-type]
             kept = within_budget({term: int(n) for term, n in counts})
             if not kept:
                 return []
-            return await (await conn.execute(text, {**params, "lq": " | ".join(kept)})).fetchall()  # type: ignore[arg-type]
+            return await (await conn.execute(text, {**params, "kept": kept, "lq": as_tsquery(kept)})).fetchall()  # type: ignore[arg-type]
 
         hits: list[Hit] = []
         for row in await self._run(run):

@@ -52,7 +52,7 @@ MAX_QUERY_WORDS = 32
 TAG_DIGITS = 16
 
 __all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "within_budget", "COUNT_SQL",
-           "count_statement", "lexical_statement", "fuse_hits", "FUSION_DEPTH", "MAX_CANDIDATES"]
+           "as_tsquery", "lexical_statement", "fuse_hits", "FUSION_DEPTH", "MAX_CANDIDATES"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -79,7 +79,43 @@ SCOPED_MIGRATION = f"""
     DROP INDEX IF EXISTS memories_lexical;
     ALTER TABLE memories DROP COLUMN IF EXISTS lexical;
     ALTER TABLE memories ADD COLUMN lexical tsvector GENERATED ALWAYS AS (memory_scoped_lexemes(scope, content)) STORED;
-    CREATE INDEX memories_lexical ON memories USING GIN (lexical);
+
+    CREATE TABLE IF NOT EXISTS memory_postings (term text NOT NULL, memory_id text NOT NULL, scope text NOT NULL,
+                                                PRIMARY KEY (term, memory_id) INCLUDE (scope));
+    CREATE INDEX IF NOT EXISTS memory_postings_by_memory ON memory_postings (memory_id);
+    ALTER TABLE memory_postings ENABLE ROW LEVEL SECURITY;
+    DROP POLICY IF EXISTS memory_postings_in_scope_set ON memory_postings;
+    CREATE POLICY memory_postings_in_scope_set ON memory_postings FOR SELECT TO {{runtime}}
+        USING (
+            scope = ANY ((SELECT string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))::text[])
+            OR (memory_id = ANY ((SELECT string_to_array(current_setting('viking_bridge.memory_ids', true), chr(31)))::text[])
+                AND (scope || chr(30) || memory_id) = ANY ((SELECT string_to_array(current_setting('viking_bridge.memories', true), chr(31)))::text[]))
+        );
+    GRANT SELECT ON memory_postings TO {{runtime}};
+    CREATE OR REPLACE FUNCTION memory_postings_sync() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog AS $$
+    DECLARE
+        target regclass := format('%I.memory_postings', TG_TABLE_SCHEMA)::regclass;
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            EXECUTE format('DELETE FROM %s WHERE memory_id = $1', target) USING OLD.id;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            EXECUTE format('INSERT INTO %s (term, memory_id, scope) SELECT l.lexeme, $1, $2 FROM unnest($3) l', target)
+                USING NEW.id, NEW.scope, NEW.lexical;
+        END IF;
+        RETURN NULL;
+    END $$;
+    REVOKE ALL ON FUNCTION memory_postings_sync() FROM PUBLIC;
+    DROP TRIGGER IF EXISTS memories_sync_postings ON memories;
+    CREATE TRIGGER memories_sync_postings AFTER INSERT OR DELETE OR UPDATE OF content ON memories
+        FOR EACH ROW EXECUTE FUNCTION memory_postings_sync();
+    -- the rows already stored (the owner is bound by the forced policy too: lifted for this
+    -- statement only, inside the migration's transaction)
+    ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
+    DELETE FROM memory_postings;
+    INSERT INTO memory_postings (term, memory_id, scope) SELECT l.lexeme, m.id, m.scope FROM memories m, unnest(m.lexical) l;
+    ALTER TABLE memories FORCE ROW LEVEL SECURITY;
 """
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -103,8 +139,14 @@ def scope_tag(scope: str) -> str:
 
 
 def tagged_terms(words: Sequence[str], scopes: Iterable[str]) -> list[str]:
-    """Every (scope, word) pair as a quoted tsquery lexeme `'<tag>:<word>'`, scopes in order."""
-    return [f"'{scope_tag(scope)}:{word}'" for scope in dict.fromkeys(scopes) for word in words]
+    """Every (scope, word) pair as the stored lexeme `<tag>:<word>`, scopes in order."""
+    return [f"{scope_tag(scope)}:{word}" for scope in dict.fromkeys(scopes) for word in words]
+
+
+def as_tsquery(terms: Sequence[str]) -> str:
+    """Stored lexemes as a tsquery OR-expression (a word holds letters and digits only, the tag
+    hex digits and a colon: nothing inside the quotes needs escaping)."""
+    return " | ".join(f"'{term}'" for term in terms)
 
 
 def within_budget(counts: Mapping[str, int]) -> list[str]:
@@ -126,24 +168,24 @@ _WHERE = (
     "(m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
     " AND m.status = ANY(%(statuses)s) AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
 )
+#: the ScopeSet over the postings (their own row-level security says the same)
+_POSTINGS_IN_SET = "(p.scope = ANY(%(all_open)s) OR (p.memory_id = ANY(%(ids)s) AND (p.scope || chr(30) || p.memory_id) = ANY(%(pairs)s)))"
 
-#: readable candidate rows per tagged term, each count stopped past the budget
+#: the ScopeSet's rows per stored lexeme, each count stopped past the budget: an index-only range
+#: of `memory_postings`' primary key per term (text equality is leakproof, so the planner may use
+#: the index beneath row-level security; no operator a GIN index serves is)
 COUNT_SQL = (
-    "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.lexical @@ t.term::tsquery AND " + _WHERE
+    "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memory_postings p WHERE p.term = t.term AND " + _POSTINGS_IN_SET
     + " LIMIT %(cap)s) c) FROM unnest(%(terms)s::text[]) t(term)"
 )
 
-
-def count_statement(*, with_kinds: bool) -> str:
-    """The count for the budget, with the lexical branch's WHERE."""
-    return COUNT_SQL.format(kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
-
-
-#: the lexical branch: the vector branch's WHERE (filled in by the backend) plus the match
+#: the lexical branch: the rows the kept lexemes' postings name, under the vector branch's WHERE,
+#: ranked by `ts_rank` (no collection statistics)
 LEXICAL_SQL = (
     "SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, query) AS lexical_rank"
     " FROM memories m, CAST(%(lq)s AS tsquery) query"
-    " WHERE " + _WHERE + " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
+    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term = ANY(%(kept)s) AND " + _POSTINGS_IN_SET + ")"
+    " AND " + _WHERE + " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
 )
 
 
