@@ -256,15 +256,18 @@ class PostgresSystem(AsyncBackendSystem):
     def explain(self, q: Query) -> str:
         import psycopg
 
+        from adapters.postgres.locality import INDEXED_SCOPE
+
         with psycopg.connect(self._url(self.admin_url, None, None)) as conn:
             conn.execute("SET search_path TO viking_bridge, public")
             scopes = [str(k) for k in q.scopes]
             conn.execute("SET ROLE " + f'"{self.app}"')
             conn.execute("SELECT set_config('viking_bridge.scopes', %s, true)", (chr(31).join(scopes),))
             vec = "[" + ",".join(f"{x:.6f}" for x in q.vector.tolist()) + "]"
+            conn.execute("SET LOCAL enable_bitmapscan = off")  # as PostgresBackend.search_vector does
             rows = conn.execute(
                 "EXPLAIN (ANALYZE, BUFFERS) SELECT id, -(embedding <#> %s::vector) FROM memories WHERE scope = ANY(%s) AND status = 'active'"
-                " ORDER BY embedding <#> %s::vector LIMIT 10", (vec, scopes, vec)).fetchall()
+                f" AND {INDEXED_SCOPE} ORDER BY embedding <#> %s::vector LIMIT 10", (vec, scopes, vec)).fetchall()
             return "\n".join(r[0] for r in rows)
 
     def close(self) -> None:
