@@ -9,8 +9,10 @@ returns nothing outside the ScopeSet. For that second wall to hold, the runtime 
 a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
-Recall is exact top-k: filter to the permitted scopes (index on `scope`), then order by inner
-product with the query vector (`<#>`) — recall 1.0 by construction, no ANN index involved. For a
+Recall is exact top-k: filter to the permitted scopes, then order by inner product with the
+query vector (`<#>`) — recall 1.0 by construction, no ANN index involved. The permitted scopes'
+vectors are read from a covering index kept in scope order (adapters/postgres/locality.py), so a
+search reads the ScopeSet's index pages, not a heap page per row. For a
 very large scope an operator may opt in to approximate search (`create_ann_index`: a partial
 HNSW index on that scope alone, searched in its own branch; the other scopes stay exact).
 Scores are the inner product of L2-normalised vectors clipped to [0, 1], as the local store's.

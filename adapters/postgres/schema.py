@@ -24,6 +24,10 @@ total row count comes from `memory_row_count()`, a definer function that returns
 replica. Since migration 3 the runtime role cannot SELECT it: it reads it once, at open, through
 the definer function `backend_meta_read()`, so no filterless query, export or view of the role's
 tables carries the key that signs every list cursor.
+Migration 5 adds the covering index of exact search (adapters/postgres/locality.py); migration 6
+tags the lexical channel's lexemes by scope and keeps `memory_postings` (one row per stored
+lexeme and memory, row-level security like `memories`, read-only for the runtime role) in step by
+a definer trigger (adapters/postgres/lexical.py).
 Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 """
 
