@@ -169,3 +169,23 @@ async def test_a_store_of_the_previous_release_is_upgraded_in_place(pg_db: TestD
         assert [h.memory.id for h in await b.search_vector(ScopeSet.of(ALICE), query, limit=1)] == [kept.id]
     finally:
         await b.aclose()
+
+
+async def test_within_the_budget_the_ranking_is_the_untagged_one(pg_db: TestDatabase) -> None:
+    """Where no word is dropped, tagging changes nothing: the same rows, in the order `ts_rank`
+    gives the untagged text (what the channel returned before lexemes were tagged)."""
+    b = await opened(pg_db)
+    try:
+        words = ["otter", "kelp", "harbour", "tide", "gull"]
+        await b.put_many([(ALICE, mem(" ".join(words[j] for j in range(5) if (i >> j) & 1 or j == i % 5) + f" log {i}"), f"o{i}") for i in range(40)])
+        await b.put_many([(BOB, mem("otter otter kelp"), f"b{i}") for i in range(10)])
+        text = "otter kelp tide"
+        got = [i for i, _ in await lexical_ids(b, ScopeSet.of(ALICE), text)]
+        with connect(pg_db.app_url) as conn, conn.transaction():
+            conn.execute("SELECT set_config('viking_bridge.scopes', %s, true)", (str(ALICE),))
+            expected = [r[0] for r in conn.execute(
+                "SELECT id FROM memories, to_tsquery('simple', 'otter | kelp | tide') q WHERE to_tsvector('simple', content) @@ q"
+                " ORDER BY ts_rank(to_tsvector('simple', content), q) DESC, seq LIMIT 50").fetchall()]
+        assert len(expected) < MAX_CANDIDATES and got == expected
+    finally:
+        await b.aclose()
