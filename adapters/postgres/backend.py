@@ -9,8 +9,10 @@ returns nothing outside the ScopeSet. For that second wall to hold, the runtime 
 a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
-Recall is exact top-k: filter to the permitted scopes (index on `scope`), then order by inner
-product with the query vector (`<#>`) — recall 1.0 by construction, no ANN index involved. For a
+Recall is exact top-k: filter to the permitted scopes, then order by inner product with the
+query vector (`<#>`) — recall 1.0 by construction, no ANN index involved. The permitted scopes'
+vectors are read from a covering index kept in scope order (adapters/postgres/locality.py), so a
+search reads the ScopeSet's index pages, not a heap page per row. For a
 very large scope an operator may opt in to approximate search (`create_ann_index`: a partial
 HNSW index on that scope alone, searched in its own branch; the other scopes stay exact).
 Scores are the inner product of L2-normalised vectors clipped to [0, 1], as the local store's.
@@ -48,8 +50,9 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
-from adapters.postgres.lexical import FUSION_DEPTH, fuse_hits, lexical_query, lexical_statement
+from adapters.postgres.lexical import FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_hits, lexical_statement, lexical_words, tagged_terms, within_budget
 from adapters.postgres.declare import declare, scope_settings
+from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -398,19 +401,27 @@ class PostgresBackend:
     async def search_lexical(self, query: SearchQuery, vector: np.ndarray) -> list[Hit]:
         """Full-text top-`FUSION_DEPTH` over exactly the ScopeSet (declared for row-level security
         and in the WHERE, with the vector branch's filters), best first, each scored with its
-        similarity to `vector`. Empty when the text has no lexemes."""
-        lq = lexical_query(query.text)
-        if lq is None:
+        similarity to `vector`. Only the ScopeSet's own scope-tagged words are looked up, the rarest
+        within the candidate budget (adapters/postgres/lexical.py). Empty when the text has no
+        words, or only words too common to tell rows apart."""
+        words = lexical_words(query.text)
+        if not words:
             return []
         open_scopes, pairs, ids = scope_settings(query.scopes)
-        text = lexical_statement(", ".join("m." + c.strip() for c in _COLUMNS.split(",")), with_kinds=query.kinds is not None)
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "lq": lq, "all_open": open_scopes, "ids": ids, "pairs": pairs,
-                  "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if query.kinds is not None else None,
-                  "now": query.at(), "depth": max(_limit(query.limit), FUSION_DEPTH)}
+        terms = tagged_terms(words, [str(entry.key) for entry in query.scopes])
+        with_kinds = query.kinds is not None
+        text = lexical_statement(", ".join("m." + c.strip() for c in _COLUMNS.split(",")), with_kinds=with_kinds)
+        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs,
+                  "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if with_kinds else None,
+                  "now": query.at(), "depth": max(_limit(query.limit), FUSION_DEPTH), "terms": terms, "cap": MAX_CANDIDATES + 1}
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, open_scopes, pairs, ids)
-            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+            counts = await (await conn.execute(COUNT_SQL, params)).fetchall()  # type: ignore[arg-type]
+            kept = within_budget({term: int(n) for term, n in counts})
+            if not kept:
+                return []
+            return await (await conn.execute(text, {**params, "kept": kept, "lq": as_tsquery(kept)})).fetchall()  # type: ignore[arg-type]
 
         hits: list[Hit] = []
         for row in await self._run(run):
@@ -429,26 +440,38 @@ class PostgresBackend:
         allowed = _statuses(statuses, allow_none=False)
         open_scopes, pairs, ids = scope_settings(scopes)
         # rank on (id, distance) only, then read the full rows of the top k: the sort never carries
-        # content, provenance or metadata of the rows that lose. Scopes with an ANN index (opt-in,
-        # `create_ann_index`) get a branch of their own naming the scope as a literal, so the
-        # planner can use that scope's partial HNSW index; every other scope stays exact.
+        # content, provenance or metadata of the rows that lose. One branch per way in
+        # (adapters/postgres/locality.py): the open scopes the covering index holds (its predicate
+        # repeated, so the planner may use it: an index-only scan, scope by scope), open scopes with
+        # keys too long for it, an entry's memory ids (primary key). Scopes with an ANN index
+        # (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
+        # the planner can use that scope's partial HNSW index; every other scope stays exact.
         ann = [k for k in open_scopes if k in self._ann_scopes]
         exact = [k for k in open_scopes if k not in self._ann_scopes]
+        indexed = [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES]
+        long_keys = [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES]
         filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
         branch = "(SELECT id, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
-        branches = [branch.format(where="(scope = ANY(%(open)s) OR (id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)))")]
+        branches = [branch.format(where=f"scope = ANY(%(open)s) AND {INDEXED_SCOPE}")]
+        if long_keys:
+            branches.append(branch.format(where="scope = ANY(%(long)s)"))
+        if pairs:
+            branches.append(branch.format(where="id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)"))
         branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in ann]
         text = (
             "WITH top AS (SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s)"
             f" SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, -top.distance FROM top JOIN memories m ON m.id = top.id"
             " ORDER BY top.distance, top.seq"
         )
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": exact, "ids": ids, "pairs": pairs,
+        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": indexed, "long": long_keys, "ids": ids, "pairs": pairs,
                   "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit,
                   "now": time.time() if now is None else float(now)}
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, open_scopes, pairs, ids)
+            # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan (it
+            # cannot see that each bitmap row costs a heap page); this transaction only
+            await conn.execute("SET LOCAL enable_bitmapscan = off")
             if ann:
                 await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ann_ef_search, limit))))
             return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]

@@ -1,16 +1,31 @@
 """The lexical channel of the PostgreSQL backend: full-text search fused with the vector channel.
 
 Why: the same as the local backend's (adapters/local/lexical.py): rare exact words a question
-hinges on. Here the index is a generated `tsvector` column (`memories.lexical`, migration 4),
-so PostgreSQL itself keeps it in step with every insert, content update and delete, and a
-GIN index serves it. The `simple` configuration (no stemming, no stop words: one behaviour for
-every language); CJK characters are spaced out before it, so Chinese is matched character by
-character (the `simple` parser would otherwise make one token of a whole run of Chinese).
+hinges on. Here the index is a generated `tsvector` column (`memories.lexical`), so PostgreSQL
+itself keeps it in step with every insert, content update and delete, and a GIN index serves it.
+The `simple` configuration (no stemming, no stop words: one behaviour for every language); CJK
+characters are spaced out before it, so Chinese is matched character by character (the
+`simple` parser would otherwise make one token of a whole run of Chinese).
 
-Bound by the ScopeSet before ranking: the lexical query runs in a transaction that declared the
-ScopeSet (row-level security) and carries the same WHERE as the vector branch (scopes, an
-entry's memory ids, statuses, kinds, expiry); only then are rows ranked. `ts_rank` reads no
-collection statistics, so nothing another scope holds moves the order of a readable hit.
+Lexemes are tagged by scope (migration 6, `memory_scoped_lexemes`): every lexeme of a row is
+stored as `<tag>:<word>`, the tag being the first 16 hex digits of SHA-256 of the row's scope
+key. A query asks for the tagged words of the ScopeSet's own scopes only, so a word's GIN
+postings are per scope: reading or counting them never touches another scope's rows, and a
+memory outside the set is never a candidate, whatever its words.
+
+Bound by the ScopeSet before ranking, twice: the queries run in a transaction that declared the
+ScopeSet (row-level security) and carry the vector branch's WHERE (scopes, an entry's memory
+ids, statuses, kinds, expiry). `ts_rank` reads no collection statistics, so nothing another
+scope holds moves the order of a readable hit.
+
+Cost, bounded the way the local backend bounds its own: first one statement counts, for each
+tagged query word, the readable candidate rows holding it (under the same WHERE and RLS, each
+count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so counting
+further would only cost); the rarest words are kept while their rows stay within
+MAX_CANDIDATES, and only they are looked up and ranked. A question made only of words that
+common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
+The counts are over the ScopeSet's own readable rows only, never table-wide: a table-wide
+statistic would let the order of one user's hits depend on what other tenants wrote.
 
 What it must never do: read a row outside the ScopeSet, or return a row the vector branch's
 filters would exclude.
@@ -19,17 +34,25 @@ filters would exclude.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Iterable, Mapping, Sequence
 
 from adapters.base import Hit
 from adapters.shared.fusion import fuse
 
 #: candidates each channel hands to the fusion
 FUSION_DEPTH = 50
+#: candidate rows read for one query; past it, the most common words are left out (cost bound)
+MAX_CANDIDATES = 200
+#: at most this many distinct query words are looked up
+MAX_QUERY_WORDS = 32
+#: hex digits of SHA-256(scope key) that tag a lexeme (64 bits: two scopes never share postings in practice)
+TAG_DIGITS = 16
 
-__all__ = ["MIGRATION", "lexical_query", "lexical_statement", "fuse_hits", "FUSION_DEPTH"]
+__all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "within_budget", "COUNT_SQL",
+           "as_tsquery", "lexical_statement", "fuse_hits", "FUSION_DEPTH", "MAX_CANDIDATES"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -40,28 +63,129 @@ MIGRATION = f"""
     CREATE INDEX memories_lexical ON memories USING GIN (lexical);
 """
 
+#: appended to MEMORY_MIGRATIONS after MIGRATION (adapters/postgres/schema.py): the column again,
+#: now of scope-tagged lexemes, positions kept (so `ts_rank` weighs a row as before). The table
+#: is rewritten once (a generated column cannot change its expression in place).
+SCOPED_MIGRATION = f"""
+    CREATE OR REPLACE FUNCTION memory_scoped_lexemes(scope text, content text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog AS $$
+        SELECT COALESCE((
+            SELECT string_agg('''' || replace(replace(t.tag || l.lexeme, '\\', '\\\\'), '''', '''''') || ''':'
+                              || array_to_string(l.positions, ','), ' ')
+            FROM (SELECT left(encode(sha256(convert_to(scope, 'UTF8')), 'hex'), {TAG_DIGITS}) || ':' AS tag) t,
+                 unnest(to_tsvector('simple'::regconfig, regexp_replace(content, '([{_CJK}])', ' \\1 ', 'g'))) l
+        ), '')::tsvector
+    $$;
+    DROP INDEX IF EXISTS memories_lexical;
+    ALTER TABLE memories DROP COLUMN IF EXISTS lexical;
+    ALTER TABLE memories ADD COLUMN lexical tsvector GENERATED ALWAYS AS (memory_scoped_lexemes(scope, content)) STORED;
+
+    CREATE TABLE IF NOT EXISTS memory_postings (term text NOT NULL, memory_id text NOT NULL, scope text NOT NULL,
+                                                PRIMARY KEY (term, memory_id) INCLUDE (scope));
+    CREATE INDEX IF NOT EXISTS memory_postings_by_memory ON memory_postings (memory_id);
+    ALTER TABLE memory_postings ENABLE ROW LEVEL SECURITY;
+    DROP POLICY IF EXISTS memory_postings_in_scope_set ON memory_postings;
+    CREATE POLICY memory_postings_in_scope_set ON memory_postings FOR SELECT TO {{runtime}}
+        USING (
+            scope = ANY ((SELECT string_to_array(current_setting('viking_bridge.scopes', true), chr(31)))::text[])
+            OR (memory_id = ANY ((SELECT string_to_array(current_setting('viking_bridge.memory_ids', true), chr(31)))::text[])
+                AND (scope || chr(30) || memory_id) = ANY ((SELECT string_to_array(current_setting('viking_bridge.memories', true), chr(31)))::text[]))
+        );
+    GRANT SELECT ON memory_postings TO {{runtime}};
+    CREATE OR REPLACE FUNCTION memory_postings_sync() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog AS $$
+    DECLARE
+        target regclass := format('%I.memory_postings', TG_TABLE_SCHEMA)::regclass;
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            EXECUTE format('DELETE FROM %s WHERE memory_id = $1', target) USING OLD.id;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            EXECUTE format('INSERT INTO %s (term, memory_id, scope) SELECT l.lexeme, $1, $2 FROM unnest($3) l', target)
+                USING NEW.id, NEW.scope, NEW.lexical;
+        END IF;
+        RETURN NULL;
+    END $$;
+    REVOKE ALL ON FUNCTION memory_postings_sync() FROM PUBLIC;
+    DROP TRIGGER IF EXISTS memories_sync_postings ON memories;
+    CREATE TRIGGER memories_sync_postings AFTER INSERT OR DELETE OR UPDATE OF content ON memories
+        FOR EACH ROW EXECUTE FUNCTION memory_postings_sync();
+    -- the rows already stored (the owner is bound by the forced policy too: lifted for this
+    -- statement only, inside the migration's transaction)
+    ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
+    DELETE FROM memory_postings;
+    INSERT INTO memory_postings (term, memory_id, scope) SELECT l.lexeme, m.id, m.scope FROM memories m, unnest(m.lexical) l;
+    ALTER TABLE memories FORCE ROW LEVEL SECURITY;
+"""
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK_CHAR = re.compile(f"[{_CJK}]".encode().decode("unicode_escape"))
 
 
-def lexical_query(text: str) -> str | None:
-    """The query's words and CJK characters as a `to_tsquery('simple', ...)` OR-expression of
-    quoted lexemes (every character outside [letters, digits] dropped: nothing to escape)."""
-    lexemes: list[str] = []
+def lexical_words(text: str) -> list[str]:
+    """The query's distinct words and CJK characters, NFKC case-folded, in order (at most
+    MAX_QUERY_WORDS; every character outside [letters, digits] dropped: nothing to escape)."""
+    words: list[str] = []
     for token in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
         for part in _CJK_CHAR.sub(lambda m: f" {m.group(0)} ", token).split():
-            if part not in lexemes:
-                lexemes.append(part)
-    return " | ".join(f"'{w}'" for w in lexemes[:32]) or None
+            if part not in words:
+                words.append(part)
+    return words[:MAX_QUERY_WORDS]
 
 
-#: the lexical branch: the vector branch's WHERE (filled in by the backend) plus the match
+def scope_tag(scope: str) -> str:
+    """The tag of a scope's lexemes: what `memory_scoped_lexemes` computes in the database."""
+    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:TAG_DIGITS]
+
+
+def tagged_terms(words: Sequence[str], scopes: Iterable[str]) -> list[str]:
+    """Every (scope, word) pair as the stored lexeme `<tag>:<word>`, scopes in order."""
+    return [f"{scope_tag(scope)}:{word}" for scope in dict.fromkeys(scopes) for word in words]
+
+
+def as_tsquery(terms: Sequence[str]) -> str:
+    """Stored lexemes as a tsquery OR-expression (a word holds letters and digits only, the tag
+    hex digits and a colon: nothing inside the quotes needs escaping)."""
+    return " | ".join(f"'{term}'" for term in terms)
+
+
+def within_budget(counts: Mapping[str, int]) -> list[str]:
+    """The terms to look up: the rarest first, while the rows holding them (summed, an upper
+    bound of their union) stay within MAX_CANDIDATES; empty when even the rarest is held by more
+    (a question of only common words is left to the vector channel). Terms held by no row drop."""
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t, n in counts.items() if n > 0), key=lambda t: (counts[t], t)):
+        if total + counts[term] > MAX_CANDIDATES:
+            break
+        kept.append(term)
+        total += counts[term]
+    return kept
+
+
+#: the vector branch's WHERE (filled in by the backend), shared by the count and the candidates
+_WHERE = (
+    "(m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
+    " AND m.status = ANY(%(statuses)s) AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
+)
+#: the ScopeSet over the postings (their own row-level security says the same)
+_POSTINGS_IN_SET = "(p.scope = ANY(%(all_open)s) OR (p.memory_id = ANY(%(ids)s) AND (p.scope || chr(30) || p.memory_id) = ANY(%(pairs)s)))"
+
+#: the ScopeSet's rows per stored lexeme, each count stopped past the budget: an index-only range
+#: of `memory_postings`' primary key per term (text equality is leakproof, so the planner may use
+#: the index beneath row-level security; no operator a GIN index serves is)
+COUNT_SQL = (
+    "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memory_postings p WHERE p.term = t.term AND " + _POSTINGS_IN_SET
+    + " LIMIT %(cap)s) c) FROM unnest(%(terms)s::text[]) t(term)"
+)
+
+#: the lexical branch: the rows the kept lexemes' postings name, under the vector branch's WHERE,
+#: ranked by `ts_rank` (no collection statistics)
 LEXICAL_SQL = (
     "SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, query) AS lexical_rank"
-    " FROM memories m, to_tsquery('simple', %(lq)s) query"
-    " WHERE (m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
-    " AND m.status = ANY(%(statuses)s) AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
-    " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
+    " FROM memories m, CAST(%(lq)s AS tsquery) query"
+    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term = ANY(%(kept)s) AND " + _POSTINGS_IN_SET + ")"
+    " AND " + _WHERE + " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
 )
 
 

@@ -24,12 +24,18 @@ total row count comes from `memory_row_count()`, a definer function that returns
 replica. Since migration 3 the runtime role cannot SELECT it: it reads it once, at open, through
 the definer function `backend_meta_read()`, so no filterless query, export or view of the role's
 tables carries the key that signs every list cursor.
+Migration 5 adds the covering index of exact search (adapters/postgres/locality.py); migration 6
+tags the lexical channel's lexemes by scope and keeps `memory_postings` (one row per stored
+lexeme and memory, row-level security like `memories`, read-only for the runtime role) in step by
+a definer trigger (adapters/postgres/lexical.py).
 Templates: `{runtime}` the runtime role, `{dim}` the vector dimension.
 """
 
 from __future__ import annotations
 
 from adapters.postgres.lexical import MIGRATION as LEXICAL_MIGRATION
+from adapters.postgres.lexical import SCOPED_MIGRATION as SCOPED_LEXICAL_MIGRATION
+from adapters.postgres.locality import MIGRATION as LOCALITY_MIGRATION
 
 __all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "TENANT_SETTING", "SEP", "PAIR"]
 
@@ -131,4 +137,10 @@ MEMORY_MIGRATIONS: tuple[str, ...] = (
     # 4: the lexical channel (adapters/postgres/lexical.py): a generated tsvector column, so every
     # insert, content update and delete keeps it in step, and a GIN index over it.
     LEXICAL_MIGRATION,
+    # 5: each scope's vectors side by side (adapters/postgres/locality.py): a covering index read
+    # scope by scope, so a search touches the ScopeSet's index pages only, not a heap page per row.
+    LOCALITY_MIGRATION,
+    # 6: the lexical channel's lexemes tagged by scope (adapters/postgres/lexical.py), so a word's
+    # postings, and their counts, are per scope.
+    SCOPED_LEXICAL_MIGRATION,
 )
