@@ -240,3 +240,20 @@ async def test_lexical_candidates_are_exactly_the_readable_rows_holding_a_query_
                 assert set(lexical_ids(store, scopes, query, limit=200)) == truth, (step, action, query)
     finally:
         await other.aclose()
+
+
+def test_postings_leave_out_a_stored_row_of_any_other_shape_and_count_repeats():
+    """The postings are parsed from the index's stored `<tag>x<12 hex>` tokens by fixed stride: a
+    token of another shape (another scope's tag, a bad digit) is ignored, and a row that cannot be
+    cut into tokens of that width (a torn token, non-ASCII) is left out whole, never read shifted
+    into wrong digests."""
+    from adapters.local.postings import Postings, digest_value
+
+    good = "7xaaaaaaaaaaaa 7xbbbbbbbbbbbb 7xaaaaaaaaaaaa"
+    rows = [(0, good), (1, "8xaaaaaaaaaaaa"), (2, "7xaaaaaaaaaaaz"), (3, "7xaaaaaaaaaaa"), (4, "7xaaaaaaaaaaaé"), (5, "")]
+    postings = Postings.build(0, 6, 7, rows)
+    positions, counts = postings.lookup(digest_value("aaaaaaaaaaaa"))
+    assert positions.tolist() == [0] and counts.tolist() == [2.0]
+    assert postings.lookup(digest_value("bbbbbbbbbbbb"))[0].tolist() == [0]
+    assert len(postings.digests) == 2  # nothing of rows 1-5
+    assert postings.lengths.tolist() == [3.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # an ignored token still counts in its row's length
