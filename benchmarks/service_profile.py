@@ -52,9 +52,12 @@ def _service_load() -> Any:
     return module
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
-            "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+def _env(home: Path, server_code: Path | None = None) -> dict[str, str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
+           "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+    if server_code is not None:  # another checkout's packages first: old and new code served from one script, one store
+        env["PYTHONPATH"] = os.pathsep.join([str(server_code.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
 
 
 _PROFILER: cProfile.Profile | None = None
@@ -143,12 +146,12 @@ def _serve_child(port: int, profile_out: str | None, account: Path | None = None
     return 0
 
 
-def _start(home: Path, profile_out: Path | None, account: Path | None = None) -> tuple[subprocess.Popen, str]:
+def _start(home: Path, profile_out: Path | None, account: Path | None = None, server_code: Path | None = None) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else [])
-    process = subprocess.Popen(cmd, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(cmd, env=_env(home, server_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return process, _service_load().wait_ready(process, f"http://127.0.0.1:{port}", attempts=1200)
 
 
@@ -182,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--home", type=Path, help="reuse a store seeded by an earlier run (kept)")
     p.add_argument("--out", type=Path)
+    p.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                   help="the generator's HTTP client (raw: service_load.py's minimal keep-alive client, so the generator takes less of the cores the server shares)")
+    p.add_argument("--server-code", type=Path, help="serve the packages of this checkout (e.g. an older commit's `git archive`) instead of this one's")
+    p.add_argument("--skip-in-process", action="store_true", help="leave out the in-process pass (when only old vs new servers are compared)")
     p.add_argument("--serve-child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--account", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -196,12 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         keys_file.write_text(json.dumps(keys))
     keys = json.loads(keys_file.read_text())
     report: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "home": str(home)}
-    report["in_process_cpu_ms"] = 1000 * asyncio.run(_in_process_cpu(home, keys, args.requests, load.QUERIES))
+    report["server_code"] = str(args.server_code or Path(__file__).resolve().parent.parent)
+    report["in_process_cpu_ms"] = float("nan") if args.skip_in_process else 1000 * asyncio.run(_in_process_cpu(home, keys, args.requests, load.QUERIES))
     for label, concurrency in (("sequential", 1), ("concurrent", args.concurrency)):
         account = home / f"account-{label}.json"
-        process, url = _start(home, None, account)  # one server per pass: its execute accounting covers exactly this pass
+        process, url = _start(home, None, account, args.server_code)  # one server per pass: its execute accounting covers exactly this pass
         try:
-            row = load._measured_pass(process, url, keys_file, args.requests, concurrency, args.max_seconds)
+            row = load._measured_pass(process, url, keys_file, args.requests, concurrency, args.max_seconds, args.client)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
@@ -215,15 +223,16 @@ def main(argv: list[str] | None = None) -> int:
         report[label] = row
     if args.profile_out:
         args.profile_out.parent.mkdir(parents=True, exist_ok=True)
-        process, url = _start(home, args.profile_out.resolve())
+        process, url = _start(home, args.profile_out.resolve(), None, args.server_code)
         try:
-            load._run_generator(url, keys_file, args.requests, 1, args.max_seconds)
+            load._run_generator(url, keys_file, args.requests, 1, args.max_seconds, args.client)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
     report["load_average_end"] = list(os.getloadavg())
     base = report["in_process_cpu_ms"]
     print(f"load average at start {report['load_average_start']}, at end {report['load_average_end']}")
+    print(f"server code: {report['server_code']}; generator client: {args.client}")
     print(f"in-process CPU per recall: {base:.3f} ms")
     for label in ("sequential", "concurrent"):
         row = report[label]

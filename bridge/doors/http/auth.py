@@ -100,13 +100,18 @@ class EdgeAuthenticator:
             credential = BearerToken(authorization[0].strip().partition(" ")[2].strip())
         else:
             credential = ApiKey((api_key_header[0] if api_key_header else authorization[0].strip().partition(" ")[2]).strip())
-        identity = await provider.authenticate(credential)
         sessions = [v for n, v in headers if n == SESSION_HEADER]
+        default_session = not sessions and kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names)
+        bound = getattr(provider, "bound_identity", None) if default_session else None
+        # a provider that can say whom a credential is bound to without inventing a session for it
+        # (API keys): the default session replaces that session anyway; the credential is verified
+        # in full either way
+        identity = bound(credential) if bound is not None else await provider.authenticate(credential)
         if len(sessions) > 1:
             raise Unauthenticated("more than one X-Session-Id header")
         if sessions:
             return narrow(identity, {"session_id": sessions[0].strip()})
-        if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
+        if default_session:
             return self._in_default_session(identity)
         return identity
 
