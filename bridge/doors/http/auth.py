@@ -119,11 +119,13 @@ class EdgeAuthenticator:
         """`identity` in its default session. The result depends only on the identity's fields
         other than the session (the id is an HMAC of its fingerprint), so it is kept per those
         fields: each request still authenticates its credential in full first."""
-        fields = tuple(value for name, value in identity if name != "session_id")  # every field but the session, whatever fields it has
-        known = self._default_sessions.get(fields)
+        fields = dict(identity.__dict__)  # every field but the session, whatever fields it has (read as stored: no per-field iteration)
+        del fields["session_id"]
+        key = tuple(fields.items())
+        known = self._default_sessions.get(key)
         if known is None:
             known = identity.with_session(default_session_id(identity, self.session_key))
             if len(self._default_sessions) >= _DEFAULT_SESSIONS_MAX:
                 self._default_sessions.clear()
-            self._default_sessions[fields] = known
+            self._default_sessions[key] = known
         return known
