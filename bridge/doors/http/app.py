@@ -7,7 +7,8 @@ comes from those models, so the spec cannot drift from the code.
 The edge (`EdgeMiddleware`, plain ASGI, outermost) does, for every request, in this order:
 request id -> query/body size limits -> read the body (bounded) -> authenticate (JWT, API key or
 signed gateway headers over this exact body) -> per-identity rate limit -> the route, which
-maps one request model to one operation -> access log and metrics. Every error on the way is
+maps one request model to one operation (a query-only route, GET /api/v1/recall, is called by
+the edge itself, past FastAPI's routing: direct.py) -> access log and metrics. Every error on the way is
 the same problem+json (`problems.py`); an unexpected exception is a 500 with the request id and
 nothing else. Operational routes (/health, /ready, /metrics, the spec) skip authentication.
 """
