@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/service_profile.py                       # 1,000 memories, 600 requests a pass
     .venv/bin/python benchmarks/service_profile.py --profile-out bench-results/serve.pstats --top 40
+    git archive OLD | tar -x -C /tmp/old && .venv/bin/python benchmarks/service_profile.py --home /tmp/store --server-code /tmp/old
+                                                                         # an older commit's server, same store and generator
 
 Wall-clock latency on a shared, loaded machine mostly measures the other processes; CPU time
 does not. So this reports, on the same store, identities and queries as `service_load.py`:
@@ -20,6 +22,11 @@ does not. So this reports, on the same store, identities and queries as `service
    loop thread, which runs the whole request path), and the top functions by own and by
    cumulative time printed. The profiled pass's CPU is inflated by the profiler and is not used
    for (2).
+
+The generator uses `service_load.py`'s raw keep-alive client by default (`--client httpx` for
+httpx): it takes a fifth of httpx's CPU from the two cores it shares with the server.
+`--server-code DIR` serves another checkout's packages (put first on the server's PYTHONPATH) with
+this script, store and generator, so old and new code can alternate in fresh processes.
 """
 
 from __future__ import annotations
@@ -52,9 +59,12 @@ def _service_load() -> Any:
     return module
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
-            "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+def _env(home: Path, server_code: Path | None = None) -> dict[str, str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
+           "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+    if server_code is not None:  # another checkout's packages first: old and new code served from one script, one store
+        env["PYTHONPATH"] = os.pathsep.join([str(server_code.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
 
 
 _PROFILER: cProfile.Profile | None = None
@@ -110,9 +120,33 @@ def _account_execute(out: Path) -> Callable[[], None]:
     return lambda: out.write_text(json.dumps(totals))
 
 
-def _serve_child(port: int, profile_out: str | None, account: Path | None = None) -> int:
+def _stub_recalls() -> None:
+    """Each (identity, operation) runs once; every later request for it is answered with that
+    result: what is left of the server's CPU is the door's alone, without the recall and without
+    what the recall's work (the embedder streams ~30 MB of weights per query) does to the caches."""
+    from bridge.facade import MemoryBridge
+
+    real = MemoryBridge.execute
+    kept: dict[Any, Any] = {}
+
+    async def execute(self: Any, identity: Any, op: Any) -> Any:
+        key = (identity.fingerprint, op)
+        try:
+            hash(key)
+        except TypeError:  # an operation with a list field: run it
+            return await real(self, identity, op)
+        if key not in kept:
+            kept[key] = await real(self, identity, op)
+        return kept[key]
+
+    MemoryBridge.execute = execute  # type: ignore[method-assign]
+
+
+def _serve_child(port: int, profile_out: str | None, account: Path | None = None, stub: bool = False) -> int:
     """The server process: one worker, the options `bridge.doors.http.server.serve` passes."""
     global _PROFILER
+    if stub:
+        _stub_recalls()
     import uvicorn
 
     from bridge.doors.connection import uvicorn_options
@@ -143,12 +177,12 @@ def _serve_child(port: int, profile_out: str | None, account: Path | None = None
     return 0
 
 
-def _start(home: Path, profile_out: Path | None, account: Path | None = None) -> tuple[subprocess.Popen, str]:
+def _start(home: Path, profile_out: Path | None, account: Path | None = None, server_code: Path | None = None, stub: bool = False) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else [])
-    process = subprocess.Popen(cmd, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else []) + (["--stub-recall"] if stub else [])
+    process = subprocess.Popen(cmd, env=_env(home, server_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return process, _service_load().wait_ready(process, f"http://127.0.0.1:{port}", attempts=1200)
 
 
@@ -182,11 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--home", type=Path, help="reuse a store seeded by an earlier run (kept)")
     p.add_argument("--out", type=Path)
+    p.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                   help="the generator's HTTP client (raw: service_load.py's minimal keep-alive client, so the generator takes less of the cores the server shares)")
+    p.add_argument("--server-code", type=Path, help="serve the packages of this checkout (e.g. an older commit's `git archive`) instead of this one's")
+    p.add_argument("--stub-recall", action="store_true", help="answer each (identity, query) after its first recall with that result: the door's CPU alone")
+    p.add_argument("--skip-in-process", action="store_true", help="leave out the in-process pass (when only old vs new servers are compared)")
     p.add_argument("--serve-child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--account", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve_child:
-        return _serve_child(args.serve_child, str(args.profile_out) if args.profile_out else None, args.account)
+        return _serve_child(args.serve_child, str(args.profile_out) if args.profile_out else None, args.account, args.stub_recall)
 
     load = _service_load()
     home = args.home or Path(tempfile.mkdtemp(prefix="vb-service-profile-"))
@@ -196,12 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         keys_file.write_text(json.dumps(keys))
     keys = json.loads(keys_file.read_text())
     report: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "home": str(home)}
-    report["in_process_cpu_ms"] = 1000 * asyncio.run(_in_process_cpu(home, keys, args.requests, load.QUERIES))
+    report["server_code"] = str(args.server_code or Path(__file__).resolve().parent.parent)
+    report["in_process_cpu_ms"] = float("nan") if args.skip_in_process else 1000 * asyncio.run(_in_process_cpu(home, keys, args.requests, load.QUERIES))
     for label, concurrency in (("sequential", 1), ("concurrent", args.concurrency)):
         account = home / f"account-{label}.json"
-        process, url = _start(home, None, account)  # one server per pass: its execute accounting covers exactly this pass
+        process, url = _start(home, None, account, args.server_code, args.stub_recall)  # one server per pass: its execute accounting covers exactly this pass
         try:
-            row = load._measured_pass(process, url, keys_file, args.requests, concurrency, args.max_seconds)
+            row = load._measured_pass(process, url, keys_file, args.requests, concurrency, args.max_seconds, args.client)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
@@ -215,15 +255,17 @@ def main(argv: list[str] | None = None) -> int:
         report[label] = row
     if args.profile_out:
         args.profile_out.parent.mkdir(parents=True, exist_ok=True)
-        process, url = _start(home, args.profile_out.resolve())
+        process, url = _start(home, args.profile_out.resolve(), None, args.server_code, args.stub_recall)
         try:
-            load._run_generator(url, keys_file, args.requests, 1, args.max_seconds)
+            load._run_generator(url, keys_file, args.requests, 1, args.max_seconds, args.client)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
     report["load_average_end"] = list(os.getloadavg())
     base = report["in_process_cpu_ms"]
     print(f"load average at start {report['load_average_start']}, at end {report['load_average_end']}")
+    report["stub_recall"] = args.stub_recall
+    print(f"server code: {report['server_code']}; generator client: {args.client}" + ("; recalls stubbed (the door alone)" if args.stub_recall else ""))
     print(f"in-process CPU per recall: {base:.3f} ms")
     for label in ("sequential", "concurrent"):
         row = report[label]

@@ -264,6 +264,14 @@ class ApiKeyProvider:
         self._identities: dict[tuple[object, ...], MemoryIdentity] = {}
 
     async def authenticate(self, credential: ApiKey) -> MemoryIdentity:
+        identity = self.bound_identity(credential)
+        return identity.model_copy(update={"session_id": new_session_id()})  # the same validated fields; only the session is new (ours, valid by construction)
+
+    def bound_identity(self, credential: ApiKey) -> MemoryIdentity:
+        """The identity `credential` is bound to, verified in full (lookup, hash, revocation) on
+        this call, in whatever session it was first built with: for a caller that puts it in a
+        session of its own at once (the service's default session), so that no fresh session id
+        is made only to be replaced. `authenticate` is this plus a fresh session."""
         require_credential(credential, ApiKey, "API key provider")
         record = self.store.verify(credential.key)
         binding = (record.tenant_id, record.user_id, record.department_ids, record.workspace_id, record.agent_id, record.roles, record.permission_version)
@@ -271,8 +279,8 @@ class ApiKeyProvider:
             known = self._identities.get(binding)
         except TypeError:  # a repository that returned unhashable fields: build it every time
             known, binding = None, None
-        if known is not None:  # the same validated fields; only the session is new (ours, valid by construction)
-            return known.model_copy(update={"session_id": new_session_id()})
+        if known is not None:
+            return known
         try:
             identity = MemoryIdentity(
                 tenant_id=record.tenant_id,

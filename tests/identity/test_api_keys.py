@@ -193,3 +193,22 @@ def test_admin_issue_rejects_bad_id(tmp_path, capsys):
     code = admin_main(["--db", str(tmp_path / "k.sqlite"), "issue", "--tenant", "acme", "--user", "../x", "--agent", "a"])
     assert code == 2
     assert "path separator" in capsys.readouterr().err
+
+
+async def test_bound_identity_verifies_the_key_on_every_call_like_authenticate(store, issued):
+    """`bound_identity` (what the service's edge asks when the caller names no session) skips only
+    the fresh session id: the row is read, the secret checked and revocation seen on each call."""
+    provider = ApiKeyProvider(store)
+    bound = provider.bound_identity(ApiKey(issued.key))
+    full = await provider.authenticate(ApiKey(issued.key))
+    assert bound.fingerprint == full.fingerprint and bound.principal == full.principal
+    with pytest.raises(InvalidCredential):
+        provider.bound_identity(ApiKey(issued.key[:-2] + ("AA" if not issued.key.endswith("AA") else "BB")))
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE api_keys SET roles = '[\"reader\"]' WHERE key_id = ?", (issued.record.key_id,))
+    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"reader"})  # re-bound: seen at once
+    store.revoke(issued.record.key_id)
+    with pytest.raises(InvalidCredential, match="revoked"):
+        provider.bound_identity(ApiKey(issued.key))
+    with pytest.raises(Unauthenticated):
+        provider.bound_identity(BearerToken("not-a-key"))  # type: ignore[arg-type]

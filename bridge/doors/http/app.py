@@ -7,7 +7,8 @@ comes from those models, so the spec cannot drift from the code.
 The edge (`EdgeMiddleware`, plain ASGI, outermost) does, for every request, in this order:
 request id -> query/body size limits -> read the body (bounded) -> authenticate (JWT, API key or
 signed gateway headers over this exact body) -> per-identity rate limit -> the route, which
-maps one request model to one operation -> access log and metrics. Every error on the way is
+maps one request model to one operation (a query-only route, GET /api/v1/recall, is called by
+the edge itself, past FastAPI's routing: direct.py) -> access log and metrics. Every error on the way is
 the same problem+json (`problems.py`); an unexpected exception is a 500 with the request id and
 nothing else. Operational routes (/health, /ready, /metrics, the spec) skip authentication.
 """
@@ -36,6 +37,7 @@ from bridge.facade import MemoryBridge
 from bridge.doors.http import admin as console
 from bridge.doors.edge import build_edge_providers, default_session_key
 from bridge.doors.http.auth import EdgeAuthenticator
+from bridge.doors.http.direct import DirectRoutes
 from identity.providers.api_keys import ApiKeyProvider
 from bridge.doors.connection import read_deadline
 from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
@@ -86,6 +88,7 @@ class EdgeMiddleware:
         self.app = app
         self.fastapi_app = fastapi_app
         self.routes = [r for module in ROUTERS for r in module.router.routes]
+        self.direct = DirectRoutes(self.routes, fastapi_app)
 
     def _route(self, scope: dict[str, Any]) -> str:
         """The route template (`/api/v1/memories/{memory_id}`): metrics and logs never carry
@@ -108,7 +111,8 @@ class EdgeMiddleware:
         given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
-        route = self._route(scope)
+        direct = self.direct.find(scope)
+        route = direct[0].path if direct is not None else self._route(scope)
         status_seen = {"status": 500, "started": False}
         principal: str | None = None
         error: str | None = None
@@ -133,11 +137,13 @@ class EdgeMiddleware:
 
         limit = BodyLimit(ctx.settings.max_body_bytes, ctx.settings.max_query_bytes)
         try:
-            limit.check_head(scope)
+            declares_body = limit.check_head(scope)
             if scope["path"] in PUBLIC_PATHS:
                 await self.app(scope, receive, send_wrapped)
                 return
-            receive_limited = limit.wrap(read_deadline(receive, ctx.settings.body_timeout_seconds))
+            # a head without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3): the
+            # server has the whole request already, so there is nothing to put a deadline on
+            receive_limited = limit.wrap(read_deadline(receive, ctx.settings.body_timeout_seconds) if declares_body else receive)
             chunks: list[bytes] = []
             while True:
                 message = await receive_limited()
@@ -165,7 +171,10 @@ class EdgeMiddleware:
                     return {"type": "http.request", "body": body, "more_body": False}
                 return await receive()
 
-            await self.app(scope, replay, send_wrapped)
+            if direct is not None:  # a query-only route: its handler, past FastAPI's routing (direct.py)
+                await self.direct.serve(direct, scope, replay, send_wrapped)
+            else:
+                await self.app(scope, replay, send_wrapped)
         except Exception as exc:  # noqa: BLE001 - the edge answers every failure as problem+json
             if status_seen["started"]:
                 raise  # the response is on its way: nothing sane can be sent any more

@@ -100,13 +100,18 @@ class EdgeAuthenticator:
             credential = BearerToken(authorization[0].strip().partition(" ")[2].strip())
         else:
             credential = ApiKey((api_key_header[0] if api_key_header else authorization[0].strip().partition(" ")[2]).strip())
-        identity = await provider.authenticate(credential)
         sessions = [v for n, v in headers if n == SESSION_HEADER]
+        default_session = not sessions and kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names)
+        bound = getattr(provider, "bound_identity", None) if default_session else None
+        # a provider that can say whom a credential is bound to without inventing a session for it
+        # (API keys): the default session replaces that session anyway; the credential is verified
+        # in full either way
+        identity = bound(credential) if bound is not None else await provider.authenticate(credential)
         if len(sessions) > 1:
             raise Unauthenticated("more than one X-Session-Id header")
         if sessions:
             return narrow(identity, {"session_id": sessions[0].strip()})
-        if kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names):
+        if default_session:
             return self._in_default_session(identity)
         return identity
 
@@ -114,11 +119,13 @@ class EdgeAuthenticator:
         """`identity` in its default session. The result depends only on the identity's fields
         other than the session (the id is an HMAC of its fingerprint), so it is kept per those
         fields: each request still authenticates its credential in full first."""
-        fields = tuple(value for name, value in identity if name != "session_id")  # every field but the session, whatever fields it has
-        known = self._default_sessions.get(fields)
+        fields = dict(identity.__dict__)  # every field but the session, whatever fields it has (read as stored: no per-field iteration)
+        del fields["session_id"]
+        key = tuple(fields.items())
+        known = self._default_sessions.get(key)
         if known is None:
             known = identity.with_session(default_session_id(identity, self.session_key))
             if len(self._default_sessions) >= _DEFAULT_SESSIONS_MAX:
                 self._default_sessions.clear()
-            self._default_sessions[fields] = known
+            self._default_sessions[key] = known
         return known

@@ -45,17 +45,24 @@ class BodyLimit:
         self.max_body = max_body
         self.max_query = max_query
 
-    def check_head(self, scope: Scope) -> None:
+    def check_head(self, scope: Scope) -> bool:
+        """Refuse a head over the limits; True when it announces a body (Content-Length or
+        Transfer-Encoding), False when, by HTTP/1.1's framing, the request has none."""
+        declares_body = False
         if len(scope.get("query_string", b"")) > self.max_query:
             raise RequestTooLarge(f"query string is over {self.max_query} bytes", status=414)
         for name, value in scope.get("headers", []):
-            if name == b"content-length":
+            if name == b"transfer-encoding":
+                declares_body = True
+            elif name == b"content-length":
+                declares_body = True
                 try:
                     length = int(value)
                 except ValueError:
                     raise RequestTooLarge("Content-Length is not a number", status=413) from None
                 if length > self.max_body:
                     raise RequestTooLarge(f"request body is {length} bytes; the limit is {self.max_body}")
+        return declares_body
 
     def wrap(self, receive: Receive) -> Receive:
         seen = 0

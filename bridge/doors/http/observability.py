@@ -70,4 +70,5 @@ def access_log(request_id: str, method: str, route: str, status: int, started: f
         entry["principal"] = principal
     if error:
         entry["error"] = error  # the class name only; the message may echo input
-    _log.info(json.dumps(entry, separators=(",", ":")))
+    # the record made and handled as `info` would, less its stack walk for the caller (always here)
+    _log.handle(_log.makeRecord(_log.name, logging.INFO, __file__, 0, json.dumps(entry, separators=(",", ":")), None, None, "access_log"))

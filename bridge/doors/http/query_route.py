@@ -62,6 +62,8 @@ class QueryModelRoute(APIRoute):
         except Exception:  # noqa: BLE001 - FastAPI or pydantic internals moved: FastAPI's own (slower) handling is still correct
             log.warning("route %s: query parameters resolved by FastAPI (the one-model fast path could not be built)", self.path)
             handler = None
+        #: the edge calls this handler itself for an exact (method, path) match (direct.py)
+        self.query_model_handler = handler
         return handler if handler is not None else super().get_route_handler()
 
 
