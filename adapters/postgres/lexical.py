@@ -1,29 +1,32 @@
 """The lexical channel of the PostgreSQL backend: full-text search fused with the vector channel.
 
 Why: the same as the local backend's (adapters/local/lexical.py): rare exact words a question
-hinges on. Here the index is a generated `tsvector` column (`memories.lexical`), so PostgreSQL
-itself keeps it in step with every insert, content update and delete, and a GIN index serves it.
-The `simple` configuration (no stemming, no stop words: one behaviour for every language); CJK
+hinges on. Here the words are a generated `tsvector` column (`memories.lexical`), so PostgreSQL
+itself keeps it in step with every insert, content update and delete (`ts_rank` reads it). The `simple` configuration (no stemming, no stop words: one behaviour for every language); CJK
 characters are spaced out before it, so Chinese is matched character by character (the
 `simple` parser would otherwise make one token of a whole run of Chinese).
 
 Lexemes are tagged by scope (migration 6, `memory_scoped_lexemes`): every lexeme of a row is
 stored as `<tag>:<word>`, the tag being the first 16 hex digits of SHA-256 of the row's scope
-key. A query asks for the tagged words of the ScopeSet's own scopes only, so a word's GIN
-postings are per scope: reading or counting them never touches another scope's rows, and a
-memory outside the set is never a candidate, whatever its words.
+key, and `memory_postings` holds one row per tagged word and memory (kept in step by a trigger;
+a B-tree, since under row-level security PostgreSQL uses an index only through leakproof
+operators, which text equality is and no GIN operator is). A query asks for the tagged words of
+the ScopeSet's own scopes only, so reading or counting a word's postings never touches another
+scope's rows, and a memory outside the set is never a candidate, whatever its words.
 
 Bound by the ScopeSet before ranking, twice: the queries run in a transaction that declared the
 ScopeSet (row-level security) and carry the vector branch's WHERE (scopes, an entry's memory
 ids, statuses, kinds, expiry). `ts_rank` reads no collection statistics, so nothing another
 scope holds moves the order of a readable hit.
 
-Cost, bounded the way the local backend bounds its own: first one statement counts, for each
-tagged query word, the readable candidate rows holding it (under the same WHERE and RLS, each
+Cost, bounded before any row is read: first one statement counts, for each tagged query word,
+the postings of the ScopeSet holding it (`memory_postings`, under its own row-level security and
+the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so these counts
+include rows of any status: they choose which words to look up, never how a hit is scored; each
 count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so counting
 further would only cost); the rarest words are kept while their rows stay within
-MAX_CANDIDATES, and only they are looked up and ranked. A question made only of words that
-common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
+MAX_CANDIDATES, and only they are looked up and ranked under the vector branch's full WHERE. A
+question made only of words that common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
 The counts are over the ScopeSet's own readable rows only, never table-wide: a table-wide
 statistic would let the order of one user's hits depend on what other tenants wrote.
 
