@@ -110,17 +110,17 @@ def _digest(term: str) -> str:
     return hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
-def _tags(db: sqlite3.Connection, scope_texts: Iterable[str], *, create: bool) -> dict[str, int]:
+def _tags(db: sqlite3.Connection, scope_texts: Iterable[str]) -> dict[str, int]:
+    """The tag of each scope, made for a scope indexed for the first time (inside the caller's write)."""
     wanted = sorted(set(scope_texts))
     found: dict[str, int] = {}
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         marks = ",".join("?" * len(chunk))
         found.update(db.execute(f"SELECT scope, tag FROM lexical_scopes WHERE scope IN ({marks})", chunk).fetchall())
-    if create:
-        for scope in wanted:
-            if scope not in found:
-                found[scope] = int(db.execute("INSERT INTO lexical_scopes (scope) VALUES (?)", (scope,)).lastrowid)
+    for scope in wanted:
+        if scope not in found:
+            found[scope] = int(db.execute("INSERT INTO lexical_scopes (scope) VALUES (?)", (scope,)).lastrowid)
     return found
 
 
@@ -128,7 +128,7 @@ def index_rows(db: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> 
     """Index (rowid, scope text, content) rows; inside the caller's write transaction."""
     if not rows:
         return
-    tags = _tags(db, (r[1] for r in rows), create=True)
+    tags = _tags(db, (r[1] for r in rows))
     db.executemany(
         "INSERT INTO memories_lexical (rowid, terms) VALUES (?, ?)",
         [(rowid, " ".join(f"{tags[scope]}x{_digest(t)}" for t in terms(content))) for rowid, scope, content in rows if isinstance(content, str)],

@@ -47,7 +47,7 @@ class LocalLexical(LocalScan):
         require_scope_set(scopes)
         valid_limit(limit)
         with self._lock:
-            scan = self._scan(scopes, np.zeros(self.embedder.dimension, dtype=np.float32), statuses=statuses, kinds=kinds, now=now)
+            scan = self._scan(scopes, None, statuses=statuses, kinds=kinds, now=now)
             return self._lexical_ranking(scan, text, limit)[0]
 
     def _lexical_ranking(self, scan: Scan, text: str, limit: int) -> tuple[list[tuple[ScopeKey, int, float]], dict[int, float]]:
@@ -94,13 +94,8 @@ class LocalLexical(LocalScan):
         avg_length = float(lengths[returnable].mean()) or 1.0
         norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
         bm25 = np.bincount(rows, weights=idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm), minlength=scan.size)
-        candidates = np.flatnonzero(bm25 > 0.0)
-        if len(candidates) > limit:  # the best `limit` without sorting them all; ties at the cut: buffer order
-            values = bm25[candidates]
-            cut = np.partition(values, len(values) - limit)[len(values) - limit]
-            above = candidates[values > cut]
-            candidates = np.concatenate([above, candidates[values == cut][: limit - len(above)]])
-        best = candidates[np.lexsort((candidates, -bm25[candidates]))]  # ties: buffer order
+        bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word is no candidate
+        best = scan.best(bm25, limit)
         ranked = [(scope, rowid, score) for (scope, rowid), score in zip(scan.rows(best), bm25[best].tolist())]
         cosines = dict(zip(scan.rowids[best].tolist(), scan.scores[best].tolist()))
         return ranked, cosines

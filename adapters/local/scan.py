@@ -45,27 +45,30 @@ class Scan:
     def size(self) -> int:
         return len(self.scores)
 
-    def rows(self, indices: Iterable[int]) -> list[tuple[ScopeKey, int]]:
+    def rows(self, indices: np.ndarray) -> list[tuple[ScopeKey, int]]:
         """(scope, rowid) of buffer indices; under the store's lock, before any partition changes."""
-        indices = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
         ends = np.asarray([offset + n for _, _, offset, n in self.segments])
         which = np.searchsorted(ends, indices, side="right").tolist()
         return [(self.segments[w][0], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
 
+    @staticmethod
+    def best(values: np.ndarray, limit: int) -> np.ndarray:
+        """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
+        values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
+        one's order, and the same scan always ranks alike). Only the kept values are sorted."""
+        candidates = np.flatnonzero(values > -np.inf)
+        if len(candidates) > limit:
+            kept = values[candidates]
+            cut = np.partition(kept, len(kept) - limit)[len(kept) - limit]
+            above = candidates[kept > cut]
+            candidates = np.concatenate([above, candidates[kept == cut][: limit - len(above)]])
+            candidates.sort()  # buffer order again, for the tie-break below
+        return candidates[np.argsort(-values[candidates], kind="stable")]
+
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
-        """The best `limit` rows by `values` (one per buffer row; -inf never returned), best first."""
-        total = len(values)
-        if total == 0:
-            return []
-        k = min(limit, total)
-        top = np.argpartition(values, total - k)[total - k :] if k < total else np.arange(total)
-        picked = values[top]
-        order = np.argsort(-picked, kind="stable")
-        top, picked = top[order], picked[order]
-        keep = picked > -np.inf
-        if not keep.all():
-            top, picked = top[keep], picked[keep]
-        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(top), picked.tolist())]
+        """The best `limit` rows by `values` (one per buffer row), best first: (scope, rowid, value)."""
+        best = self.best(values, limit)
+        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(best), values[best].tolist())]
 
 
 class LocalScan(LocalStoreBase):
@@ -92,14 +95,15 @@ class LocalScan(LocalStoreBase):
             raise InvalidRequest(f"query vector must be {self.embedder.dimension} finite floats", backend=self.name)
         return query
 
-    def _scan(self, scopes: ScopeSet, query: np.ndarray, *, statuses: frozenset[Status], kinds: frozenset[str] | None, now: float | None) -> Scan:
+    def _scan(self, scopes: ScopeSet, query: np.ndarray | None, *, statuses: frozenset[Status], kinds: frozenset[str] | None, now: float | None) -> Scan:
         """Score every row of the ScopeSet's partitions; the caller holds `self._lock` and maps
         the result to rows before releasing it (a swap-remove could otherwise move a row).
 
         Filters (status, kind, an entry's memory ids, expiry) are applied to each partition's
         scores before any top-k: excluded rows score -inf and are never returned, so `limit`
         permitted rows come back whenever that many exist. Partitions score straight into one
-        buffer (no concatenation); the status filter is a cached 0/-inf bias per partition."""
+        buffer (no concatenation); the status filter is a cached 0/-inf bias per partition. With
+        no `query` every row scores 0 before the masks: the rows alone, for the lexical channel."""
         require_scope_set(scopes)  # also a forged, empty one
         if not isinstance(statuses, frozenset) or not statuses or not all(isinstance(x, Status) for x in statuses):
             statuses = valid_statuses(statuses, allow_none=False)  # type: ignore[assignment]  # raises unless a usable collection
@@ -124,7 +128,10 @@ class LocalScan(LocalStoreBase):
                 if n == 0:
                     continue
                 seg = scores[offset : offset + n]
-                part.scores_into(query, seg)
+                if query is None:
+                    seg.fill(0.0)
+                else:
+                    part.scores_into(query, seg)
                 bias = part.status_bias(allowed)
                 if bias is not None:
                     seg += bias
