@@ -108,8 +108,7 @@ class LocalSearch(LocalLexical):
             raise UnsupportedFilter(f"the local backend supports no extra filters (got: {unknown})", backend=self.name)
         if not isinstance(query.text, str):
             raise InvalidRequest("query text must be a string", backend=self.name)
-        (vector,) = await self._embed([encodable(query.text, "query text")])
-        vector = self._query_vector(vector)
+        (vector,) = await self._embed([encodable(query.text, "query text")])  # checked there: shape, finite
         depth = max(query.limit, FUSION_DEPTH)  # each channel's candidates; the fusion keeps query.limit
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
             with self._lock:  # both channels read one scan: the same rows, the same masks
