@@ -10,7 +10,7 @@ It never widens anything the policy did not decide (`bridge/policy/sharing.py`).
 from __future__ import annotations
 
 
-from adapters.scopes import ScopeSet
+from adapters.scopes import ScopeEntry, ScopeSet
 from bridge.results import RecalledMemory
 from bridge.policy.sharing import has_audience, memory_type_of, visible_to_of, with_shares_and_teams
 from bridge.vocabulary import Purpose
@@ -31,26 +31,38 @@ async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purp
 
 async def label_visibility(rt: RecallRuntime, scopes: ScopeSet, items: list[RecalledMemory]) -> list[RecalledMemory]:
     """Each item's `memory_type` (from the entry it was read through) and `visible_to` (one
-    audience lookup per agent place among the items)."""
+    audience lookup per agent place among the items).
+
+    Both depend on the entry alone, except an agent place's audience, which is per memory: so
+    each place is decided once (its entry, its memory type, whether it has an audience), and
+    the items of a place only copy that decision."""
     if not items:
         return items
-    entries = {str(e.key): e for e in scopes}
+    # place text -> (entry, memory type, has an audience); only the places the items came from
+    places: dict[str, tuple[ScopeEntry, str, bool] | None] = {}
+    for item in items:
+        if item.scope not in places:
+            places[item.scope] = None
+    for entry in scopes:
+        text = str(entry.key)
+        if text in places:
+            places[text] = (entry, memory_type_of(entry.key, entry.source).value, has_audience(entry.key))
     wanted: dict[str, list[str]] = {}
     for item in items:
-        entry = entries.get(item.scope)
-        if entry is not None and has_audience(entry.key):
+        place = places[item.scope]
+        if place is not None and place[2]:
             wanted.setdefault(item.scope, []).append(item.memory_id)
-    audiences = {scope: await rt.state.shares.audience_of(entries[scope].key, ids) for scope, ids in wanted.items()}
+    audiences = {scope: await rt.state.shares.audience_of(places[scope][0].key, ids) for scope, ids in wanted.items()}  # type: ignore[index]
     for item in items:
-        entry = entries.get(item.scope)
-        if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
+        place = places[item.scope]
+        if place is None:  # pragma: no cover - the guard dropped every hit outside the set
             continue
-        kind = memory_type_of(entry.key, entry.source).value
+        entry, kind, audienced = place
         if kind != item.memory_type:
             # the items were built by the label stage of this recall and are not shared yet: set
             # in place (dataclasses.replace costs several microseconds per item on the hot path)
             object.__setattr__(item, "memory_type", kind)
-        if has_audience(entry.key):
+        if audienced:
             audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
             object.__setattr__(item, "visible_to", visible_to_of(entry.key, audience))
     return items
