@@ -37,6 +37,22 @@ async def test_a_share_reaches_exactly_its_audience_of_the_same_user(state):
     assert await state.shares.audience_of(WUKONG, ["m1", "m2", "nope"]) == {"m1": frozenset({"bajie", "sha"}), "m2": frozenset({"*"})}
 
 
+async def test_a_narrowed_team_share_reaches_its_agents_acting_for_any_user_of_the_tenant(state):
+    """A narrowed team place has no owning user: its share rows carry the any-user mark, and the
+    reader's lookup (user or any user, agent or every agent) finds them for every user of the
+    tenant, for exactly the listed agents, never across tenants."""
+    from bridge.policy.sharing import narrowed_team
+
+    place = narrowed_team("acme", "red")
+    await state.shares.set_audience(place, "n1", frozenset({"bajie", "wukong"}), 1.0)
+    await state.shares.set_audience(place, "n2", frozenset({"*"}), 1.0)
+    await state.shares.set_audience(WUKONG, "m1", frozenset({"bajie"}), 1.0)
+    assert await state.shares.shared_with("acme", "alice", "bajie") == {place: frozenset({"n1", "n2"}), WUKONG: frozenset({"m1"})}
+    assert await state.shares.shared_with("acme", "bob", "bajie") == {place: frozenset({"n1", "n2"})}
+    assert await state.shares.shared_with("acme", "bob", "sha") == {place: frozenset({"n2"})}
+    assert await state.shares.shared_with("globex", "bob", "bajie") == {}
+
+
 async def test_narrowing_a_share_is_visible_to_the_next_read(state):
     await state.shares.set_audience(WUKONG, "m1", frozenset({"bajie", "sha"}), 1.0)
     await state.shares.set_audience(WUKONG, "m1", frozenset({"sha"}), 2.0)
