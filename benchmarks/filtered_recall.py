@@ -152,12 +152,29 @@ class LocalSystem(AsyncBackendSystem):
     name = "local"
     batch_size = 5000
 
-    def __init__(self, embedder: FixedEmbedder) -> None:
+    def __init__(self, embedder: FixedEmbedder, keep: Path | None = None) -> None:
         from adapters.local import LocalBackend
 
         super().__init__(embedder)
-        self.home = Path(tempfile.mkdtemp(prefix="vb-bench-local-"))
+        self.keep = keep  # a kept store: ingested once, reused by later runs on the same corpus (profiling)
+        self.home = keep if keep is not None else Path(tempfile.mkdtemp(prefix="vb-bench-local-"))
+        self.reused = keep is not None and (keep / "store").exists()
         self.backend = LocalBackend(self.home / "store", embedder=embedder)  # type: ignore[arg-type]
+
+    def ingest(self, corpus: Corpus) -> None:
+        if not self.reused:
+            super().ingest(corpus)
+            return
+        import sqlite3
+
+        from adapters.local.schema import db_path
+
+        row_by_text = {t: i for i, t in enumerate(corpus.texts)}  # the corpus texts are unique (they name their row)
+        db = db_path(self.home / "store")
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            self.row_of = {i: row_by_text[t] for i, t in conn.execute("SELECT id, content FROM memories")}
+        if len(self.row_of) != len(corpus.texts):
+            raise SystemExit(f"the kept store {self.home} holds {len(self.row_of)} memories, not this corpus's {len(corpus.texts)}")
 
     async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
         ranked = self.backend.search_vector(scopes, vector, limit=K)
@@ -165,7 +182,8 @@ class LocalSystem(AsyncBackendSystem):
 
     def close(self) -> None:
         self.run(self.backend.aclose())
-        shutil.rmtree(self.home, ignore_errors=True)
+        if self.keep is None:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 class PostgresSystem(AsyncBackendSystem):
@@ -303,7 +321,7 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
     return {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
         "recall_at_10": float(np.mean(recalls)),
-        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) else None,
+        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) and not getattr(system, "reused", False) else None,
         "resident_mb": (rss1 - rss0) / 2**20 if system.in_process else None, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
     }
 
@@ -323,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ann-min-rows", type=int, default=1000, help="postgres-ann: scopes with at least this many rows get a partial HNSW index")
     p.add_argument("--search-text", default="what do we know about this note in the synthetic enterprise memory",
                    help="postgres-search: the question's words (common words of the corpus by default)")
+    p.add_argument("--keep-local-store", type=Path, default=None, metavar="DIR",
+                   help="local: ingest into DIR once and keep it; a later run with the same corpus arguments reuses it"
+                        " (its ingest rate is then not measured)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
@@ -337,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name == "floor":
                 system: System = Floor()
             elif name == "local":
-                system = LocalSystem(embedder)
+                system = LocalSystem(embedder, args.keep_local_store)
             elif name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):
                 if not args.postgres_url:
                     results.append({"system": name, "skipped": "no --postgres-url"})
