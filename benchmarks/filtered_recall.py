@@ -17,7 +17,8 @@ the permitted active rows, ingest rate, resident memory growth (in-process syste
 Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]` extras; a missing one
 is reported as skipped, not faked):
   floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
-  local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
+  local      LocalBackend.search_vector + load_hits (SQLite + numpy partitions per scope; the hits' records decoded)
+  local-rowids   LocalBackend.search_vector alone: (scope, rowid, score), no records, as the peers answer
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
   postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
   postgres-ann         the same with opt-in partial HNSW indexes on scopes of >= --ann-min-rows rows
@@ -188,6 +189,25 @@ class LocalSystem(AsyncBackendSystem):
         self.run(self.backend.aclose())
         if self.keep is None:
             shutil.rmtree(self.home, ignore_errors=True)
+
+
+class LocalRowidsSystem(LocalSystem):
+    """`search_vector` alone, as the peers answer: row numbers, no records read or decoded
+    (`local` adds `load_hits`, which a caller needs for the memories themselves)."""
+
+    name = "local search_vector only (no records)"
+
+    def ingest(self, corpus: Corpus) -> None:
+        import sqlite3
+
+        from adapters.local.schema import db_path
+
+        super().ingest(corpus)
+        with sqlite3.connect(f"file:{db_path(self.home / 'store')}?mode=ro", uri=True) as conn:
+            self.row_of_rowid = {rowid: self.row_of[i] for rowid, i in conn.execute("SELECT rowid, id FROM memories")}
+
+    def search(self, q: Query) -> list[int]:
+        return [self.row_of_rowid[rowid] for _, rowid, _ in self.backend.search_vector(ScopeSet.of(*q.scopes), q.vector, limit=K)]
 
 
 class PostgresSystem(AsyncBackendSystem):
@@ -371,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 system: System = Floor()
             elif name == "local":
                 system = LocalSystem(embedder, args.keep_local_store)
+            elif name == "local-rowids":
+                system = LocalRowidsSystem(embedder, args.keep_local_store)
             elif name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):
                 if not args.postgres_url:
                     results.append({"system": name, "skipped": "no --postgres-url"})
