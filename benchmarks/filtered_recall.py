@@ -4,6 +4,7 @@
     python -m contract_tests.postgres_server &          # or any PostgreSQL 16 + pgvector; prints its admin URL
     python benchmarks/filtered_recall.py --postgres-url postgresql://postgres:...@127.0.0.1:PORT/postgres
                                          [--memories 200000] [--queries 200] [--systems floor,local,postgres,faiss,...]
+                                         [--keep-local-store DIR]   # local: ingest once, reuse on later runs
 
 One workload — the enterprise world of `benchmarks/local_recall.py` (tenants and scopes of
 Zipf-skewed sizes, ~2,650 scopes at 200k memories, clustered 384-d unit vectors, 95% active) —
@@ -16,7 +17,8 @@ the permitted active rows, ingest rate, resident memory growth (in-process syste
 Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]` extras; a missing one
 is reported as skipped, not faked):
   floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
-  local      LocalBackend.search_vector (SQLite + numpy partitions per scope)
+  local      LocalBackend.search_vector + load_hits (SQLite + numpy partitions per scope; the hits' records decoded)
+  local-rowids   LocalBackend.search_vector alone: (scope, rowid, score), no records, as the peers answer
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
   postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
   postgres-ann         the same with opt-in partial HNSW indexes on scopes of >= --ann-min-rows rows
@@ -152,12 +154,32 @@ class LocalSystem(AsyncBackendSystem):
     name = "local"
     batch_size = 5000
 
-    def __init__(self, embedder: FixedEmbedder) -> None:
+    def __init__(self, embedder: FixedEmbedder, keep: Path | None = None) -> None:
         from adapters.local import LocalBackend
 
         super().__init__(embedder)
-        self.home = Path(tempfile.mkdtemp(prefix="vb-bench-local-"))
+        self.keep = keep  # a kept store: ingested once, reused by later runs on the same corpus (profiling)
+        self.home = keep if keep is not None else Path(tempfile.mkdtemp(prefix="vb-bench-local-"))
+        self.reused = keep is not None and (keep / "store").exists()
         self.backend = LocalBackend(self.home / "store", embedder=embedder)  # type: ignore[arg-type]
+
+    def ingest(self, corpus: Corpus) -> None:
+        if not self.reused:
+            super().ingest(corpus)
+            return
+        import sqlite3
+
+        from adapters.local.schema import db_path
+
+        row_by_text = {t: i for i, t in enumerate(corpus.texts)}  # the corpus texts are unique (they name their row)
+        db = db_path(self.home / "store")
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            self.row_of = {i: row_by_text[t] for i, t in conn.execute("SELECT id, content FROM memories")}
+        if len(self.row_of) != len(corpus.texts):
+            raise SystemExit(f"the kept store {self.home} holds {len(self.row_of)} memories, not this corpus's {len(corpus.texts)}")
+
+    def partition_loads(self) -> int:
+        return sum(self.backend.partition_loads.values())
 
     async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
         ranked = self.backend.search_vector(scopes, vector, limit=K)
@@ -165,7 +187,27 @@ class LocalSystem(AsyncBackendSystem):
 
     def close(self) -> None:
         self.run(self.backend.aclose())
-        shutil.rmtree(self.home, ignore_errors=True)
+        if self.keep is None:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
+class LocalRowidsSystem(LocalSystem):
+    """`search_vector` alone, as the peers answer: row numbers, no records read or decoded
+    (`local` adds `load_hits`, which a caller needs for the memories themselves)."""
+
+    name = "local search_vector only (no records)"
+
+    def ingest(self, corpus: Corpus) -> None:
+        import sqlite3
+
+        from adapters.local.schema import db_path
+
+        super().ingest(corpus)
+        with sqlite3.connect(f"file:{db_path(self.home / 'store')}?mode=ro", uri=True) as conn:
+            self.row_of_rowid = {rowid: self.row_of[i] for rowid, i in conn.execute("SELECT rowid, id FROM memories")}
+
+    def search(self, q: Query) -> list[int]:
+        return [self.row_of_rowid[rowid] for _, rowid, _ in self.backend.search_vector(ScopeSet.of(*q.scopes), q.vector, limit=K)]
 
 
 class PostgresSystem(AsyncBackendSystem):
@@ -293,17 +335,25 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
         system.search(q)
     gc.collect()
     rss1 = vm_rss_bytes()
-    samples, recalls = [], []
+    samples, recalls, first_touch = [], [], []
+    loads = getattr(system, "partition_loads", None)  # local: a query that loads a partition is a scope's first touch
     for q in queries:
+        before = loads() if loads else 0
         start = time.perf_counter_ns()
         found = system.search(q)
         samples.append(time.perf_counter_ns() - start)
+        first_touch.append(loads is not None and loads() > before)
         recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
     ms = np.asarray(samples) / 1e6
-    return {
+    cold = np.asarray(first_touch, dtype=bool)
+    split = {}
+    if loads is not None and cold.any() and not cold.all():
+        split = {"first_touch_queries": int(cold.sum()), "warm_p50_ms": float(np.percentile(ms[~cold], 50)), "warm_p95_ms": float(np.percentile(ms[~cold], 95)),
+                 "first_touch_p50_ms": float(np.percentile(ms[cold], 50))}
+    return split | {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
         "recall_at_10": float(np.mean(recalls)),
-        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) else None,
+        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) and not getattr(system, "reused", False) else None,
         "resident_mb": (rss1 - rss0) / 2**20 if system.in_process else None, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
     }
 
@@ -323,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ann-min-rows", type=int, default=1000, help="postgres-ann: scopes with at least this many rows get a partial HNSW index")
     p.add_argument("--search-text", default="what do we know about this note in the synthetic enterprise memory",
                    help="postgres-search: the question's words (common words of the corpus by default)")
+    p.add_argument("--keep-local-store", type=Path, default=None, metavar="DIR",
+                   help="local: ingest into DIR once and keep it; a later run with the same corpus arguments reuses it"
+                        " (its ingest rate is then not measured)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
@@ -337,7 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name == "floor":
                 system: System = Floor()
             elif name == "local":
-                system = LocalSystem(embedder)
+                system = LocalSystem(embedder, args.keep_local_store)
+            elif name == "local-rowids":
+                system = LocalRowidsSystem(embedder, args.keep_local_store)
             elif name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):
                 if not args.postgres_url:
                     results.append({"system": name, "skipped": "no --postgres-url"})
@@ -366,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
         print(f"{r['system']:40} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
               f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
+        if "first_touch_queries" in r:
+            print(f"{'  of which first touch of a scope':40} {r['first_touch_p50_ms']:8.3f} {'':8} ({r['first_touch_queries']} queries);"
+                  f" the others {r['warm_p50_ms']:.3f} / {r['warm_p95_ms']:.3f}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"machine": machine_info(), "args": vars(args) | {"out": str(args.out)}, "results": results}, indent=2, default=str))

@@ -241,12 +241,43 @@ class LocalStoreBase:
         if part is not None:
             return part
         self.partition_loads[scope] += 1
+        dim = self.embedder.dimension
         rows, lenient = self._fetchall(
             "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
         )
-        dim = self.embedder.dimension
+        part, damaged = None, []
+        if rows and not lenient:  # the common case, all rows sound: built column by column
+            part = self._sound_partition(rows, dim)
+        if part is None:
+            part, damaged = self._checked_partition(scope, rows, lenient, dim)
+        self._partitions[scope] = part
+        if damaged:
+            self._quarantine(damaged)
+        return part
+
+    def _sound_partition(self, rows: list[tuple], dim: int) -> Partition | None:
+        """The partition of `rows` when every row is sound (known status, a vector blob of the
+        right size holding finite floats), built column by column; None if any row is not
+        (then `_checked_partition` sorts them one by one)."""
+        rowids, _, statuses, kinds, blobs, is_blob, expiries = zip(*rows)
+        if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(statuses) <= _STATUS_CODE_BY_VALUE.keys():
+            return None
+        matrix = np.frombuffer(bytearray().join(blobs), dtype=np.float32).reshape(len(rows), dim)  # writable: no copy in from_rows
+        if not np.isfinite(matrix).all():
+            return None
+        codes = {k: self._kind_code(k) for k in set(kinds)}
+        part = Partition.from_rows(
+            dim, np.fromiter(rowids, dtype=np.int64, count=len(rows)),
+            np.fromiter(map(_STATUS_CODE_BY_VALUE.__getitem__, statuses), dtype=np.int8, count=len(rows)),
+            np.fromiter(map(codes.__getitem__, kinds), dtype=np.int32, count=len(rows)), matrix,
+        )
+        part.next_expiry = min((float(e) for e in expiries if isinstance(e, (int, float))), default=part.next_expiry)
+        return part
+
+    def _checked_partition(self, scope: ScopeKey, rows: list[tuple], lenient: bool, dim: int) -> tuple[Partition, list[tuple[int, str, str, str]]]:
+        """The partition of the sound rows among `rows`, and (rowid, scope, id, reason) of the others."""
         want = 4 * dim
         good: list[tuple] = []
         damaged: list[tuple[int, str, str, str]] = []
@@ -276,10 +307,7 @@ class LocalStoreBase:
             part.next_expiry = min((float(r[6]) for r in good if isinstance(r[6], (int, float))), default=part.next_expiry)
         else:
             part = Partition(dim)
-        self._partitions[scope] = part
-        if damaged:
-            self._quarantine(damaged)
-        return part
+        return part, damaged
 
     # -- quarantine ---------------------------------------------------------
     def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
