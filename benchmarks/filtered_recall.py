@@ -18,6 +18,8 @@ Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]`
 is reported as skipped, not faked):
   floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
   local      LocalBackend.search_vector + load_hits (SQLite + numpy partitions per scope; the hits' records decoded)
+  local-warm     local on a store warmed before its first query (LocalBackend.warm, as `serve` with
+                 VIKING_BRIDGE_SERVICE_WARM_MB): the partition loads counted in its ingest, as the peers' index builds
   local-rowids   LocalBackend.search_vector alone: (scope, rowid, score), no records, as the peers answer
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
   postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
@@ -189,6 +191,18 @@ class LocalSystem(AsyncBackendSystem):
         self.run(self.backend.aclose())
         if self.keep is None:
             shutil.rmtree(self.home, ignore_errors=True)
+
+
+class LocalWarmSystem(LocalSystem):
+    """`local` on a store warmed before its first query (`LocalBackend.warm`, what `serve` does
+    with VIKING_BRIDGE_SERVICE_WARM_MB): the partition loads go into its ingest time, as the
+    peers' index builds go into theirs, and no query first-touches a scope."""
+
+    name = "local, warmed at start"
+
+    def ingest(self, corpus: Corpus) -> None:
+        super().ingest(corpus)
+        self.backend.warm()
 
 
 class LocalRowidsSystem(LocalSystem):
@@ -391,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 system: System = Floor()
             elif name == "local":
                 system = LocalSystem(embedder, args.keep_local_store)
+            elif name == "local-warm":
+                system = LocalWarmSystem(embedder, args.keep_local_store)
             elif name == "local-rowids":
                 system = LocalRowidsSystem(embedder, args.keep_local_store)
             elif name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):

@@ -148,3 +148,8 @@ class Partition:
     @property
     def nbytes(self) -> int:
         return 0 if self.matrix is None else self.matrix.nbytes + self.rowids.nbytes + self.status.nbytes + self.kind.nbytes
+
+    @staticmethod
+    def bytes_per_row(dimension: int) -> int:
+        """What one loaded row adds to `nbytes`: its vector, rowid, status and kind code."""
+        return 4 * dimension + 8 + 1 + 4

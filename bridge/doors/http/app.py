@@ -244,6 +244,25 @@ def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     return app
 
 
+async def warm_store(backend: Any, megabytes: int) -> int:
+    """The store's partitions loaded within `megabytes`, in a thread (the loop keeps serving):
+    what `VIKING_BRIDGE_SERVICE_WARM_MB` asks of a store that can (the local one); logged, never
+    raised (a warm-up that fails leaves searches to load what they need, as without it)."""
+    warm = getattr(backend, "warm", None)
+    if not callable(warm):
+        log.warning("VIKING_BRIDGE_SERVICE_WARM_MB is set, but the %s backend has nothing to warm", getattr(backend, "name", "?"))
+        return 0
+    started = time.perf_counter()
+    try:
+        loaded = await asyncio.to_thread(warm, max_bytes=megabytes * 1_048_576)
+    except Exception:
+        log.exception("warm-up of the store failed; searches load what they need")
+        return 0
+    log.info("warm-up: %d partition(s) loaded in %.1f s, %.1f MiB of vectors resident", loaded, time.perf_counter() - started,
+             getattr(backend, "resident_vector_bytes", 0) / 1_048_576)
+    return loaded
+
+
 def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | None = None, settings: ServiceSettings | None = None) -> FastAPI:
     """The service. Without arguments (what `viking-bridge serve` and every worker run): the
     bridge `open_bridge()` opens from the same settings as the library, the providers from the
@@ -258,11 +277,16 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
             keys = [k.get_secret_value() for k in service_settings.purge_api_keys]
             purger = asyncio.ensure_future(purge_loop(ctx.bridge, ctx.auth, keys, service_settings.purge_interval_seconds))
+        warming = None
+        if service_settings.warm_mb:
+            warming = asyncio.ensure_future(warm_store(ctx.bridge.backend, service_settings.warm_mb))
         try:
             yield
         finally:
             if purger is not None:
                 purger.cancel()
+            if warming is not None:
+                await asyncio.wait([warming], timeout=service_settings.shutdown_grace_seconds or None)
             if ctx.background:
                 await asyncio.wait(list(ctx.background), timeout=service_settings.shutdown_grace_seconds or None)
             if ctx.owns_bridge:

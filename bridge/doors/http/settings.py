@@ -77,6 +77,9 @@ class ServiceSettings(ReadLimits):
     shutdown_grace_seconds: float = Field(30.0, ge=0, le=3600)
     purge_interval_seconds: float = Field(0.0, ge=0, le=7 * 86400)
     purge_api_keys: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_split)] = ()
+    #: at start, load the local store's partitions (largest scopes first) within this many MiB,
+    #: in a thread while requests are served, so no user pays a scope's first read; 0: off
+    warm_mb: int = Field(0, ge=0, le=1_048_576)
     #: /docs is unauthenticated, on the admin console's origin, and runs scripts from a public CDN:
     #: an opt-in (docs/openapi.json in the repository is the reference; /openapi.json stays served).
     docs: bool = False
