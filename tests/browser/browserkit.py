@@ -18,6 +18,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.aptkit import apt_lock
+
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "ensure_chromium", "Screenshots"]
 
 CHROMIUM = "/usr/bin/chromium"
@@ -37,7 +39,9 @@ def ensure_chromium(log_path: Path) -> str | None:
     if os.geteuid() != 0:
         return "no /usr/bin/chromium, and installing Debian's chromium package with apt-get needs root"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    with open(log_path, "wb") as log:
+    with apt_lock(), open(log_path, "wb") as log:  # the other xdist worker may be installing Node, or have installed Chromium
+        if os.access(CHROMIUM, os.X_OK):
+            return None
         for cmd in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "chromium"]):
             done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=1800)
             if done.returncode != 0:

@@ -19,6 +19,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.aptkit import apt_lock
+
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 _STAMP = ".viking-bridge-lock-sha256"
 
@@ -32,10 +34,14 @@ def ensure_node() -> tuple[str | None, str]:
     if apt is None or os.geteuid() != 0:
         return None, "node/npm are not installed and cannot be installed here (no apt-get, or not root): install Node >= 20 and npm"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in ([apt, "update"], [apt, "install", "-y", "nodejs", "npm"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            return None, f"node/npm are not installed and `{' '.join(cmd)}` failed: {done.stderr[-500:]}"
+    with apt_lock():  # the other xdist worker may be installing Chromium, or have installed Node meanwhile
+        npm, node = shutil.which("npm"), shutil.which("node")
+        if npm and node:
+            return npm, "installed by another test process"
+        for cmd in ([apt, "update"], [apt, "install", "-y", "nodejs", "npm"]):
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                return None, f"node/npm are not installed and `{' '.join(cmd)}` failed: {done.stderr[-500:]}"
     npm = shutil.which("npm")
     return (npm, "installed with apt-get") if npm and shutil.which("node") else (None, "apt-get installed nodejs/npm but they are not on PATH")
 
