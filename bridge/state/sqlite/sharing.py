@@ -57,8 +57,8 @@ class SqliteShares:
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
         """Shares to this reader: (its user or any user) x (its agent or every agent), one exact
         probe of `shares_by_reader` per pair. Written as UNION ALL of equality probes because
-        SQLite 3.40 spent ~100 us setting up `user_id IN (?, ?) AND agent_id IN (?, ?)` on
-        every call (an empty table included), against ~13 us for the four probes, on every recall."""
+        SQLite 3.40 spent ~85 us on `user_id IN (?, ?) AND agent_id IN (?, ?)` (measured on its
+        own, an empty table included) against ~12 us for the four probes, and every recall asks."""
         pairs = list(dict.fromkeys((user, agent) for user in (user_id, ANY_USER) for agent in (agent_id, EVERY_AGENT)))
         rows = self.db.query(
             " UNION ALL ".join([_SHARED_WITH_PROBE] * len(pairs)),
