@@ -204,10 +204,6 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
     def store_id(self) -> str:
         return self._store_id
 
-    @property
-    def resident_vector_bytes(self) -> int:
-        return sum(p.nbytes for p in self._partitions.values())
-
     @guarded
     def count(self) -> int:
         with self._lock:

@@ -62,6 +62,8 @@ class LocalMaintenance(LocalStoreBase):
         row_bytes = Partition.bytes_per_row(self.embedder.dimension)
         loaded = 0
         for scope_text, rows in sizes:
+            if self._closed:  # closed while warming (a service shutting down): stop, nothing half-loaded
+                break
             if max_bytes is not None and self.resident_vector_bytes + rows * row_bytes > max_bytes:
                 continue  # a smaller scope may still fit
             try:

@@ -236,6 +236,11 @@ class LocalStoreBase:
             code = self._kind_codes[kind] = len(self._kind_codes) + 1
         return code
 
+    @property
+    def resident_vector_bytes(self) -> int:
+        """What the loaded partitions hold in memory (vectors, rowids, status and kind codes)."""
+        return sum(p.nbytes for p in self._partitions.values())
+
     def _partition(self, scope: ScopeKey) -> Partition:
         part = self._partitions.get(scope)
         if part is not None:
