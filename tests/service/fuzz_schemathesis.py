@@ -9,6 +9,11 @@ each carrying a marker no response to the fuzzing identity may contain.
 reserved characters) is checked by the operations, not expressed in JSON Schema, so a
 schema-valid but grammar-breaking id is a 400 by design. Every other default check runs. Examples per operation
 stay modest (`FUZZ_EXAMPLES`, env VIKING_BRIDGE_FUZZ_EXAMPLES) so CI stays well within budget.
+
+Not named `test_*`: tests/service/test_fuzz.py runs this module in a child session of its own,
+because schemathesis gives the test of every operation one and the same test id, and the
+suite's pytest-xdist workers keep one item per id (44 of the 45 operations would silently go
+unfuzzed). Alone: `pytest tests/service/fuzz_schemathesis.py`.
 """
 
 from __future__ import annotations
