@@ -14,6 +14,10 @@ from bridge.operations.fields import (
 )
 
 
+#: the largest audit seq a query may name: every store keeps seqs in a 64-bit integer, and a
+#: larger bound is a caller's mistake to refuse as such, not a database overflow
+MAX_SEQ = 2**62
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryAudit(Operation):
@@ -31,10 +35,10 @@ class QueryAudit(Operation):
             raise InvalidInput(f"unknown audit action {shown(self.action)}; expected one of: {', '.join(sorted(AUDIT_ACTIONS))}")
         _set(self, "memory_id", optional_ident(self.memory_id, "memory_id"))
         _set(self, "limit", positive_int(self.limit, "limit", 1_000_000))
-        if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or self.since_seq < 0:
-            raise InvalidInput(f"since_seq must be a non-negative integer, got {shown(self.since_seq)}")
-        if self.before_seq is not None and (isinstance(self.before_seq, bool) or not isinstance(self.before_seq, int) or self.before_seq < 1):
-            raise InvalidInput(f"before_seq must be a positive integer, got {shown(self.before_seq)}")
+        if isinstance(self.since_seq, bool) or not isinstance(self.since_seq, int) or not 0 <= self.since_seq <= MAX_SEQ:
+            raise InvalidInput(f"since_seq must be an integer within [0, {MAX_SEQ}], got {shown(self.since_seq)}")
+        if self.before_seq is not None:
+            _set(self, "before_seq", positive_int(self.before_seq, "before_seq", MAX_SEQ))
         if self.actor is not None and (not isinstance(self.actor, str) or not 0 < len(self.actor) <= 400 or not self.actor.isprintable()):
             raise InvalidInput(f"actor must be a principal such as 'acme/alice@assistant', got {shown(self.actor)}")
 

@@ -193,3 +193,16 @@ def test_execute_refuses_anything_that_is_not_an_operation_or_an_identity(tmp_pa
     finally:
         loop.run_until_complete(b.aclose())
         loop.close()
+
+
+@pytest.mark.parametrize("bounds", [{"since_seq": 2**63}, {"since_seq": 2**62 + 1}, {"before_seq": 2**64}, {"before_seq": 0}, {"since_seq": -1}])
+def test_an_audit_seq_beyond_any_store_is_refused_as_bad_input_not_a_database_overflow(bounds):
+    """Found by the fuzzing above: `since_seq` of 5,000 digits reached SQLite as an OverflowError.
+    Every store keeps seqs in 64-bit integers; the operation refuses what none can hold."""
+    from bridge.operations import QueryAudit
+    from bridge.errors import InvalidInput
+    from bridge.operations.audit import MAX_SEQ
+
+    with pytest.raises(InvalidInput):
+        QueryAudit(**bounds)
+    assert QueryAudit(since_seq=MAX_SEQ, before_seq=MAX_SEQ).since_seq == MAX_SEQ

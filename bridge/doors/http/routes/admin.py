@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from bridge import operations as ops
 from bridge.operations import reads
+from bridge.operations.audit import MAX_SEQ
 from bridge.results import PurgeReport
 from bridge.doors.http.routes.common import audit_out, execute, grant_out, identity
 from bridge.doors.http.schemas import AuditOut, Deleted, ForkRequest, GrantOut, GrantRequest, SessionOut
@@ -56,8 +57,8 @@ async def fork_session(body: ForkRequest, request: Request) -> SessionOut:
 @router.get("/audit", response_model=list[AuditOut], summary="Audit rows the caller may read, newest first")
 async def audit(
     request: Request, action: str | None = None, memory_id: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100, since_seq: Annotated[int, Query(ge=0, le=2**62)] = 0,
-    before_seq: Annotated[int | None, Query(ge=1, le=2**62, description="Only rows older than this seq: pass the smallest seq of a page to page back.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100, since_seq: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+    before_seq: Annotated[int | None, Query(ge=1, le=MAX_SEQ, description="Only rows older than this seq: pass the smallest seq of a page to page back.")] = None,
     actor: Annotated[str | None, Query(min_length=1, max_length=400, description="Only rows of this actor, e.g. 'acme/alice@assistant'.")] = None,
 ) -> list[AuditOut]:
     op = ops.QueryAudit(action=action, memory_id=memory_id, limit=limit, since_seq=since_seq, before_seq=before_seq, actor=actor)
