@@ -60,11 +60,12 @@ class LocalMaintenance(LocalStoreBase):
         with self._lock:
             sizes, _ = self._fetchall("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY count(*) DESC, scope")
         row_bytes = Partition.bytes_per_row(self.embedder.dimension)
+        resident = self.resident_vector_bytes  # summed once, then kept up to date: not once per scope
         loaded = 0
         for scope_text, rows in sizes:
             if self._closed:  # closed while warming (a service shutting down): stop, nothing half-loaded
                 break
-            if max_bytes is not None and self.resident_vector_bytes + rows * row_bytes > max_bytes:
+            if max_bytes is not None and resident + rows * row_bytes > max_bytes:
                 continue  # a smaller scope may still fit
             try:
                 key = ScopeKey.parse(scope_text)
@@ -73,7 +74,7 @@ class LocalMaintenance(LocalStoreBase):
             with self._lock:
                 self._refresh_if_changed_elsewhere()
                 if key not in self._partitions:
-                    self._partition(key)
+                    resident += self._partition(key).nbytes
                     loaded += 1
         return loaded
 
