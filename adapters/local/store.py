@@ -264,14 +264,19 @@ class LocalStoreBase:
 
     def _sound_partition(self, rows: list[tuple], dim: int) -> Partition | None:
         """The partition of `rows` when every row is sound (known status, a vector blob of the
-        right size holding finite floats), built column by column; None if any row is not
-        (then `_checked_partition` sorts them one by one)."""
-        rowids, _, statuses, kinds, blobs, is_blob, expiries = zip(*rows)
+        right size holding finite floats); None if any row is not (then `_checked_partition`
+        sorts them one by one)."""
+        _, _, statuses, _, blobs, is_blob, _ = zip(*rows)
         if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(statuses) <= _STATUS_CODE_BY_VALUE.keys():
             return None
         matrix = np.frombuffer(bytearray().join(blobs), dtype=np.float32).reshape(len(rows), dim)  # writable: no copy in from_rows
         if not np.isfinite(matrix).all():
             return None
+        return self._partition_of(rows, matrix, dim)
+
+    def _partition_of(self, rows: Sequence[tuple], matrix: np.ndarray, dim: int) -> Partition:
+        """The partition of sound rows and their vectors (`matrix`, one row each), column by column."""
+        rowids, _, statuses, kinds, _, _, expiries = zip(*rows)
         codes = {k: self._kind_code(k) for k in set(kinds)}
         part = Partition.from_rows(
             dim, np.fromiter(rowids, dtype=np.int64, count=len(rows)),
@@ -304,15 +309,7 @@ class LocalStoreBase:
                 damaged += [(good[i][0], str(scope), good[i][1], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
                 good = [r for r, bad in zip(good, broken.tolist()) if not bad]
                 matrix = matrix[~broken]
-        if good:
-            rowids = np.fromiter((r[0] for r in good), dtype=np.int64, count=len(good))
-            status = np.fromiter((_STATUS_CODE_BY_VALUE[r[2]] for r in good), dtype=np.int8, count=len(good))
-            kind = np.fromiter((self._kind_code(r[3]) for r in good), dtype=np.int32, count=len(good))
-            part = Partition.from_rows(dim, rowids, status, kind, matrix)
-            part.next_expiry = min((float(r[6]) for r in good if isinstance(r[6], (int, float))), default=part.next_expiry)
-        else:
-            part = Partition(dim)
-        return part, damaged
+        return (self._partition_of(good, matrix, dim) if good else Partition(dim)), damaged
 
     # -- quarantine ---------------------------------------------------------
     def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
