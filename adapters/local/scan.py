@@ -55,15 +55,26 @@ class Scan:
     def best(values: np.ndarray, limit: int) -> np.ndarray:
         """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
         values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
-        one's order, and the same scan always ranks alike). Only the kept values are sorted."""
-        candidates = np.flatnonzero(values > -np.inf)
-        if len(candidates) > limit:
-            kept = values[candidates]
-            cut = np.partition(kept, len(kept) - limit)[len(kept) - limit]
-            above = candidates[kept > cut]
-            candidates = np.concatenate([above, candidates[kept == cut][: limit - len(above)]])
-            candidates.sort()  # buffer order again, for the tie-break below
-        return candidates[np.argsort(-values[candidates], kind="stable")]
+        one's order, and the same scan always ranks alike). Only the kept values are sorted.
+
+        Two passes over `values`: the `limit`-th largest value (a partition, no index array),
+        then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
+        the first tied rows in buffer order are kept; if that value is -inf, fewer than `limit`
+        rows are returnable and all of them are."""
+        if limit <= 0:
+            return np.zeros(0, dtype=np.intp)
+        n = len(values)
+        if n > limit:
+            cut = np.partition(values, n - limit)[n - limit]
+            if cut > -np.inf:
+                top = np.flatnonzero(values >= cut)
+                if len(top) > limit:
+                    kept = values[top]
+                    above = top[kept > cut]
+                    top = np.sort(np.concatenate([above, top[kept == cut][: limit - len(above)]]))
+                return top[np.argsort(-values[top], kind="stable")]
+        candidates = np.flatnonzero(values > -np.inf)  # at most `limit` of them
+        return candidates[np.argsort(-values[candidates], kind="stable")][:limit]
 
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
         """The best `limit` rows by `values` (one per buffer row), best first: (scope, rowid, value)."""
