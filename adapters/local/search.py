@@ -43,19 +43,23 @@ class LocalSearch(LocalLexical):
             scan = self._scan(scopes, query, statuses=statuses, kinds=kinds, now=now)
             return scan.top(scan.scores, limit)
 
-    def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> tuple[list[Hit], int]:
+    def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]], *, checked: bool = False) -> tuple[list[Hit], int]:
         """The hits of `ranked` (scan order kept): rows decoded before come from their
         partition's decoded rows, the rest from one SELECT. Only a row of the partition that is
         current for its scope, in this process, after the cross-process check, is served from
         memory, and every write transaction drops the decoded rows of the scopes it touches, so
         a forgotten, edited, deleted or moved memory is always read again. A cached record is
-        shared by the hits of later recalls: records are frozen; treat their metadata as read-only."""
+        shared by the hits of later recalls: records are frozen; treat their metadata as read-only.
+
+        `checked`: the caller holds the lock since its own cross-process check (the scan that
+        ranked these rows), so nothing can have changed in between and the check is not repeated."""
         if not ranked:
             return [], 0
         found: dict[int, StoredMemory] = {}
         missing: list[int] = []
         with self._lock:
-            self._refresh_if_changed_elsewhere()
+            if not checked:
+                self._refresh_if_changed_elsewhere()
             parts = self._partitions
             for key, rowid, _ in ranked:
                 part = parts.get(key)
@@ -111,7 +115,7 @@ class LocalSearch(LocalLexical):
         (vector,) = await self._embed([encodable(query.text, "query text")])  # checked there: shape, finite
         depth = max(query.limit, FUSION_DEPTH)  # each channel's candidates; the fusion keeps query.limit
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
-            with self._lock:  # both channels read one scan: the same rows, the same masks
+            with self._lock:  # both channels read one scan, and the hits are loaded in the same locked moment
                 scan = self._scan(query.scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at())
                 ranked = scan.top(scan.scores, depth)
                 if self.lexical_channel:
@@ -119,7 +123,7 @@ class LocalSearch(LocalLexical):
                     ranked = fuse(ranked, lexical, query.limit, cosines) if lexical else ranked[: query.limit]
                 else:
                     ranked = ranked[: query.limit]
-            hits, damaged = self._load_hits(ranked)
+                hits, damaged = self._load_hits(ranked, checked=True)
             if not damaged:
                 break
         return SearchResult(hits=tuple(hits))
