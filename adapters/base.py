@@ -30,6 +30,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from adapters.errors import EmptyScopeError, InvalidRequest
 from adapters.scopes import ScopeKey, ScopeSet
+from adapters.frozen import quick_init
 
 __all__ = [
     "Status",
@@ -140,6 +141,7 @@ def _check_expiry(value: object) -> None:
         raise InvalidRequest(f"expires_at must be finite epoch seconds or None, got {type(value).__name__}")
 
 
+@quick_init  # built by the dozen per recall (adapters/frozen.py)
 @dataclass(frozen=True, slots=True)
 class StoredMemory:
     """A memory as the backend holds it. `scope` is where it was stored — set by the adapter."""
@@ -204,6 +206,7 @@ class MemoryPatch:
         return replace(memory, **changes)
 
 
+@quick_init  # one per search hit (adapters/frozen.py)
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: the memory, the ScopeKey it was read from, its semantic score in [0, 1]."""
