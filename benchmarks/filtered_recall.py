@@ -20,7 +20,7 @@ is reported as skipped, not faked):
   local      LocalBackend.search_vector + load_hits (SQLite + numpy partitions per scope; the hits' records decoded)
   local-warm     local on a store warmed before its first query (LocalBackend.warm, as `serve` with
                  VIKING_BRIDGE_SERVICE_WARM_MB): the partition loads counted in its ingest, as the peers' index builds
-  local-rowids   LocalBackend.search_vector alone: (scope, rowid, score), no records, as the peers answer
+  local-rowids   LocalBackend.search_vector alone on a warmed store: (scope, rowid, score), no records, as the peers answer
   postgres   PostgresBackend.search_vector (WHERE + SET LOCAL + RLS, exact top-k), runtime role
   postgres-clustered   the same after `CLUSTER memories USING memories_by_scope` (an operator step)
   postgres-ann         the same with opt-in partial HNSW indexes on scopes of >= --ann-min-rows rows
@@ -183,9 +183,11 @@ class LocalSystem(AsyncBackendSystem):
     def partition_loads(self) -> int:
         return sum(self.backend.partition_loads.values())
 
-    async def search_ids(self, scopes: ScopeSet, vector: np.ndarray) -> list[str]:
-        ranked = self.backend.search_vector(scopes, vector, limit=K)
-        return [h.memory.id for h in self.backend.load_hits(ranked)]
+    def search(self, q: Query) -> list[int]:
+        # search_vector and load_hits are synchronous: called directly, as the peers are, not
+        # through an event loop turn per query (the PostgreSQL system needs one; this does not)
+        ranked = self.backend.search_vector(ScopeSet.of(*q.scopes), q.vector, limit=K)
+        return [self.row_of[h.memory.id] for h in self.backend.load_hits(ranked)]
 
     def close(self) -> None:
         self.run(self.backend.aclose())
@@ -205,11 +207,12 @@ class LocalWarmSystem(LocalSystem):
         self.backend.warm()
 
 
-class LocalRowidsSystem(LocalSystem):
+class LocalRowidsSystem(LocalWarmSystem):
     """`search_vector` alone, as the peers answer: row numbers, no records read or decoded
-    (`local` adds `load_hits`, which a caller needs for the memories themselves)."""
+    (`local` adds `load_hits`, which a caller needs for the memories themselves), on a store
+    warmed at start, as the peers' indexes are all built before their first query."""
 
-    name = "local search_vector only (no records)"
+    name = "local search_vector only, warmed"
 
     def ingest(self, corpus: Corpus) -> None:
         import sqlite3
