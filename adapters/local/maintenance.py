@@ -10,6 +10,7 @@ erase anything but rows naming the subject, or report a marker that is behind th
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class LocalMaintenance(LocalStoreBase):
             return StoreMarker(store_id=self._store_id, writes=self._counter("writes"))
 
     @guarded
-    def warm(self, *, max_bytes: int | None = None) -> int:
+    def warm(self, *, max_bytes: int | None = None, stop: threading.Event | None = None) -> int:
         """Load the partitions of the store's scopes, largest first, while the resident vectors
         stay within `max_bytes` (None: every scope); returns how many were loaded now.
 
@@ -54,7 +55,10 @@ class LocalMaintenance(LocalStoreBase):
         traffic instead. Each partition is loaded under the lock on its own, so searches run
         between two loads; a scope text that does not parse is left to the search path, which
         never asks for it. Nothing is read that a search could not read: a partition is what
-        its scope's first search would load, with the same checks and quarantine."""
+        its scope's first search would load, with the same checks and quarantine.
+
+        `stop`: once set (a service shutting down), no further partition is loaded, so a
+        shutdown waits for one partition's load at most, never for the rest of the warm-up."""
         if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
             raise InvalidRequest(f"max_bytes must be a non-negative integer or None, got {max_bytes!r}", backend=self.name)
         with self._lock:
@@ -63,7 +67,7 @@ class LocalMaintenance(LocalStoreBase):
         resident = self.resident_vector_bytes  # summed once, then kept up to date: not once per scope
         loaded = 0
         for scope_text, rows in sizes:
-            if self._closed:  # closed while warming (a service shutting down): stop, nothing half-loaded
+            if self._closed or (stop is not None and stop.is_set()):  # shutting down: stop, nothing half-loaded
                 break
             if max_bytes is not None and resident + rows * row_bytes > max_bytes:
                 continue  # a smaller scope may still fit

@@ -6,6 +6,8 @@ forgotten or written afterwards, here or by another process, is seen by the next
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from adapters.base import NewMemory, Provenance, SearchQuery
@@ -80,4 +82,23 @@ async def test_a_bad_budget_is_refused(tmp_path, bad):
     with pytest.raises(InvalidRequest):
         backend.warm(max_bytes=bad)
     assert not backend.partition_loads
+    await backend.aclose()
+
+
+async def test_a_set_stop_event_ends_the_warm_up_after_the_partition_being_loaded(tmp_path, monkeypatch):
+    backend = await _filled(tmp_path)
+    stop = threading.Event()
+    stop.set()
+    assert backend.warm(stop=stop) == 0 and not backend.partition_loads  # stopped before the first
+    load = backend._partition
+
+    def load_then_stop(key):  # the shutdown arrives while the first (largest) partition loads
+        part = load(key)
+        stop.set()
+        return part
+
+    stop.clear()
+    monkeypatch.setattr(backend, "_partition", load_then_stop)
+    assert backend.warm(stop=stop) == 1
+    assert set(backend.partition_loads) == {BIG}
     await backend.aclose()

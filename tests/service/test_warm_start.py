@@ -6,6 +6,8 @@ In-process: the service's ASGI app and its lifespan, over a local store written 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 from adapters.scopes import ScopeKey
@@ -49,3 +51,25 @@ async def test_a_service_started_with_a_warm_budget_has_loaded_every_scope(tmp_p
 async def test_without_a_warm_budget_the_service_loads_nothing_at_start(tmp_path: Path) -> None:
     await _written(tmp_path / "home")
     assert await _loaded_after_start(tmp_path / "home", ServiceSettings()) == set()
+
+
+async def test_a_shutdown_during_the_warm_up_stops_it_after_the_partition_being_loaded(tmp_path: Path) -> None:
+    await _written(tmp_path / "home")
+    bridge = MemoryBridge.open_local(tmp_path / "home")
+    backend = bridge.backend
+    load, entered = backend._partition, threading.Event()
+
+    def slow_load(key):  # each partition takes a while: the shutdown arrives during the first
+        entered.set()
+        time.sleep(0.3)
+        return load(key)
+
+    backend._partition = slow_load
+    app = create_app(bridge, EdgeAuthenticator({}), ServiceSettings(warm_mb=64, shutdown_grace_seconds=60))
+    try:
+        async with app.router.lifespan_context(app):
+            while not entered.is_set():
+                await asyncio.sleep(0.01)
+        assert len(backend.partition_loads) == 1  # not the three a finished warm-up loads
+    finally:
+        await bridge.aclose()

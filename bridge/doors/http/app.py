@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -244,17 +245,18 @@ def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     return app
 
 
-async def warm_store(backend: Any, megabytes: int) -> int:
+async def warm_store(backend: Any, megabytes: int, stop: threading.Event | None = None) -> int:
     """The store's partitions loaded within `megabytes`, in a thread (the loop keeps serving):
     what `VIKING_BRIDGE_SERVICE_WARM_MB` asks of a store that can (the local one); logged, never
-    raised (a warm-up that fails leaves searches to load what they need, as without it)."""
+    raised (a warm-up that fails leaves searches to load what they need, as without it). Setting
+    `stop` ends it after the partition being loaded (the service's shutdown does)."""
     warm = getattr(backend, "warm", None)
     if not callable(warm):
         log.warning("VIKING_BRIDGE_SERVICE_WARM_MB is set, but the %s backend has nothing to warm", getattr(backend, "name", "?"))
         return 0
     started = time.perf_counter()
     try:
-        loaded = await asyncio.to_thread(warm, max_bytes=megabytes * 1_048_576)
+        loaded = await asyncio.to_thread(warm, max_bytes=megabytes * 1_048_576, stop=stop)
     except Exception:
         log.exception("warm-up of the store failed; searches load what they need")
         return 0
@@ -277,15 +279,16 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
         if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
             keys = [k.get_secret_value() for k in service_settings.purge_api_keys]
             purger = asyncio.ensure_future(purge_loop(ctx.bridge, ctx.auth, keys, service_settings.purge_interval_seconds))
-        warming = None
+        warming, stop_warming = None, threading.Event()
         if service_settings.warm_mb:
-            warming = asyncio.ensure_future(warm_store(ctx.bridge.backend, service_settings.warm_mb))
+            warming = asyncio.ensure_future(warm_store(ctx.bridge.backend, service_settings.warm_mb, stop_warming))
         try:
             yield
         finally:
             if purger is not None:
                 purger.cancel()
-            if warming is not None:
+            if warming is not None:  # stopped after the partition it is loading, not run to its end
+                stop_warming.set()
                 await asyncio.wait([warming], timeout=service_settings.shutdown_grace_seconds or None)
             if ctx.background:
                 await asyncio.wait(list(ctx.background), timeout=service_settings.shutdown_grace_seconds or None)
