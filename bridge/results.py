@@ -4,8 +4,8 @@ path). Doors import results from here, never from a handler."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields, make_dataclass
+from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +54,38 @@ class RecalledMemory:
     @property
     def ref(self) -> MemoryRef:
         return MemoryRef(scope=self.scope, memory_id=self.memory_id)
+
+
+_Frozen = TypeVar("_Frozen")
+
+
+def frozen_builder(cls: type[_Frozen]) -> Callable[..., _Frozen]:
+    """A constructor of the frozen, slotted dataclass `cls` taking every field positionally, at
+    the cost of a plain (unfrozen) dataclass: about 0.8 us instead of 4.4 us for the 17 fields of
+    `RecalledMemory`, built ~25 times per recall.
+
+    Why it is faster: a frozen dataclass's `__init__` stores each field through
+    `object.__setattr__` (its own `__setattr__` raises), one call per field. The builder fills an
+    unfrozen twin with the same slots in the same order (a plain slot store per field), then
+    makes it an instance of `cls` by assigning `__class__`, which Python allows between classes
+    of identical layout. What comes back is a `cls` like any other: equal to and hashing like one
+    built by `cls(...)`, and assignment still raises `FrozenInstanceError`. One instance is built
+    here, so a `cls` whose layout no longer matches its twin fails at import, not in a recall.
+    """
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    twin = make_dataclass(f"_{cls.__name__}Draft", names, slots=True)
+
+    def build(*values: Any) -> _Frozen:
+        made = twin(*values)
+        made.__class__ = cls
+        return made  # type: ignore[return-value]
+
+    build(*([None] * len(names)))  # the layout check
+    return build
+
+
+#: `RecalledMemory(...)` with every field, positionally, as cheap as an unfrozen dataclass
+build_recalled = frozen_builder(RecalledMemory)
 
 
 class RecallResult(BaseModel):

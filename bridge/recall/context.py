@@ -1,7 +1,7 @@
 """What a recall's stages share: the one object they pass along (`RecallContext`, each stage fills
 the fields it owns), the records that flow between them (`RankedHit`, `BudgetedItem`,
-`GuardAlarm`), and `RecallRuntime` — the part of the bridge's runtime a stage may read. Stages
-depend on this module and on `config.py`, never on each other's internals or on the runtime class,
+`PlaceVisibility`, `GuardAlarm`), and `RecallRuntime` — the part of the bridge's runtime a stage
+may read. Stages depend on this module and on `config.py`, never on each other's internals or on the runtime class,
 so no stage can reach a part of the bridge a recall has no business with."""
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from adapters.base import Hit, MemoryBackend, SearchQuery, SearchResult
-from adapters.scopes import ScopeSet
+from adapters.scopes import ScopeKey, ScopeSet
 from bridge.results import RecalledMemory, RecallResult
 from bridge.operations import Recall
 from bridge.operations.limits import Limits
 from bridge.policy import Policy
+from bridge.policy.sharing import visible_to_of
 from bridge.recall.config import BudgetConfig, RankingConfig, TokenCounter
 from bridge.state.protocols import BridgeState
 from identity.model import MemoryIdentity
 
-__all__ = ["RecallContext", "RecallRuntime", "RankedHit", "BudgetedItem", "GuardAlarm", "FACTOR_NAMES"]
+__all__ = ["RecallContext", "RecallRuntime", "RankedHit", "BudgetedItem", "PlaceVisibility", "GuardAlarm", "FACTOR_NAMES"]
 
 
 class RecallRuntime(Protocol):
@@ -50,6 +51,7 @@ class RecallContext:
     ranked: list[RankedHit] = field(default_factory=list)  # stage "rank"
     chosen: list[BudgetedItem] = field(default_factory=list)  # stage "budget"
     tokens_used: int = 0  # stage "budget"
+    visibility: dict[ScopeKey, PlaceVisibility] = field(default_factory=dict)  # stage "visibility"
     items: list[RecalledMemory] = field(default_factory=list)  # stage "label"
     context: str = ""  # stage "render"
     audit_seq: int | None = None  # stage "audit" (None: the row is queued for its group commit)
@@ -100,6 +102,25 @@ class BudgetedItem:
     tokens: int
     duplicates: list[RankedHit] = field(default_factory=list)
     conflicts_with: list[RankedHit] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PlaceVisibility:
+    """One place's decision for the items read from it: their memory type, and for a place
+    whose memories carry a stored audience (an agent's places, a narrowed team) each memory's
+    audience; None for every other place, whose items are visible to `("*",)`."""
+
+    key: ScopeKey
+    memory_type: str
+    audiences: dict[str, frozenset[str]] | None
+
+    def visible_to(self, memory_id: str) -> tuple[str, ...]:
+        if self.audiences is None:
+            return _EVERY_AGENT
+        return visible_to_of(self.key, self.audiences.get(memory_id, frozenset()))
+
+
+_EVERY_AGENT = ("*",)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """One recall as named stages over one context object:
 
-    scopes -> search -> guard -> rank -> budget -> label -> render -> audit
+    scopes -> search -> guard -> rank -> budget -> visibility -> label -> render -> audit
 
     scopes   bridge/recall/scopes.py   policy: default scopes + verified grants + a live manifest
     search   bridge/recall/search.py   backend.search(ScopeSet, query); fail closed
     guard    bridge/recall/guard.py    the second wall: drop + audit any hit outside the ScopeSet
     rank     bridge/recall/rank.py     semantic x scope weight x confidence x freshness x ...
     budget   bridge/recall/budget.py   token budget, dedup, quotas, conflicts
-    label    bridge/recall/label.py    provenance and "why visible" per item
-    visibility bridge/recall/visibility.py  memory_type and visible_to per item (seed 000)
+    visibility bridge/recall/visibility.py  memory_type and visible_to per chosen place (seed 000)
+    label    bridge/recall/label.py    each item, built once: provenance, "why visible", visibility
     render   bridge/recall/render.py   the context block for a prompt
     audit    (here)                    who recalled which memory ids through which grant
 
@@ -58,8 +58,8 @@ STAGES: tuple[tuple[str, Callable[[RecallRuntime, RecallContext], Any]], ...] = 
     ("guard", guard.stage),
     ("rank", rank.stage),
     ("budget", budget.stage),
-    ("label", label.stage),
-    ("visibility", visibility.stage),  # memory_type / visible_to per item, so a reader sees how each was shared
+    ("visibility", visibility.stage),  # memory_type / visible_to per place, so a reader sees how each was shared
+    ("label", label.stage),  # every item built once, with its place's visibility
     ("render", render.stage),
     ("audit", audit_stage),
 )

@@ -1,6 +1,6 @@
 """Recall and sharing: the reader's teams and the memories shared with it join its
-ScopeSet (stage "scopes"), and each labelled item gets its `memory_type` and `visible_to`
-(stage "visibility", after "label").
+ScopeSet (stage "scopes"), and each chosen memory's `memory_type` and `visible_to` are decided
+(stage "visibility", before "label", which builds every item once with them).
 
 Both are state lookups by index (shares by reader; audiences by memory), never a scan; what a
 share makes readable is an entry with exact `memory_ids`, enforced inside every backend's query.
@@ -9,16 +9,15 @@ It never widens anything the policy did not decide (`bridge/policy/sharing.py`).
 
 from __future__ import annotations
 
-
-from adapters.scopes import ScopeEntry, ScopeSet
-from bridge.results import RecalledMemory
-from bridge.policy.sharing import has_audience, memory_type_of, visible_to_of, with_shares_and_teams
+from adapters.scopes import ScopeKey, ScopeSet
+from bridge.policy.sharing import has_audience, memory_type_of, with_shares_and_teams
+from bridge.recall.context import BudgetedItem, PlaceVisibility
 from bridge.vocabulary import Purpose
 from identity.model import MemoryIdentity
 
 from bridge.recall.context import RecallContext, RecallRuntime
 
-__all__ = ["readable_with_shares", "label_visibility", "stage"]
+__all__ = ["readable_with_shares", "decide_visibility", "stage"]
 
 
 async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
@@ -29,45 +28,32 @@ async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purp
     return with_shares_and_teams(rt.policy, identity, purpose, base, shares, teams)
 
 
-async def label_visibility(rt: RecallRuntime, scopes: ScopeSet, items: list[RecalledMemory]) -> list[RecalledMemory]:
-    """Each item's `memory_type` (from the entry it was read through) and `visible_to` (one
-    audience lookup per agent place among the items).
-
-    Both depend on the entry alone, except an agent place's audience, which is per memory: so
-    each place is decided once (its entry, its memory type, whether it has an audience), and
-    the items of a place only copy that decision."""
-    if not items:
-        return items
-    # place text -> (entry, memory type, has an audience); only the places the items came from
-    places: dict[str, tuple[ScopeEntry, str, bool] | None] = {}
-    for item in items:
-        if item.scope not in places:
-            places[item.scope] = None
-    for entry in scopes:
-        text = str(entry.key)
-        if text in places:
-            places[text] = (entry, memory_type_of(entry.key, entry.source).value, has_audience(entry.key))
-    wanted: dict[str, list[str]] = {}
-    for item in items:
-        place = places[item.scope]
-        if place is not None and place[2]:
-            wanted.setdefault(item.scope, []).append(item.memory_id)
-    audiences = {scope: await rt.state.shares.audience_of(places[scope][0].key, ids) for scope, ids in wanted.items()}  # type: ignore[index]
-    for item in items:
-        place = places[item.scope]
-        if place is None:  # pragma: no cover - the guard dropped every hit outside the set
-            continue
-        entry, kind, audienced = place
-        if kind != item.memory_type:
-            # the items were built by the label stage of this recall and are not shared yet: set
-            # in place (dataclasses.replace costs several microseconds per item on the hot path)
-            object.__setattr__(item, "memory_type", kind)
-        if audienced:
-            audience = audiences.get(item.scope, {}).get(item.memory_id, frozenset())
-            object.__setattr__(item, "visible_to", visible_to_of(entry.key, audience))
-    return items
+async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[BudgetedItem]) -> dict[ScopeKey, PlaceVisibility]:
+    """Per place the chosen memories were stored in: its `PlaceVisibility` (the memory type from
+    the entry it was read through; one audience lookup per place that has audiences, for the
+    chosen memories of that place only). A place outside `scopes` gets no decision."""
+    places: dict[ScopeKey, PlaceVisibility | None] = {}
+    wanted: dict[ScopeKey, list[str]] = {}
+    for item in chosen:
+        memory = item.ranked.hit.memory
+        key = memory.scope
+        if key not in places:
+            entry = scopes.get(key)
+            if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
+                places[key] = None
+                continue
+            audienced = has_audience(entry.key)
+            places[key] = PlaceVisibility(entry.key, memory_type_of(entry.key, entry.source).value, {} if audienced else None)
+        place = places[key]
+        if place is not None and place.audiences is not None:
+            wanted.setdefault(key, []).append(memory.id)
+    for key, ids in wanted.items():
+        place = places[key]
+        assert place is not None and place.audiences is not None
+        place.audiences = await rt.state.shares.audience_of(place.key, ids)
+    return {key: place for key, place in places.items() if place is not None}
 
 
 async def stage(rt: RecallRuntime, ctx: RecallContext) -> None:
     assert ctx.scopes is not None
-    ctx.items = await label_visibility(rt, ctx.scopes, ctx.items)
+    ctx.visibility = await decide_visibility(rt, ctx.scopes, ctx.chosen)
