@@ -118,7 +118,12 @@ def assemble(
     for r in ordered:
         memory = r.hit.memory
         content = memory.content
-        key = _normalised(content)
+        if content.isascii():  # `_normalised` inlined for ASCII (every candidate needs its key)
+            key = content.lower()
+            if not key.isprintable() or "  " in key or key[:1] == " " or key[-1:] == " ":
+                key = " ".join(key.split())
+        else:
+            key = _normalised(content)
         same = by_text.get(key)
         if same is not None:
             same.duplicates.append(r)
@@ -133,7 +138,7 @@ def assemble(
         tokens = ((len(content) + 3) // 4 if estimate and content.isascii() else counter.count(content)) + overhead
         if used + tokens > max_tokens:
             continue  # a smaller, lower-ranked memory may still fit
-        item = BudgetedItem(r, tokens, [], losers.get(memory.id, []))
+        item = BudgetedItem(r, tokens, [], losers.get(memory.id, []) if losers else [])
         chosen.append(item)
         by_text[key] = item
         per_kind[kind] = per_kind.get(kind, 0) + 1

@@ -276,6 +276,27 @@ def test_dedup_key_matches_the_plain_normalisation(text):
     assert budget._normalised(text) == " ".join(plain.casefold().split())
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("tea", "Tea", "TEA", "green tea", "green  tea", " green tea", "green tea ", "green\ttea",
+                                            "grüner Tee", "GRÜNER TEE", "ﬁne", "fine", "x\u00a0y", "x y", "")),
+                          st.sampled_from(("fact", "note"))), max_size=12))
+def test_budget_dedups_exactly_by_the_normalised_text(texts):
+    # the budget inlines `_normalised` for ASCII text: duplicates must be grouped as the key groups them
+    hits = [Hit(stored(f"m{n:02}", OWN, text, kind), OWN, 0.9 - n / 100) for n, (text, kind) in enumerate(texts)]
+    ranked = rank_hits(hits, ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
+    chosen, _ = assemble(ranked, BudgetConfig(max_tokens=10_000, per_item_overhead=1), presorted=True)
+    first: dict[str, str] = {}
+    want: dict[str, list[str]] = {}
+    for r in ranked:
+        key = budget._normalised(r.hit.memory.content)
+        if key in first:
+            want[first[key]].append(r.hit.memory.id)
+        else:
+            first[key] = r.hit.memory.id
+            want[r.hit.memory.id] = []
+    assert {c.ranked.hit.memory.id: [d.hit.memory.id for d in c.duplicates] for c in chosen} == want
+
+
 # -- label ------------------------------------------------------------------------------------
 def test_label_takes_why_visible_and_injected_by_from_the_scopeset_entry():
     manifest = ScopeEntry(WS, 0.6, "injected by alice@planner", grant_id="man-7", memory_ids=frozenset({"m1"}),
@@ -304,6 +325,29 @@ def test_label_builds_the_same_item_as_the_recalled_memory_constructor():
     assert item == want and type(item) is RecalledMemory and hash(item) == hash(want)
     with pytest.raises(AttributeError):  # still frozen
         item.content = "changed"  # type: ignore[misc]
+
+
+async def test_visibility_then_label_build_each_item_with_its_memory_type_and_audience():
+    # the agent's own place (private, with a stored audience), a workspace (team), a manifest's place (injected)
+    agent = ScopeKey.agent("acme", "assistant", "alice")
+    manifest = ScopeEntry(BOB, 0.6, "injected by alice@planner", grant_id="man-7", memory_ids=frozenset({"m4"}),
+                          source=ReadSource.MANIFEST, injected_by="alice@planner")
+    scope_set = ScopeSet((ScopeEntry(agent), ScopeEntry(WS), manifest))
+    rt = runtime()
+    await rt.state.shares.set_audience(agent, "m1", frozenset({"coder", "assistant"}), NOW)
+    hits = [Hit(stored("m1", agent, "a"), agent, 0.9), Hit(stored("m2", agent, "b"), agent, 0.8),
+            Hit(stored("m3", WS, "c"), WS, 0.7), Hit(stored("m4", BOB, "d"), BOB, 0.6)]
+    ctx = context(scope_set=scope_set, chosen=[BudgetedItem(r, 10) for r in rank_hits(hits, scope_set, Purpose.CHAT, now=NOW)])
+    for name, stage in STAGES:
+        if name in ("visibility", "label"):
+            if (pending := stage(rt, ctx)) is not None:
+                await pending
+    plain = label.label_all(ctx.chosen, scope_set)  # no visibility decided: the dataclass defaults
+    want = {"m1": ("private", ("assistant", "coder")), "m2": ("private", ("assistant",)), "m3": ("team", ("*",)), "m4": ("injected", ("*",))}
+    assert {i.memory_id: (i.memory_type, i.visible_to) for i in ctx.items} == want
+    for item, default in zip(ctx.items, plain):
+        assert item == RecalledMemory(**{**{f: getattr(default, f) for f in default.__slots__}, "memory_type": item.memory_type, "visible_to": item.visible_to})
+        assert (default.memory_type, default.visible_to) == ("private", ("*",))
 
 
 # -- render -----------------------------------------------------------------------------------
