@@ -55,10 +55,18 @@ class RecallContext:
     items: list[RecalledMemory] = field(default_factory=list)  # stage "label"
     context: str = ""  # stage "render"
     audit_seq: int | None = None  # stage "audit" (None: the row is queued for its group commit)
+    _searched: tuple[ScopeSet, tuple[str, ...]] | None = field(default=None, init=False, repr=False, compare=False)  # `searched()`
+
+    def searched(self) -> tuple[str, ...]:
+        """Every scope of the ScopeSet as text, in its order: built once, for the audit row and
+        the result that both carry it."""
+        assert self.scopes is not None
+        if self._searched is None or self._searched[0] is not self.scopes:
+            self._searched = (self.scopes, tuple([str(e.key) for e in self.scopes]))
+        return self._searched[1]
 
     def to_result(self) -> RecallResult:
-        assert self.scopes is not None
-        searched = tuple(str(k) for k in self.scopes.keys)
+        searched = self.searched()
         # model_construct: every field is built by the stages from validated records (hot path)
         return RecallResult.model_construct(
             identity=self.identity.principal,

@@ -57,8 +57,10 @@ def drop_expired(hits: list[Hit], now: float, *, backend_filters: bool) -> tuple
     """(kept, alarms, dropped): expired hits never pass. From a backend that declares
     `expiry_in_query` an expired hit is a broken contract (an alarm); from one that cannot
     filter expiry in its query it is the known shortfall: dropped and counted, never silently."""
-    kept = [h for h in hits if not h.memory.expired(now)]
-    gone = [h for h in hits if h.memory.expired(now)]
+    kept: list[Hit] = []
+    gone: list[Hit] = []
+    for h in hits:  # one test per hit, each list in the order the hits came
+        (gone if h.memory.expired(now) else kept).append(h)
     if backend_filters:
         return kept, [GuardAlarm(h.memory.id, str(h.scope), str(h.memory.scope), "memory had expired") for h in gone], 0
     return kept, [], len(gone)

@@ -48,7 +48,7 @@ async def audit_stage(rt: RecallRuntime, ctx: RecallContext) -> None:
         memory_ids=[i.memory_id for i in ctx.items],
         scopes=[i.scope for i in ctx.items],
         grant_ids=[i.grant_id for i in ctx.items],
-        detail={"purpose": ctx.op.purpose.value, "searched": [str(k) for k in ctx.scopes.keys], "failed": list(ctx.failed)},
+        detail={"purpose": ctx.op.purpose.value, "searched": list(ctx.searched()), "failed": list(ctx.failed)},
     )
 
 

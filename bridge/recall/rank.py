@@ -107,7 +107,7 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
     if lead is None or not ranked or not ranked[0].factors:
         return ranked
     kinds, visibilities = lead.kinds, lead.visibilities
-    gate = max(r.factors[0] for r in ranked) * config.lead_band
+    gate = max([r.factors[0] for r in ranked]) * config.lead_band
     first: list[RankedHit] = []
     rest: list[RankedHit] = []
     for r in ranked:

@@ -19,6 +19,8 @@ from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["readable_with_shares", "decide_visibility", "stage"]
 
+_UNSEEN = object()  # a place not met yet (None: met, and outside the ScopeSet)
+
 
 async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
     """`base` plus the reader's teams and exactly the memories shared with it (two indexed
@@ -37,14 +39,15 @@ async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[Bu
     for item in chosen:
         memory = item.ranked.hit.memory
         key = memory.scope
-        if key not in places:
+        place = places.get(key, _UNSEEN)
+        if place is _UNSEEN:
             entry = scopes.get(key)
             if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
-                places[key] = None
-                continue
-            audienced = has_audience(entry.key)
-            places[key] = PlaceVisibility(entry.key, memory_type_of(entry.key, entry.source).value, {} if audienced else None)
-        place = places[key]
+                place = None
+            else:
+                audienced = has_audience(entry.key)
+                place = PlaceVisibility(entry.key, memory_type_of(entry.key, entry.source).value, {} if audienced else None)
+            places[key] = place
         if place is not None and place.audiences is not None:
             wanted.setdefault(key, []).append(memory.id)
     for key, ids in wanted.items():
