@@ -376,6 +376,17 @@ async def test_audit_stage_records_the_recalled_ids_and_what_was_searched():
     assert event.detail["searched"] == [str(OWN), str(BOB)] and event.detail["failed"] == []
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12), st.text(max_size=12), st.none(), st.integers(), st.floats(allow_nan=False)), max_size=6))
+def test_audit_row_lists_are_the_text_json_dumps_writes(values):
+    # the SQLite audit writes a list of strings itself (no encoder per call); anything else as before
+    from bridge.state.sqlite import _json_list
+    import json
+    assert _json_list(values) == json.dumps(values)
+    strings = [v for v in values if isinstance(v, str)]
+    assert _json_list(iter(strings)) == json.dumps(strings)
+
+
 # -- the pipeline ------------------------------------------------------------------------------
 async def test_run_recall_times_every_stage_it_runs():
     hits = (Hit(stored("m1", OWN, "We use PostgreSQL."), OWN, 0.9),)

@@ -18,6 +18,7 @@ fsyncs it.
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 import sqlite3
 import time
 import uuid
@@ -117,10 +118,19 @@ MANIFEST_MIGRATIONS: tuple[Any, ...] = (
 
 #: one encoder for every detail column (json.dumps with options builds a new one per call)
 _encode_detail = json.JSONEncoder(ensure_ascii=False, default=str).encode
+#: what json.dumps (ensure_ascii, its default) writes for one string
+_encode_str = encode_basestring_ascii
 
 
 def _json_list(values: Iterable[Any]) -> str:
-    return json.dumps(list(values))
+    """`json.dumps(list(values))`. A list of strings (every id list of an audit row) is written
+    directly: `json.dumps` builds an encoder per call, ~4 us of the ~6 us it takes for a recall's
+    25 ids, and an audit row has three such lists. Anything else goes through `json.dumps`."""
+    values = list(values)
+    try:
+        return "[" + ", ".join(map(_encode_str, values)) + "]"
+    except TypeError:  # not a string: json.dumps writes it (or refuses it) as it always did
+        return json.dumps(values)
 
 
 def _placeholders(values: Iterable[object]) -> str:
@@ -139,7 +149,7 @@ class SqliteAuditLog(GroupCommittedReads):
              grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple:
         return (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            _json_list(memory_ids), json.dumps(sorted({str(s) for s in scopes})), json.dumps(sorted({g for g in grant_ids if g})),
+            _json_list(memory_ids), _json_list(sorted({str(s) for s in scopes})), _json_list(sorted({g for g in grant_ids if g})),
             _encode_detail(detail or {}),
         )
 
