@@ -124,8 +124,9 @@ _encode_str = encode_basestring_ascii
 
 def _json_list(values: Iterable[Any]) -> str:
     """`json.dumps(list(values))`. A list of strings (every id list of an audit row) is written
-    directly: `json.dumps` builds an encoder per call, ~4 us of the ~6 us it takes for a recall's
-    25 ids, and an audit row has three such lists. Anything else goes through `json.dumps`."""
+    directly, as json.dumps writes it: json.dumps sets up an encoder per call, so a recall's row
+    (25 ids, 4 scopes, no grant) took ~10 us for its three lists, ~5 us this way. Anything else
+    goes through `json.dumps`."""
     values = list(values)
     try:
         return "[" + ", ".join(map(_encode_str, values)) + "]"
