@@ -5,7 +5,7 @@ path). Doors import results from here, never from a handler."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, make_dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,13 +72,13 @@ def frozen_builder(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     built by `cls(...)`, and assignment still raises `FrozenInstanceError`. One instance is built
     here, so a `cls` whose layout no longer matches its twin fails at import, not in a recall.
     """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names = [f.name for f in fields(cast(Any, cls))]  # a dataclass, as the name says
     twin = make_dataclass(f"_{cls.__name__}Draft", names, slots=True)
 
     def build(*values: Any) -> _Frozen:
         made = twin(*values)
         made.__class__ = cls
-        return made  # type: ignore[return-value]
+        return cast(_Frozen, made)
 
     build(*([None] * len(names)))  # the layout check
     return build
