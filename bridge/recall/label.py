@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from adapters.base import Status
 from adapters.scopes import ScopeKey, ScopeSet
-from bridge.results import MemoryRef, RecalledMemory, build_recalled
+from bridge.results import MemoryRef, RecalledMemory
 from bridge.recall.context import BudgetedItem
 from bridge.recall.context import PlaceVisibility, RankedHit
 
@@ -56,8 +56,8 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet, visibility: dict[Sco
             memory_type = decided.memory_type
             visible_to = _EVERY if decided.audiences is None else decided.visible_to(m.id)
         p = m.provenance
-        # positional, in RecalledMemory's field order (build_recalled: see bridge/results.py)
-        out.append(build_recalled(
+        # positional, in RecalledMemory's field order (keywords cost a third more, per item)
+        out.append(RecalledMemory(
             m.id, text, visible, m.kind, m.content, round(ranked.score, 6), entry.reason,
             f"{p.author_user_id}@{p.author_agent_id}", _STATUS_TEXT[m.status], entry.grant_id,
             entry.injected_by or p.injected_by, p.derived_from, _refs(item.conflicts_with), _refs(item.duplicates), m.expires_at,
