@@ -118,13 +118,7 @@ def assemble(
     for r in ordered:
         memory = r.hit.memory
         content = memory.content
-        ascii_text = content.isascii()
-        if ascii_text:  # `_normalised` inlined for ASCII (every candidate needs its key)
-            key = content.lower()
-            if not key.isprintable() or "  " in key or key[:1] == " " or key[-1:] == " ":
-                key = " ".join(key.split())
-        else:
-            key = _normalised(content)
+        key = _normalised(content)
         same = by_text.get(key)
         if same is not None:
             same.duplicates.append(r)
@@ -136,7 +130,7 @@ def assemble(
                 continue
         if len(chosen) >= max_items:
             break
-        tokens = ((len(content) + 3) // 4 if estimate and ascii_text else counter.count(content)) + overhead
+        tokens = ((len(content) + 3) // 4 if estimate and content.isascii() else counter.count(content)) + overhead
         if used + tokens > max_tokens:
             continue  # a smaller, lower-ranked memory may still fit
         item = BudgetedItem(r, tokens, [], losers.get(memory.id, []) if losers else [])

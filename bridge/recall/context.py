@@ -15,7 +15,7 @@ from bridge.results import RecalledMemory, RecallResult
 from bridge.operations import Recall
 from bridge.operations.limits import Limits
 from bridge.policy import Policy
-from bridge.policy.sharing import visible_to_of
+from bridge.policy.sharing import EVERY_AGENT, visible_to_of
 from bridge.recall.config import BudgetConfig, RankingConfig, TokenCounter
 from bridge.state.protocols import BridgeState
 from identity.model import MemoryIdentity
@@ -124,11 +124,11 @@ class PlaceVisibility:
 
     def visible_to(self, memory_id: str) -> tuple[str, ...]:
         if self.audiences is None:
-            return _EVERY_AGENT
+            return _EVERY
         return visible_to_of(self.key, self.audiences.get(memory_id, frozenset()))
 
 
-_EVERY_AGENT = ("*",)
+_EVERY = (EVERY_AGENT,)  # the whole audience of the place
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from adapters.base import Status
 from adapters.scopes import ScopeKey, ScopeSet
+from bridge.policy.sharing import EVERY_AGENT
 from bridge.results import MemoryRef, RecalledMemory
 from bridge.recall.context import BudgetedItem
 from bridge.recall.context import PlaceVisibility, RankedHit
@@ -21,7 +22,7 @@ __all__ = ["label", "label_all", "stage"]
 
 _STATUS_TEXT = {status: status.value for status in Status}  # a dict hit, not Enum.value's descriptor
 #: RecalledMemory's defaults, for an item whose place has no visibility decision
-_DEFAULT_TYPE, _EVERY = "private", ("*",)
+_DEFAULT_TYPE, _EVERY = "private", (EVERY_AGENT,)
 
 
 def _refs(hits: list[RankedHit]) -> tuple[MemoryRef, ...]:
@@ -53,8 +54,7 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet, visibility: dict[Sco
         if decided is None:
             memory_type, visible_to = _DEFAULT_TYPE, _EVERY
         else:
-            memory_type = decided.memory_type
-            visible_to = _EVERY if decided.audiences is None else decided.visible_to(m.id)
+            memory_type, visible_to = decided.memory_type, decided.visible_to(m.id)
         p = m.provenance
         # positional, in RecalledMemory's field order (keywords cost a third more, per item)
         out.append(RecalledMemory(

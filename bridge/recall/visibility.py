@@ -19,8 +19,6 @@ from bridge.recall.context import RecallContext, RecallRuntime
 
 __all__ = ["readable_with_shares", "decide_visibility", "stage"]
 
-_UNSEEN = object()  # a place not met yet (None: met, and outside the ScopeSet)
-
 
 async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
     """`base` plus the reader's teams and exactly the memories shared with it (two indexed
@@ -39,15 +37,11 @@ async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[Bu
     for item in chosen:
         memory = item.ranked.hit.memory
         key = memory.scope
-        place = places.get(key, _UNSEEN)
-        if place is _UNSEEN:
-            entry = scopes.get(key)
-            if entry is None:  # pragma: no cover - the guard dropped every hit outside the set
-                place = None
-            else:
-                audienced = has_audience(entry.key)
-                place = PlaceVisibility(entry.key, memory_type_of(entry.key, entry.source).value, {} if audienced else None)
-            places[key] = place
+        if key not in places:
+            entry = scopes.get(key)  # None never happens: the guard dropped every hit outside the set
+            places[key] = None if entry is None else PlaceVisibility(
+                entry.key, memory_type_of(entry.key, entry.source).value, {} if has_audience(entry.key) else None)
+        place = places[key]
         if place is not None and place.audiences is not None:
             wanted.setdefault(key, []).append(memory.id)
     for key, ids in wanted.items():

@@ -14,23 +14,22 @@ from adapters.frozen import quick_init
 from adapters.scopes import ScopeKey
 
 
-@dataclass(frozen=True, slots=True)
-class _Plain:
-    a: int
-    b: str = "b"
-    c: list = field(default_factory=list)
-    d: float | None = field(default=None, compare=False)
-    e: int = field(default=5, kw_only=True)
+def _record_class() -> type:
+    """The same frozen, slotted dataclass each call: one kept as the dataclass made it, one given quick_init."""
+
+    @dataclass(frozen=True, slots=True)
+    class Record:
+        a: int
+        b: str = "b"
+        c: list = field(default_factory=list)
+        d: float | None = field(default=None, compare=False)
+        e: int = field(default=5, kw_only=True)
+
+    return Record
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Quick:
-    a: int
-    b: str = "b"
-    c: list = field(default_factory=list)
-    d: float | None = field(default=None, compare=False)
-    e: int = field(default=5, kw_only=True)
+_Plain = _record_class()
+_Quick = quick_init(_record_class())
 
 
 def _fields(obj: object) -> dict:
