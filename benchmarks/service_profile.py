@@ -17,7 +17,8 @@ does not. So this reports, on the same store, identities and queries as `service
    and the rest: what the HTTP door (uvicorn, the ASGI app, authentication, encoding, logging)
    adds to a recall — the load-independent counterpart of "service p50 minus in-process p50"
    (exact for the sequential pass; with concurrent requests, time other tasks spend while one
-   awaits inside `execute` is counted as inside);
+   awaits inside `execute` is counted as inside); and, across all of it, the CPU of the cyclic
+   garbage collector's passes by generation (a pass runs inside whatever allocated last);
 4. with `--profile-out`, one more pass with cProfile enabled inside the server process (its event
    loop thread, which runs the whole request path), and the top functions by own and by
    cumulative time printed. The profiled pass's CPU is inflated by the profiler and is not used
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import importlib.util
 import json
 import os
@@ -44,6 +46,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -117,6 +120,21 @@ def _account_execute(out: Path) -> Callable[[], None]:
             totals["audit_flush_cpu_s"] += time.thread_time() - started
 
     ReadRowQueue._on_timer = timed_flush  # type: ignore[method-assign]
+    # the cyclic garbage collector: its passes run inside whatever allocates at that moment
+    # (mostly a request), so they are counted here too, by generation, wherever they run
+    totals["gc_cpu_s"] = 0.0
+    totals["gc_passes"] = [0, 0, 0]
+    gc_started: dict[int, float] = {}
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        ident = threading.get_ident()
+        if phase == "start":
+            gc_started[ident] = time.thread_time()
+        elif ident in gc_started:
+            totals["gc_cpu_s"] += time.thread_time() - gc_started.pop(ident)
+            totals["gc_passes"][info["generation"]] += 1
+
+    gc.callbacks.append(on_gc)
     return lambda: out.write_text(json.dumps(totals))
 
 
@@ -252,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         row["execute_cpu_ms_per_call"] = 1000 * totals["execute_cpu_s"] / max(1, totals["calls"])
         row["audit_flush_cpu_ms_per_request"] = 1000 * totals["audit_flush_cpu_s"] / max(1, totals["calls"])
         row["door_cpu_ms_per_request"] = 1000 * (row["server_cpu_s"] - totals["execute_cpu_s"] - totals["audit_flush_cpu_s"]) / max(1, totals["calls"])
+        row["gc_cpu_ms_per_request"] = 1000 * totals["gc_cpu_s"] / max(1, totals["calls"])
+        row["gc_passes"] = totals["gc_passes"]
         report[label] = row
     if args.profile_out:
         args.profile_out.parent.mkdir(parents=True, exist_ok=True)
@@ -273,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(+{row['server_cpu_ms_per_request'] - base:.3f} over in-process): inside MemoryBridge.execute {row['execute_cpu_ms_per_call']:.3f} ms, "
               f"audit group commit {row['audit_flush_cpu_ms_per_request']:.3f} ms, the rest (the door) {row['door_cpu_ms_per_request']:.3f} ms; wall p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms, "
               f"generator CPU {row['generator_cpu_s']:.2f} s, errors {row['errors']}")
+        print(f"  of that CPU, the garbage collector's: {row['gc_cpu_ms_per_request']:.3f} ms/request (passes by generation: {row['gc_passes']})")
     if args.profile_out:
         stats = pstats.Stats(str(args.profile_out))
         stats.sort_stats("tottime").print_stats(args.top)
