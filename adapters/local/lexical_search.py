@@ -48,16 +48,17 @@ class LocalLexical(LocalScan):
         valid_limit(limit)
         with self._lock:
             scan = self._scan(scopes, None, statuses=statuses, kinds=kinds, now=now)
-            return self._lexical_ranking(scan, text, limit)[0]
+            bm25 = self._bm25(scan, text)
+            return scan.top(bm25, limit) if bm25 is not None else []
 
-    def _lexical_ranking(self, scan: Scan, text: str, limit: int) -> tuple[list[tuple[ScopeKey, int, float]], dict[int, float]]:
-        """BM25 top-`limit` of the scan's returnable rows, and each returned row's vector score
-        in the scan (the fusion's cosine of a row only this channel found). Caller holds the lock."""
+    def _bm25(self, scan: Scan, text: str) -> np.ndarray | None:
+        """The BM25 score of every row of the scan's buffer for `text`, -inf for a row that holds
+        no query word or may not be returned; None when no row can score. Caller holds the lock."""
         digests = lexical.query_digests(text)
         returnable = np.isfinite(scan.scores)
         n_docs = int(returnable.sum())
-        if not len(digests) or n_docs == 0 or limit <= 0:
-            return [], {}
+        if not len(digests) or n_docs == 0:
+            return None
         probes = np.concatenate([digests, digests + np.uint64(1)])  # digests are 48-bit: +1 never wraps
         lengths = np.empty(scan.size, dtype=np.float32)
         found_rows: list[np.ndarray] = []  # buffer index, term number and count of every posting found
@@ -81,12 +82,12 @@ class LocalLexical(LocalScan):
                 found_terms.append(np.repeat(matched, spans))
                 found_counts.append(piece.counts[at])
         if not found_rows:
-            return [], {}
+            return None
         rows = np.concatenate(found_rows)
         keep = returnable[rows]
         rows = rows[keep]
         if not len(rows):
-            return [], {}
+            return None
         term_of = np.concatenate(found_terms)[keep]
         counts = np.concatenate(found_counts)[keep].astype(np.float64)
         held_by = np.bincount(term_of, minlength=len(digests)).astype(np.float64)  # document frequency per term
@@ -95,10 +96,7 @@ class LocalLexical(LocalScan):
         norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
         bm25 = np.bincount(rows, weights=idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm), minlength=scan.size)
         bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word is no candidate
-        best = scan.best(bm25, limit)
-        ranked = [(scope, rowid, score) for (scope, rowid), score in zip(scan.rows(best), bm25[best].tolist())]
-        cosines = dict(zip(scan.rowids[best].tolist(), scan.scores[best].tolist()))
-        return ranked, cosines
+        return bm25
 
     def _postings(self, key: ScopeKey, part: Partition) -> list[Postings]:
         """The partition's postings covering exactly its rows: built at the first lexical search

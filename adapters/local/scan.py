@@ -79,7 +79,11 @@ class Scan:
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
         """The best `limit` rows by `values` (one per buffer row), best first: (scope, rowid, value)."""
         best = self.best(values, limit)
-        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(best), values[best].tolist())]
+        return self.ranked(best, values[best].tolist())
+
+    def ranked(self, indices: np.ndarray, scores: list[float]) -> list[tuple[ScopeKey, int, float]]:
+        """(scope, rowid, score) of buffer indices, in their order, each with its score."""
+        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(indices), scores)]
 
 
 class LocalScan(LocalStoreBase):

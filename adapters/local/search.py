@@ -19,9 +19,10 @@ from adapters.local.checks import valid_limit
 from adapters.local.lexical import FUSION_DEPTH
 from adapters.local.lexical_search import LocalLexical
 from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, row_to_memory
+from adapters.local.scan import Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-from adapters.shared.fusion import fuse
+from adapters.shared.fusion import fused_order
 
 
 class LocalSearch(LocalLexical):
@@ -99,6 +100,20 @@ class LocalSearch(LocalLexical):
                 self._quarantine(damaged)
         return hits, len(damaged)
 
+    def _fused(self, scan: Scan, text: str, depth: int, limit: int) -> list[tuple[ScopeKey, int, float]]:
+        """The top `limit` rows of the scan: each channel's best `depth` buffer rows fused
+        (adapters/shared/fusion.py) with no tuple built before the fusion has chosen; the vector
+        channel alone when the lexical one has no candidate or is off. Caller holds the lock."""
+        vector = scan.best(scan.scores, depth)
+        bm25 = self._bm25(scan, text) if self.lexical_channel else None
+        lexical = scan.best(bm25, depth) if bm25 is not None else None
+        if lexical is None or not len(lexical):
+            vector = vector[:limit]  # `best` ranks a prefix of a longer ranking the same
+            return scan.ranked(vector, scan.scores[vector].tolist())
+        both = np.concatenate([vector, lexical])
+        picked, scores = fused_order(scan.rowids[both], scan.scores[both], len(vector), limit)
+        return scan.ranked(both[picked], scores)
+
     @guarded
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
         return self._load_hits(ranked)[0]
@@ -117,12 +132,7 @@ class LocalSearch(LocalLexical):
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
             with self._lock:  # both channels read one scan, and the hits are loaded in the same locked moment
                 scan = self._scan(query.scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at())
-                ranked = scan.top(scan.scores, depth)
-                if self.lexical_channel:
-                    lexical, cosines = self._lexical_ranking(scan, query.text, depth)
-                    ranked = fuse(ranked, lexical, query.limit, cosines) if lexical else ranked[: query.limit]
-                else:
-                    ranked = ranked[: query.limit]
+                ranked = self._fused(scan, query.text, depth, query.limit)
                 hits, damaged = self._load_hits(ranked, checked=True)
             if not damaged:
                 break
