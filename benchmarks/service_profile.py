@@ -124,6 +124,7 @@ def _account_execute(out: Path) -> Callable[[], None]:
     # (mostly a request), so they are counted here too, by generation, wherever they run
     totals["gc_cpu_s"] = 0.0
     totals["gc_passes"] = [0, 0, 0]
+    totals["gc_longest_s"] = [0.0, 0.0, 0.0]  # the longest single pass of each generation: a pause every request in flight waits out
     gc_started: dict[int, float] = {}
 
     def on_gc(phase: str, info: dict[str, int]) -> None:
@@ -131,8 +132,13 @@ def _account_execute(out: Path) -> Callable[[], None]:
         if phase == "start":
             gc_started[ident] = time.thread_time()
         elif ident in gc_started:
-            totals["gc_cpu_s"] += time.thread_time() - gc_started.pop(ident)
-            totals["gc_passes"][info["generation"]] += 1
+            took = time.thread_time() - gc_started.pop(ident)
+            generation = info["generation"]
+            totals["gc_cpu_s"] += took
+            totals["gc_passes"][generation] += 1
+            totals["gc_longest_s"][generation] = max(totals["gc_longest_s"][generation], took)
+            if generation == 2:
+                totals.setdefault("gc_full_passes_ms", []).append(round(1000 * took, 2))
 
     gc.callbacks.append(on_gc)
     return lambda: out.write_text(json.dumps(totals))
@@ -272,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         row["door_cpu_ms_per_request"] = 1000 * (row["server_cpu_s"] - totals["execute_cpu_s"] - totals["audit_flush_cpu_s"]) / max(1, totals["calls"])
         row["gc_cpu_ms_per_request"] = 1000 * totals["gc_cpu_s"] / max(1, totals["calls"])
         row["gc_passes"] = totals["gc_passes"]
+        row["gc_longest_ms"] = [round(1000 * s, 2) for s in totals["gc_longest_s"]]
+        row["gc_full_passes_ms"] = totals.get("gc_full_passes_ms", [])  # in order, from the server's start (a start-up collection included)
         report[label] = row
     if args.profile_out:
         args.profile_out.parent.mkdir(parents=True, exist_ok=True)
@@ -293,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(+{row['server_cpu_ms_per_request'] - base:.3f} over in-process): inside MemoryBridge.execute {row['execute_cpu_ms_per_call']:.3f} ms, "
               f"audit group commit {row['audit_flush_cpu_ms_per_request']:.3f} ms, the rest (the door) {row['door_cpu_ms_per_request']:.3f} ms; wall p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms, "
               f"generator CPU {row['generator_cpu_s']:.2f} s, errors {row['errors']}")
-        print(f"  of that CPU, the garbage collector's: {row['gc_cpu_ms_per_request']:.3f} ms/request (passes by generation: {row['gc_passes']})")
+        print(f"  of that CPU, the garbage collector's: {row['gc_cpu_ms_per_request']:.3f} ms/request (passes by generation: {row['gc_passes']}, the longest of each {row['gc_longest_ms']} ms; full passes in order from the start {row['gc_full_passes_ms']} ms)")
     if args.profile_out:
         stats = pstats.Stats(str(args.profile_out))
         stats.sort_stats("tottime").print_stats(args.top)
