@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from types import MappingProxyType
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import psycopg
@@ -50,8 +50,10 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
-from adapters.postgres.lexical import FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_hits, lexical_statement, lexical_words, tagged_terms, within_budget
-from adapters.postgres.declare import declare, scope_settings
+from adapters.postgres.lexical import (
+    FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms, within_budget,
+)
+from adapters.postgres.declare import declaration, declare, scope_settings
 from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
@@ -62,6 +64,7 @@ __all__ = ["PostgresBackend"]
 
 Conn = psycopg.AsyncConnection
 _COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
+_M_COLUMNS = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))
 _MAX_PAGE = 10_000
 _STATUSES = {s.value: s for s in Status}
 _EXTENSION_SCHEMA = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
@@ -96,6 +99,16 @@ def _statuses(statuses: object, *, allow_none: bool) -> list[str] | None:
     if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
         raise InvalidRequest("statuses must be a non-empty set of Status", backend="postgres")
     return sorted(s.value for s in statuses)
+
+
+def _similarity(score: float) -> float:
+    """An inner product of unit vectors as a similarity in [0, 1]."""
+    return 0.0 if score < 0.0 else 1.0 if score > 1.0 else float(score)
+
+
+def _candidates(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, float]]:
+    """A ranking statement's (scope, id, similarity, ...) rows as fusion candidates."""
+    return [(row[0], row[1], _similarity(row[2])) for row in rows]
 
 
 def _limit(limit: object, maximum: int | None = None) -> int:
@@ -224,12 +237,15 @@ class PostgresBackend:
         return await self._ready().run(fn, what)
 
     # -- decoding ---------------------------------------------------------------------------
-    def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None) -> StoredMemory | None:
+    def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None, *, keys: Mapping[str, ScopeKey] | None = None) -> StoredMemory | None:
         """A row as a StoredMemory, or None (dropped + alarmed) when it does not decode or is
-        not from the scope it was read for."""
+        not from the scope it was read for. `keys`: scope keys by their text, taken as they are
+        instead of parsing the row's (a search's own ScopeSet: `str(key)` is the stored text)."""
         _, mid, scope_text, content, kind, status, confidence, prov, subject, meta, created, updated, expires = row
         try:
-            scope = ScopeKey.parse(scope_text)
+            scope = keys.get(scope_text) if keys is not None else None
+            if scope is None:
+                scope = ScopeKey.parse(scope_text)
             if expected is not None and scope != expected:
                 raise ValueError("row from another scope than the one read")
             metadata = json.loads(meta)
@@ -385,6 +401,10 @@ class PostgresBackend:
         return await self._run(run) == 1
 
     # -- reads ------------------------------------------------------------------------------
+    # A recall is one or a few `PgPool.read`s: the ScopeSet's declaration (row-level security,
+    # with the planner settings of the search) and the queries after it run in one implicit
+    # transaction and one round trip. Ranking reads (scope, id, similarity) only; the full rows
+    # of the final top `limit` alone are read and decoded.
     async def search(self, query: SearchQuery) -> SearchResult:
         if not isinstance(query, SearchQuery):
             raise InvalidRequest(f"search expects a SearchQuery, got {type(query).__name__}", backend=self.name)
@@ -393,97 +413,126 @@ class PostgresBackend:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
         limit = _limit(query.limit)
-        ranked = await self.search_vector(query.scopes, vector, limit=max(limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        if self.lexical_channel:  # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused
-            ranked = fuse_hits(ranked, await self.search_lexical(query, vector), limit)
-        return SearchResult(hits=tuple(ranked[:limit]))
+        scopes, now = query.scopes, query.at()
+        words = lexical_words(query.text) if self.lexical_channel else []
+        if not words:  # no lexical channel: the vector channel's own top `limit`
+            return SearchResult(hits=tuple(await self.search_vector(scopes, vector, limit=limit, statuses=query.statuses, kinds=query.kinds, now=now)))
+        # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused. The first
+        # read ranks the vector channel and counts the query words' postings; the second ranks
+        # the words kept within the budget; the third reads the fused winners' rows.
+        params, planner, declared = self._search_params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
+        params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
+        _, by_vector, counts = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (COUNT_SQL, params)])
+        kept = within_budget({term: int(n) for term, n in counts})
+        by_words: list[Any] = []
+        if kept:
+            lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
+            by_words = (await self._read([declaration(*declared), (lexical, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
+        fused = fuse_ranked(_candidates(by_vector), _candidates(by_words), limit)
+        if not fused:
+            return SearchResult(hits=())
+        params["top"] = [mid for _, mid, _ in fused]
+        rows = (await self._read([declaration(*declared), (self._rows_statement(params), params)]))[1]
+        return SearchResult(hits=tuple(self._hits(scopes, fused, rows)))
 
     async def search_lexical(self, query: SearchQuery, vector: np.ndarray) -> list[Hit]:
         """Full-text top-`FUSION_DEPTH` over exactly the ScopeSet (declared for row-level security
         and in the WHERE, with the vector branch's filters), best first, each scored with its
         similarity to `vector`. Only the ScopeSet's own scope-tagged words are looked up, the rarest
         within the candidate budget (adapters/postgres/lexical.py). Empty when the text has no
-        words, or only words too common to tell rows apart."""
+        words, or only words too common to tell rows apart. (`search` runs the same statements,
+        reading the rows of the fused winners only.)"""
         words = lexical_words(query.text)
         if not words:
             return []
-        open_scopes, pairs, ids = scope_settings(query.scopes)
-        terms = tagged_terms(words, [str(entry.key) for entry in query.scopes])
-        with_kinds = query.kinds is not None
-        text = lexical_statement(", ".join("m." + c.strip() for c in _COLUMNS.split(",")), with_kinds=with_kinds)
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs,
-                  "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if with_kinds else None,
-                  "now": query.at(), "depth": max(_limit(query.limit), FUSION_DEPTH), "terms": terms, "cap": MAX_CANDIDATES + 1}
-
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, open_scopes, pairs, ids)
-            counts = await (await conn.execute(COUNT_SQL, params)).fetchall()  # type: ignore[arg-type]
-            kept = within_budget({term: int(n) for term, n in counts})
-            if not kept:
-                return []
-            return await (await conn.execute(text, {**params, "kept": kept, "lq": as_tsquery(kept)})).fetchall()  # type: ignore[arg-type]
-
-        hits: list[Hit] = []
-        for row in await self._run(run):
-            memory = self._decode(row[:-2])
-            if memory is None or not query.scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
-                continue
-            score = float(row[-2])
-            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
-        return hits
+        scopes = query.scopes
+        params, _, declared = self._search_params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
+                                                  limit=max(_limit(query.limit), FUSION_DEPTH))
+        params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
+        kept = within_budget({term: int(n) for term, n in (await self._read([declaration(*declared), (COUNT_SQL, params)]))[1]})
+        if not kept:
+            return []
+        text = lexical_statement(_M_COLUMNS, with_kinds=params["kinds"] is not None)
+        rows = (await self._read([declaration(*declared), (text, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
+        return self._hits(query.scopes, [(row[2], row[1], _similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
         """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance.
         Expired rows (`expires_at <= now`, the bridge's clock) are excluded in every branch's WHERE."""
         require_scope_set(scopes)
+        params, planner, declared = self._search_params(scopes, vector, statuses=statuses, kinds=kinds, now=now, limit=limit)
+        rows = (await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=True), params)]))[1]
+        return self._hits(scopes, [(row[2], row[1], _similarity(row[-1])) for row in rows], [row[:-1] for row in rows])
+
+    def _search_params(self, scopes: ScopeSet, vector: np.ndarray, *, statuses: frozenset[Status], kinds: frozenset[str] | None,
+                       now: float | None, limit: int) -> tuple[dict[str, Any], dict[str, str], tuple[list[str], list[str], list[str]]]:
+        """The parameters every search statement shares, the vector channel's planner settings and
+        what the transaction declares (open scopes, restricted pairs, their ids): one translation
+        of the ScopeSet for the WHERE clauses and row-level security alike."""
         allowed = _statuses(statuses, allow_none=False)
         open_scopes, pairs, ids = scope_settings(scopes)
-        # rank on (id, distance) only, then read the full rows of the top k: the sort never carries
-        # content, provenance or metadata of the rows that lose. One branch per way in
-        # (adapters/postgres/locality.py): the open scopes the covering index holds (its predicate
-        # repeated, so the planner may use it: an index-only scan, scope by scope), open scopes with
-        # keys too long for it, an entry's memory ids (primary key). Scopes with an ANN index
-        # (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
-        # the planner can use that scope's partial HNSW index; every other scope stays exact.
         ann = [k for k in open_scopes if k in self._ann_scopes]
         exact = [k for k in open_scopes if k not in self._ann_scopes]
-        indexed = [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES]
-        long_keys = [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES]
-        filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
-        branch = "(SELECT id, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
+        params: dict[str, Any] = {
+            "q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs, "ann": ann,
+            "open": [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES], "long": [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES],
+            "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": _limit(limit),
+            "depth": _limit(limit), "now": time.time() if now is None else float(now), "cap": MAX_CANDIDATES + 1,
+        }
+        # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan of the
+        # covering index (it cannot see that each bitmap row costs a heap page): off for this search
+        planner = {"enable_bitmapscan": "off"}
+        if ann:
+            planner["hnsw.ef_search"] = str(max(self.ann_ef_search, limit))
+        return params, planner, (open_scopes, pairs, ids)
+
+    @staticmethod
+    def _vector_statement(params: dict[str, Any], *, rows: bool) -> str:
+        """The vector channel's exact top `%(limit)s`, ranked on (id, distance) only: the sort never
+        carries content, provenance or metadata of the rows that lose. One branch per way in
+        (adapters/postgres/locality.py): the open scopes the covering index holds (its predicate
+        repeated, so the planner may use it: an index-only scan, scope by scope), open scopes with
+        keys too long for it, an entry's memory ids (primary key). Scopes with an ANN index
+        (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
+        the planner can use that scope's partial HNSW index; every other scope stays exact.
+        `rows`: the full rows of the top (columns, then the similarity); else (scope, id, similarity)."""
+        filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if params["kinds"] is not None else "")
+        branch = "(SELECT id, scope, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
         branches = [branch.format(where=f"scope = ANY(%(open)s) AND {INDEXED_SCOPE}")]
-        if long_keys:
+        if params["long"]:
             branches.append(branch.format(where="scope = ANY(%(long)s)"))
-        if pairs:
+        if params["pairs"]:
             branches.append(branch.format(where="id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)"))
-        branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in ann]
-        text = (
-            "WITH top AS (SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s)"
-            f" SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, -top.distance FROM top JOIN memories m ON m.id = top.id"
-            " ORDER BY top.distance, top.seq"
-        )
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": indexed, "long": long_keys, "ids": ids, "pairs": pairs,
-                  "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit,
-                  "now": time.time() if now is None else float(now)}
+        branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in params["ann"]]
+        ranked = "SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s"
+        if not rows:
+            return "SELECT scope, id, -distance FROM (" + ranked + ") top ORDER BY distance, seq"
+        return (f"WITH top AS ({ranked}) SELECT {_M_COLUMNS}, -top.distance FROM top JOIN memories m ON m.id = top.id"
+                " ORDER BY top.distance, top.seq")
 
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, open_scopes, pairs, ids)
-            # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan (it
-            # cannot see that each bitmap row costs a heap page); this transaction only
-            await conn.execute("SET LOCAL enable_bitmapscan = off")
-            if ann:
-                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ann_ef_search, limit))))
-            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+    @staticmethod
+    def _rows_statement(params: dict[str, Any]) -> str:
+        """The full rows of the fused winners (`%(top)s`), under the search's WHERE again."""
+        return rows_statement(_M_COLUMNS, with_kinds=params["kinds"] is not None)
 
+    def _hits(self, scopes: ScopeSet, ranked: Sequence[tuple[str, str, float]], rows: Sequence[Sequence[Any]]) -> list[Hit]:
+        """The ranked (scope, id, score) candidates as Hits, in their order, from their rows (any
+        order): a candidate whose row is missing, does not decode, or is not what was ranked
+        is dropped. The row's own scope is the only truth: it must be one the ScopeSet permits."""
+        keys = {str(entry.key): entry.key for entry in scopes}  # a row of the set's own scope needs no parse
+        by_id = {row[1]: row for row in rows}
         hits: list[Hit] = []
-        for row in await self._run(run):
-            memory = self._decode(row[:-1])
-            if memory is None or not scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
+        for scope, mid, score in ranked:
+            row = by_id.get(mid)
+            memory = None if row is None or row[2] != scope else self._decode(row, keys=keys)
+            if memory is None or not scopes.permits(memory.scope, memory.id):
                 continue
-            score = float(row[-1])
-            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+            hits.append(Hit(memory, memory.scope, score))
         return hits
+
+    async def _read(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        return await self._ready().read(statements, "memory store")
 
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
         require_scope(scope)

@@ -36,13 +36,11 @@ filters would exclude.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 import unicodedata
 from typing import Any, Iterable, Mapping, Sequence
 
-from adapters.base import Hit
 from adapters.shared.fusion import fuse
 
 #: candidates each channel hands to the fusion
@@ -53,9 +51,11 @@ MAX_CANDIDATES = 200
 MAX_QUERY_WORDS = 32
 #: hex digits of SHA-256(scope key) that tag a lexeme (64 bits: two scopes never share postings in practice)
 TAG_DIGITS = 16
+#: a candidate of either channel before its row is read: (scope key, memory id, similarity)
+Ranked = tuple[str, str, float]
 
 __all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "within_budget", "COUNT_SQL",
-           "as_tsquery", "lexical_statement", "fuse_hits", "FUSION_DEPTH", "MAX_CANDIDATES"]
+           "as_tsquery", "lexical_statement", "rows_statement", "fuse_ranked", "Ranked", "FUSION_DEPTH", "MAX_CANDIDATES"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -197,15 +197,22 @@ def lexical_statement(columns: str, *, with_kinds: bool) -> str:
     return LEXICAL_SQL.format(columns=columns, kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
 
 
-def fuse_hits(hits: list[Hit], lexical: list[Hit], limit: int) -> list[Hit]:
-    """The vector channel's hits (best first) fused with the lexical channel's (best first, each
-    scored with its own similarity), top `limit`: every vector hit stays a candidate."""
+def rows_statement(columns: str, *, with_kinds: bool) -> str:
+    """The rows of the fused winners (`%(top)s`, memory ids) under the vector branch's WHERE
+    again: a row that left the ScopeSet's filters since it was ranked is not returned."""
+    return "SELECT " + columns + " FROM memories m WHERE m.id = ANY(%(top)s) AND " + _WHERE.format(kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
+
+
+def fuse_ranked(vector: Sequence[Ranked], lexical: Sequence[Ranked], limit: int) -> list[Ranked]:
+    """The vector channel's candidates (best first) fused with the lexical channel's (best first,
+    each scored with its own similarity), top `limit`, as (scope, memory id, fused score): every
+    vector candidate stays one. On ids and scores only, so that only the winners' rows are read."""
     if not lexical:
-        return hits[:limit]
-    by_key: dict[int, Hit] = {}
+        return list(vector[:limit])
     number: dict[str, int] = {}
-    for hit in (*hits, *lexical):
-        by_key.setdefault(number.setdefault(hit.memory.id, len(number)), hit)
-    fused = fuse([(h.scope, number[h.memory.id], h.score) for h in hits], [(h.scope, number[h.memory.id], 0.0) for h in lexical], limit,
-                 {number[h.memory.id]: h.score for h in lexical})
-    return [dataclasses.replace(by_key[n], score=score) for _, n, score in fused]
+    for _, mid, _ in (*vector, *lexical):
+        number.setdefault(mid, len(number))
+    ids = list(number)
+    fused = fuse([(scope, number[mid], score) for scope, mid, score in vector], [(scope, number[mid], 0.0) for scope, mid, _ in lexical], limit,
+                 {number[mid]: score for _, mid, score in lexical})
+    return [(scope, ids[n], score) for scope, n, score in fused]

@@ -9,6 +9,10 @@ package can use it without a dependency cycle; it knows nothing of identities.
 protocols are synchronous (they are called from inside the bridge's event loop), the bridge's
 state protocols are async; both submit coroutines to that thread (`run_sync` blocks the caller,
 `run` awaits from any loop), so one pool serves both and no caller can deadlock its own loop.
+`read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query):
+every statement queued at once in pipeline mode and one Sync after the last, so they run in ONE
+implicit transaction (a `set_config(..., true)` holds for the statements after it and ends with
+it) in one network round trip, without the BEGIN and COMMIT round trips of `run`.
 Driver: psycopg 3 (sync and async in one libpq-based driver, a maintained pool, pgvector's
 adapter, libpq's URL/sslmode/service-file semantics) rather than asyncpg (async only).
 
@@ -30,8 +34,8 @@ import concurrent.futures
 import hashlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import LiteralString, TypeVar, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, LiteralString, TypeVar, cast
 from urllib.parse import urlsplit
 
 import psycopg
@@ -47,6 +51,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: one statement of `PgPool.read`: its text and its parameters (None: none)
+Statement = tuple[str, "Sequence[Any] | Mapping[str, Any] | None"]
 DEFAULT_SCHEMA = "viking_bridge"
 #: The role the migrations grant the runtime privileges to (the replicas log in as a member of it).
 DEFAULT_RUNTIME_ROLE = "viking_bridge_runtime"
@@ -143,6 +149,31 @@ class PgPool:
             raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
         return await asyncio.wrap_future(self._submit(self._transact(fn, what)))
 
+    async def read(self, statements: Sequence[Statement], what: str = "PostgreSQL state") -> list[list[tuple[Any, ...]]]:
+        """Run `statements` in order in ONE implicit transaction and one round trip; return each
+        one's rows ([] for a statement that returns none). For reads only: the connection is in
+        autocommit, so the transaction is the pipeline's, from the first statement to the Sync
+        after the last, and a `set_config(..., true)` among them binds the ones after it. An
+        error in one aborts the rest (PostgreSQL skips everything up to the Sync) and is raised.
+        Without pipeline support in libpq (before 14) the statements run in a `run` transaction."""
+        if self._closed:
+            raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
+        if not psycopg.AsyncPipeline.is_supported():
+            return await self.run(lambda conn: _in_turn(conn, statements), what)
+        return await asyncio.wrap_future(self._submit(self._pipelined(statements, what)))
+
+    async def _pipelined(self, statements: Sequence[Statement], what: str) -> list[list[tuple[Any, ...]]]:
+        try:
+            async with self._pool.connection() as conn:
+                async with conn.pipeline() as pipeline:
+                    cursors = [await conn.execute(as_query(text), params) for text, params in statements]
+                    await pipeline.sync()  # the one Sync: ends the implicit transaction, brings every result
+                    return [await cur.fetchall() if cur.description is not None else [] for cur in cursors]
+        except BaseException as exc:
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                raise
+            raise map_error(exc, self.where, what) from None
+
     async def _shutdown(self) -> None:
         await self._pool.close()
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -165,6 +196,15 @@ class PgPool:
 
     def __repr__(self) -> str:
         return f"PgPool({self.where!r}, schema={self.schema!r})"
+
+
+async def _in_turn(conn: psycopg.AsyncConnection, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """`PgPool.read` without a pipeline: the statements one after another in the caller's transaction."""
+    out: list[list[tuple[Any, ...]]] = []
+    for text, params in statements:
+        cur = await conn.execute(as_query(text), params)
+        out.append(await cur.fetchall() if cur.description is not None else [])
+    return out
 
 
 # --------------------------------------------------------------------------- migrations

@@ -1,0 +1,72 @@
+"""`PgPool.read`: the statements of one read share ONE transaction, and nothing outlives it.
+
+The memory backend's recalls stand on this: the ScopeSet is declared with `set_config(..., true)`
+(transaction-local) and row-level security reads it in the statements after it. If a read ever
+ran them in separate transactions, the query would see no declaration at all (and the recall
+would come back empty); if a declaration outlived its read, the next user of the connection would
+inherit someone else's ScopeSet. Both are checked here on a real server, past psycopg's
+prepare threshold (its prepared statements are sent in the same pipeline) and with a failing
+statement in the middle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from contract_tests.postgres_server import TestDatabase
+from identity.errors import VikingBridgeError
+from identity.storage.postgres import PgPool
+
+DECLARE = "SELECT set_config('viking_bridge.scopes', %s, true)"
+READ = "SELECT current_setting('viking_bridge.scopes', true)"
+SAME_TXN = "SELECT pg_current_xact_id()::text, now()"
+
+
+def test_a_declaration_binds_the_statements_after_it_and_ends_with_the_read(pg_db: TestDatabase) -> None:
+    pool = PgPool(pg_db.app_url, max_size=1)  # one connection: every read reuses it
+
+    async def reads() -> None:
+        for n in range(12):  # past psycopg's prepare threshold (5): prepared statements in the pipeline too
+            declared, seen = await pool.read([(DECLARE, (f"scope-{n}",)), (READ, None)])
+            assert declared == [(f"scope-{n}",)] and seen == [(f"scope-{n}",)]
+            # a read that declares nothing sees nothing declared before it
+            ((left,),) = (await pool.read([(READ, None)]))[0]
+            assert left in ("", None)
+
+    try:
+        asyncio.run(reads())
+    finally:
+        pool.close()
+
+
+def test_statements_of_one_read_run_in_one_transaction(pg_db: TestDatabase) -> None:
+    pool = PgPool(pg_db.app_url, max_size=1)
+
+    async def reads() -> None:
+        for _ in range(8):
+            first, second = await pool.read([(SAME_TXN, None), (SAME_TXN, None)])
+            assert first == second  # one transaction id, one transaction start time
+            other = (await pool.read([(SAME_TXN, None)]))[0]
+            assert other != first  # the next read is a transaction of its own
+
+    try:
+        asyncio.run(reads())
+    finally:
+        pool.close()
+
+
+def test_a_failing_statement_fails_the_read_and_leaves_the_connection_usable(pg_db: TestDatabase) -> None:
+    pool = PgPool(pg_db.app_url, max_size=1)
+
+    async def reads() -> None:
+        with pytest.raises(VikingBridgeError):
+            await pool.read([(DECLARE, ("leaked?",)), ("SELECT 1 / 0", None), (READ, None)])
+        ((left,),) = (await pool.read([(READ, None)]))[0]
+        assert left in ("", None)
+
+    try:
+        asyncio.run(reads())
+    finally:
+        pool.close()
