@@ -51,10 +51,10 @@ from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
 from adapters.postgres.lexical import (
-    FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms, within_budget,
+    FUSION_DEPTH, COUNT_SQL, as_tsquery, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms, within_budget,
 )
-from adapters.postgres.declare import declaration, declare, scope_settings
-from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
+from adapters.postgres.declare import declaration, declare
+from adapters.postgres.recall import COLUMNS, M_COLUMNS, candidates, checked_limit, checked_statuses, search_params, similarity, vector_statement
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -63,8 +63,6 @@ from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migration
 __all__ = ["PostgresBackend"]
 
 Conn = psycopg.AsyncConnection
-_COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
-_M_COLUMNS = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))
 _MAX_PAGE = 10_000
 _STATUSES = {s.value: s for s in Status}
 _EXTENSION_SCHEMA = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
@@ -91,30 +89,6 @@ def _json(value: Any, what: str) -> str:
 
 def _content_hash(m: NewMemory) -> str:
     return hashlib.sha256(_json([m.content, m.kind, m.status.value, dict(m.metadata)], "memory").encode()).hexdigest()
-
-
-def _statuses(statuses: object, *, allow_none: bool) -> list[str] | None:
-    if statuses is None and allow_none:
-        return None
-    if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
-        raise InvalidRequest("statuses must be a non-empty set of Status", backend="postgres")
-    return sorted(s.value for s in statuses)
-
-
-def _similarity(score: float) -> float:
-    """An inner product of unit vectors as a similarity in [0, 1]."""
-    return 0.0 if score < 0.0 else 1.0 if score > 1.0 else float(score)
-
-
-def _candidates(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, float]]:
-    """A ranking statement's (scope, id, similarity, ...) rows as fusion candidates."""
-    return [(row[0], row[1], _similarity(row[2])) for row in rows]
-
-
-def _limit(limit: object, maximum: int | None = None) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
-        raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="postgres")
-    return limit
 
 
 class PostgresBackend:
@@ -327,7 +301,7 @@ class PostgresBackend:
                     out.append(dataclasses.replace(stored, created=True))
                     continue
                 row = await (await conn.execute(
-                    f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
+                    f"SELECT {COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
                 )).fetchone()
                 if row is not None and row[-1] != digest:
                     raise BackendConflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=stored.scope)
@@ -351,7 +325,7 @@ class PostgresBackend:
     async def _one(self, scope: ScopeKey, memory_id: str) -> StoredMemory | None:
         async def run(conn: Conn) -> Any:
             await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
 
         row = await self._run(run)
         return None if row is None else self._decode(row, scope)
@@ -372,7 +346,7 @@ class PostgresBackend:
         async def run(conn: Conn) -> StoredMemory | None:
             await declare(conn, [str(scope)])
             # read and write in one transaction, the row locked: a concurrent update is never lost
-            row = await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s FOR UPDATE", (str(scope), memory_id))).fetchone()
+            row = await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s FOR UPDATE", (str(scope), memory_id))).fetchone()
             current = None if row is None else self._decode(row, scope)
             if current is None:
                 return None
@@ -412,7 +386,7 @@ class PostgresBackend:
         if query.filters:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
-        limit = _limit(query.limit)
+        limit = checked_limit(query.limit)
         scopes, now = query.scopes, query.at()
         words = lexical_words(query.text) if self.lexical_channel else []
         if not words:  # no lexical channel: the vector channel's own top `limit`
@@ -420,7 +394,7 @@ class PostgresBackend:
         # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused. The first
         # read ranks the vector channel and counts the query words' postings; the second ranks
         # the words kept within the budget; the third reads the fused winners' rows.
-        params, planner, declared = self._search_params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
+        params, planner, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
         params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
         _, by_vector, counts = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (COUNT_SQL, params)])
         kept = within_budget({term: int(n) for term, n in counts})
@@ -428,7 +402,7 @@ class PostgresBackend:
         if kept:
             lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
             by_words = (await self._read([declaration(*declared), (lexical, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
-        fused = fuse_ranked(_candidates(by_vector), _candidates(by_words), limit)
+        fused = fuse_ranked(candidates(by_vector), candidates(by_words), limit)
         if not fused:
             return SearchResult(hits=())
         params["top"] = [mid for _, mid, _ in fused]
@@ -446,75 +420,35 @@ class PostgresBackend:
         if not words:
             return []
         scopes = query.scopes
-        params, _, declared = self._search_params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
-                                                  limit=max(_limit(query.limit), FUSION_DEPTH))
+        params, _, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
+                                                  limit=max(checked_limit(query.limit), FUSION_DEPTH))
         params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
         kept = within_budget({term: int(n) for term, n in (await self._read([declaration(*declared), (COUNT_SQL, params)]))[1]})
         if not kept:
             return []
-        text = lexical_statement(_M_COLUMNS, with_kinds=params["kinds"] is not None)
+        text = lexical_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
         rows = (await self._read([declaration(*declared), (text, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
-        return self._hits(query.scopes, [(row[2], row[1], _similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
+        return self._hits(query.scopes, [(row[2], row[1], similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
         """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance.
         Expired rows (`expires_at <= now`, the bridge's clock) are excluded in every branch's WHERE."""
         require_scope_set(scopes)
-        params, planner, declared = self._search_params(scopes, vector, statuses=statuses, kinds=kinds, now=now, limit=limit)
+        params, planner, declared = self._params(scopes, vector, statuses=statuses, kinds=kinds, now=now, limit=limit)
         rows = (await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=True), params)]))[1]
-        return self._hits(scopes, [(row[2], row[1], _similarity(row[-1])) for row in rows], [row[:-1] for row in rows])
+        return self._hits(scopes, [(row[2], row[1], similarity(row[-1])) for row in rows], [row[:-1] for row in rows])
 
-    def _search_params(self, scopes: ScopeSet, vector: np.ndarray, *, statuses: frozenset[Status], kinds: frozenset[str] | None,
-                       now: float | None, limit: int) -> tuple[dict[str, Any], dict[str, str], tuple[list[str], list[str], list[str]]]:
-        """The parameters every search statement shares, the vector channel's planner settings and
-        what the transaction declares (open scopes, restricted pairs, their ids): one translation
-        of the ScopeSet for the WHERE clauses and row-level security alike."""
-        allowed = _statuses(statuses, allow_none=False)
-        open_scopes, pairs, ids = scope_settings(scopes)
-        ann = [k for k in open_scopes if k in self._ann_scopes]
-        exact = [k for k in open_scopes if k not in self._ann_scopes]
-        params: dict[str, Any] = {
-            "q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs, "ann": ann,
-            "open": [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES], "long": [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES],
-            "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": _limit(limit),
-            "depth": _limit(limit), "now": time.time() if now is None else float(now), "cap": MAX_CANDIDATES + 1,
-        }
-        # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan of the
-        # covering index (it cannot see that each bitmap row costs a heap page): off for this search
-        planner = {"enable_bitmapscan": "off"}
-        if ann:
-            planner["hnsw.ef_search"] = str(max(self.ann_ef_search, limit))
-        return params, planner, (open_scopes, pairs, ids)
+    #: the vector channel's statement (a method, so a test can break it and see row-level security hold)
+    _vector_statement = staticmethod(vector_statement)
 
-    @staticmethod
-    def _vector_statement(params: dict[str, Any], *, rows: bool) -> str:
-        """The vector channel's exact top `%(limit)s`, ranked on (id, distance) only: the sort never
-        carries content, provenance or metadata of the rows that lose. One branch per way in
-        (adapters/postgres/locality.py): the open scopes the covering index holds (its predicate
-        repeated, so the planner may use it: an index-only scan, scope by scope), open scopes with
-        keys too long for it, an entry's memory ids (primary key). Scopes with an ANN index
-        (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
-        the planner can use that scope's partial HNSW index; every other scope stays exact.
-        `rows`: the full rows of the top (columns, then the similarity); else (scope, id, similarity)."""
-        filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if params["kinds"] is not None else "")
-        branch = "(SELECT id, scope, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
-        branches = [branch.format(where=f"scope = ANY(%(open)s) AND {INDEXED_SCOPE}")]
-        if params["long"]:
-            branches.append(branch.format(where="scope = ANY(%(long)s)"))
-        if params["pairs"]:
-            branches.append(branch.format(where="id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)"))
-        branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in params["ann"]]
-        ranked = "SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s"
-        if not rows:
-            return "SELECT scope, id, -distance FROM (" + ranked + ") top ORDER BY distance, seq"
-        return (f"WITH top AS ({ranked}) SELECT {_M_COLUMNS}, -top.distance FROM top JOIN memories m ON m.id = top.id"
-                " ORDER BY top.distance, top.seq")
+    def _params(self, scopes: ScopeSet, vector: np.ndarray, **kwargs: Any) -> tuple[dict[str, Any], dict[str, str], tuple[list[str], list[str], list[str]]]:
+        return search_params(scopes, vector, ann_scopes=self._ann_scopes, ann_ef_search=self.ann_ef_search, **kwargs)
 
     @staticmethod
     def _rows_statement(params: dict[str, Any]) -> str:
         """The full rows of the fused winners (`%(top)s`), under the search's WHERE again."""
-        return rows_statement(_M_COLUMNS, with_kinds=params["kinds"] is not None)
+        return rows_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
 
     def _hits(self, scopes: ScopeSet, ranked: Sequence[tuple[str, str, float]], rows: Sequence[Sequence[Any]]) -> list[Hit]:
         """The ranked (scope, id, score) candidates as Hits, in their order, from their rows (any
@@ -536,21 +470,21 @@ class PostgresBackend:
 
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
         require_scope(scope)
-        allowed = _statuses(statuses, allow_none=True)
-        _limit(limit)
+        allowed = checked_statuses(statuses, allow_none=True)
+        checked_limit(limit)
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, [str(scope)])
             where = " AND status = ANY(%s)" if allowed is not None else ""
             params = (str(scope), *((allowed,) if allowed is not None else ()), limit)
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
 
         return [m for m in (self._decode(r, scope) for r in await self._run(run)) if m is not None]
 
     async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
         require_scope(scope)
-        allowed = _statuses(statuses, allow_none=True)
-        _limit(limit, _MAX_PAGE)
+        allowed = checked_statuses(statuses, allow_none=True)
+        checked_limit(limit, _MAX_PAGE)
         self._ready()
         codec = self._codec
         if codec is None:
@@ -563,7 +497,7 @@ class PostgresBackend:
             await declare(conn, [str(scope)])
             where = " AND status = ANY(%s)" if allowed is not None else ""
             params = (str(scope), after, *((allowed,) if allowed is not None else ()), limit + 1)
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
 
         rows = await self._run(run)
         more, rows = len(rows) > limit, rows[:limit]
@@ -576,7 +510,7 @@ class PostgresBackend:
 
         async def run(conn: Conn) -> Any:
             await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
 
         row = await self._run(run)
         return None if row is None else self._decode(row, scope)

@@ -168,7 +168,7 @@ class PgPool:
                 async with conn.pipeline() as pipeline:
                     cursors = [await conn.execute(as_query(text), params) for text, params in statements]
                     await pipeline.sync()  # the one Sync: ends the implicit transaction, brings every result
-                    return [await cur.fetchall() if cur.description is not None else [] for cur in cursors]
+                    return [await cur.fetchall() if _has_rows(cur) else [] for cur in cursors]
         except BaseException as exc:
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
                 raise
@@ -198,12 +198,17 @@ class PgPool:
         return f"PgPool({self.where!r}, schema={self.schema!r})"
 
 
+def _has_rows(cur: psycopg.AsyncCursor[Any]) -> bool:
+    """Whether a statement returned rows (its result's status: `description` builds every column)."""
+    return cur.pgresult is not None and cur.pgresult.status == psycopg.pq.ExecStatus.TUPLES_OK
+
+
 async def _in_turn(conn: psycopg.AsyncConnection, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
     """`PgPool.read` without a pipeline: the statements one after another in the caller's transaction."""
     out: list[list[tuple[Any, ...]]] = []
     for text, params in statements:
         cur = await conn.execute(as_query(text), params)
-        out.append(await cur.fetchall() if cur.description is not None else [])
+        out.append(await cur.fetchall() if _has_rows(cur) else [])
     return out
 
 

@@ -99,18 +99,18 @@ class FilterDroppingBackend(PostgresBackend):
 
     @staticmethod
     def _vector_statement(params: dict[str, Any], *, rows: bool) -> str:
-        from adapters.postgres.backend import _M_COLUMNS
+        from adapters.postgres.recall import M_COLUMNS
 
         ranked = "SELECT id, scope, embedding <#> %(q)s AS distance, seq FROM memories ORDER BY distance, seq LIMIT %(limit)s"  # no WHERE at all
         if not rows:
             return f"SELECT scope, id, -distance FROM ({ranked}) top ORDER BY distance, seq"
-        return f"WITH top AS ({ranked}) SELECT {_M_COLUMNS}, -top.distance FROM top JOIN memories m ON m.id = top.id ORDER BY top.distance"
+        return f"WITH top AS ({ranked}) SELECT {M_COLUMNS}, -top.distance FROM top JOIN memories m ON m.id = top.id ORDER BY top.distance"
 
     @staticmethod
     def _rows_statement(params: dict[str, Any]) -> str:
-        from adapters.postgres.backend import _M_COLUMNS
+        from adapters.postgres.recall import M_COLUMNS
 
-        return f"SELECT {_M_COLUMNS} FROM memories m WHERE m.id = ANY(%(top)s)"  # the winners' ids, nothing of the ScopeSet
+        return f"SELECT {M_COLUMNS} FROM memories m WHERE m.id = ANY(%(top)s)"  # the winners' ids, nothing of the ScopeSet
 
     def _hits(self, scopes: ScopeSet, ranked: Any, rows: Any) -> list[Hit]:
         by_id = {row[1]: row for row in rows}
