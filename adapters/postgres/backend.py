@@ -160,7 +160,7 @@ class PostgresBackend:
             owner.run_sync(migrate, "memory store migration")
         finally:
             owner.close()
-        pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure)
+        pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure, configure_blocking=self._configure_blocking)
         try:
             stored = dict(pool.run_sync(self._check_runtime_role, "memory store"))
         except BaseException:
@@ -182,6 +182,15 @@ class PostgresBackend:
         from pgvector.psycopg import register_vector_async
 
         await register_vector_async(conn)
+
+    def _configure_blocking(self, conn: psycopg.Connection[Any]) -> None:
+        """`_configure` for the blocking connections of the pool's reads (every search)."""
+        row = conn.execute(_EXTENSION_SCHEMA).fetchone()
+        if row is not None:
+            conn.execute(sql.SQL("SET search_path TO {}, {}, pg_catalog").format(sql.Identifier(self.schema), sql.Identifier(row[0])))
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
 
     async def _check_runtime_role(self, conn: Conn) -> list[tuple[str, str]]:
         row = await (await conn.execute(

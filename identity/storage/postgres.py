@@ -12,7 +12,8 @@ state protocols are async; both submit coroutines to that thread (`run_sync` blo
 `read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query):
 every statement queued at once in pipeline mode and one Sync after the last, so they run in ONE
 implicit transaction (a `set_config(..., true)` holds for the statements after it and ends with
-it) in one network round trip, without the BEGIN and COMMIT round trips of `run`.
+it) in one network round trip, without the BEGIN and COMMIT round trips of `run`, on blocking
+connections of its own driven from worker threads (identity/storage/pgreads.py).
 Driver: psycopg 3 (sync and async in one libpq-based driver, a maintained pool, pgvector's
 adapter, libpq's URL/sslmode/service-file semantics) rather than asyncpg (async only).
 
@@ -35,7 +36,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, LiteralString, TypeVar, cast
+from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
 from urllib.parse import urlsplit
 
 import psycopg
@@ -43,6 +44,9 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from identity.errors import ConfigurationError, IncompatibleSchema, InvalidInput, StorageUnavailable, VikingBridgeError
+
+if TYPE_CHECKING:
+    from identity.storage.pgreads import PgReader
 
 __all__ = [
     "as_query",
@@ -96,11 +100,16 @@ class PgPool:
     search_path of every connection, so all SQL names tables unqualified."""
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, min_size: int = 1, max_size: int = 8, timeout: float = 10.0,
-                 configure: Callable[[psycopg.AsyncConnection], Awaitable[None]] | None = None) -> None:
+                 configure: Callable[[psycopg.AsyncConnection], Awaitable[None]] | None = None,
+                 configure_blocking: Callable[[psycopg.Connection[Any]], None] | None = None) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise ConfigurationError("a PostgreSQL URL starts with postgresql://")
         self.url, self.schema, self.where = url, schema, describe_url(url)
+        self.max_size, self.timeout = max_size, timeout
         self._extra_configure = configure
+        self._configure_blocking = configure_blocking
+        self._reader: PgReader | None = None  # `read`'s connections, made on its first call
+        self._reader_lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"pg-pool {self.where}", daemon=True)
         self._thread.start()
@@ -151,28 +160,28 @@ class PgPool:
 
     async def read(self, statements: Sequence[Statement], what: str = "PostgreSQL state") -> list[list[tuple[Any, ...]]]:
         """Run `statements` in order in ONE implicit transaction and one round trip; return each
-        one's rows ([] for a statement that returns none). For reads only: the connection is in
-        autocommit, so the transaction is the pipeline's, from the first statement to the Sync
-        after the last, and a `set_config(..., true)` among them binds the ones after it. An
-        error in one aborts the rest (PostgreSQL skips everything up to the Sync) and is raised.
-        Without pipeline support in libpq (before 14) the statements run in a `run` transaction."""
+        one's rows ([] for a statement that returns none). For reads only; a `set_config(..., true)`
+        among them binds the ones after it and ends with the read. They run on blocking
+        connections of their own (`configure_blocking` sets them up), from worker threads:
+        identity/storage/pgreads.py says why and how."""
         if self._closed:
             raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
-        if not psycopg.AsyncPipeline.is_supported():
-            return await self.run(lambda conn: _in_turn(conn, statements), what)
-        return await asyncio.wrap_future(self._submit(self._pipelined(statements, what)))
-
-    async def _pipelined(self, statements: Sequence[Statement], what: str) -> list[list[tuple[Any, ...]]]:
         try:
-            async with self._pool.connection() as conn:
-                async with conn.pipeline() as pipeline:
-                    cursors = [await conn.execute(as_query(text), params) for text, params in statements]
-                    await pipeline.sync()  # the one Sync: ends the implicit transaction, brings every result
-                    return [await cur.fetchall() if _has_rows(cur) else [] for cur in cursors]
+            return await asyncio.wrap_future(self._reads().submit(statements))
         except BaseException as exc:
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
                 raise
             raise map_error(exc, self.where, what) from None
+
+    def _reads(self) -> "PgReader":
+        if self._reader is None:
+            from identity.storage.pgreads import PgReader  # it builds on this module's helpers
+
+            with self._reader_lock:
+                if self._reader is None:
+                    self._reader = PgReader(self.url, schema=self.schema, max_size=self.max_size, timeout=self.timeout, name=self.where,
+                                            configure=self._configure_blocking)
+        return self._reader
 
     async def _shutdown(self) -> None:
         await self._pool.close()
@@ -189,6 +198,8 @@ class PgPool:
             self._submit(self._shutdown()).result(timeout=15)
         except Exception:  # closing is best effort; the loop goes anyway
             pass
+        if self._reader is not None:
+            self._reader.close()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         if not self._loop.is_running():
@@ -196,20 +207,6 @@ class PgPool:
 
     def __repr__(self) -> str:
         return f"PgPool({self.where!r}, schema={self.schema!r})"
-
-
-def _has_rows(cur: psycopg.AsyncCursor[Any]) -> bool:
-    """Whether a statement returned rows (its result's status: `description` builds every column)."""
-    return cur.pgresult is not None and cur.pgresult.status == psycopg.pq.ExecStatus.TUPLES_OK
-
-
-async def _in_turn(conn: psycopg.AsyncConnection, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-    """`PgPool.read` without a pipeline: the statements one after another in the caller's transaction."""
-    out: list[list[tuple[Any, ...]]] = []
-    for text, params in statements:
-        cur = await conn.execute(as_query(text), params)
-        out.append(await cur.fetchall() if _has_rows(cur) else [])
-    return out
 
 
 # --------------------------------------------------------------------------- migrations
