@@ -51,7 +51,7 @@ from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
 from adapters.postgres.lexical import (
-    FUSION_DEPTH, COUNT_SQL, as_tsquery, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms, within_budget,
+    FUSION_DEPTH, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms,
 )
 from adapters.postgres.declare import declaration, declare
 from adapters.postgres.recall import COLUMNS, M_COLUMNS, candidates, checked_limit, checked_statuses, search_params, similarity, vector_statement
@@ -400,17 +400,13 @@ class PostgresBackend:
         words = lexical_words(query.text) if self.lexical_channel else []
         if not words:  # no lexical channel: the vector channel's own top `limit`
             return SearchResult(hits=tuple(await self.search_vector(scopes, vector, limit=limit, statuses=query.statuses, kinds=query.kinds, now=now)))
-        # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused. The first
-        # read ranks the vector channel and counts the query words' postings; the second ranks
-        # the words kept within the budget; the third reads the fused winners' rows.
+        # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused. One read
+        # ranks both channels (the lexical statement counts the query words' postings and keeps
+        # the rare ones within its budget itself); a second reads the fused winners' rows.
         params, planner, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
         params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
-        _, by_vector, counts = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (COUNT_SQL, params)])
-        kept = within_budget({term: int(n) for term, n in counts})
-        by_words: list[Any] = []
-        if kept:
-            lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
-            by_words = (await self._read([declaration(*declared), (lexical, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
+        lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
+        _, by_vector, by_words = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (lexical, params)])
         fused = fuse_ranked(candidates(by_vector), candidates(by_words), limit)
         if not fused:
             return SearchResult(hits=())
@@ -430,13 +426,10 @@ class PostgresBackend:
             return []
         scopes = query.scopes
         params, _, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
-                                                  limit=max(checked_limit(query.limit), FUSION_DEPTH))
+                                           limit=max(checked_limit(query.limit), FUSION_DEPTH))
         params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
-        kept = within_budget({term: int(n) for term, n in (await self._read([declaration(*declared), (COUNT_SQL, params)]))[1]})
-        if not kept:
-            return []
         text = lexical_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
-        rows = (await self._read([declaration(*declared), (text, {**params, "kept": kept, "lq": as_tsquery(kept)})]))[1]
+        rows = (await self._read([declaration(*declared), (text, params)]))[1]
         return self._hits(query.scopes, [(row[2], row[1], similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),

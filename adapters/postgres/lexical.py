@@ -19,13 +19,14 @@ ScopeSet (row-level security) and carry the vector branch's WHERE (scopes, an en
 ids, statuses, kinds, expiry). `ts_rank` reads no collection statistics, so nothing another
 scope holds moves the order of a readable hit.
 
-Cost, bounded before any row is read: first one statement counts, for each tagged query word,
-the postings of the ScopeSet holding it (`memory_postings`, under its own row-level security and
+Cost, bounded before any row is read: the lexical statement first counts, for each tagged query
+word, the postings of the ScopeSet holding it (`memory_postings`, under its own row-level security and
 the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so these counts
 include rows of any status: they choose which words to look up, never how a hit is scored; each
 count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so counting
 further would only cost); the rarest words are kept while their rows stay within
-MAX_CANDIDATES, and only they are looked up and ranked under the vector branch's full WHERE. A
+MAX_CANDIDATES (in SQL: the counts never travel to the client and back), and only they are
+looked up and ranked under the vector branch's full WHERE. A
 question made only of words that common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
 The counts are over the ScopeSet's own readable rows only, never table-wide: a table-wide
 statistic would let the order of one user's hits depend on what other tenants wrote.
@@ -54,8 +55,8 @@ TAG_DIGITS = 16
 #: a candidate of either channel before its row is read: (scope key, memory id, similarity)
 Ranked = tuple[str, str, float]
 
-__all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "within_budget", "COUNT_SQL",
-           "as_tsquery", "lexical_statement", "rows_statement", "fuse_ranked", "Ranked", "FUSION_DEPTH", "MAX_CANDIDATES"]
+__all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "COUNT_SQL", "KEPT_SQL",
+           "lexical_statement", "rows_statement", "fuse_ranked", "Ranked", "FUSION_DEPTH", "MAX_CANDIDATES"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -146,26 +147,6 @@ def tagged_terms(words: Sequence[str], scopes: Iterable[str]) -> list[str]:
     return [f"{scope_tag(scope)}:{word}" for scope in dict.fromkeys(scopes) for word in words]
 
 
-def as_tsquery(terms: Sequence[str]) -> str:
-    """Stored lexemes as a tsquery OR-expression (a word holds letters and digits only, the tag
-    hex digits and a colon: nothing inside the quotes needs escaping)."""
-    return " | ".join(f"'{term}'" for term in terms)
-
-
-def within_budget(counts: Mapping[str, int]) -> list[str]:
-    """The terms to look up: the rarest first, while the rows holding them (summed, an upper
-    bound of their union) stay within MAX_CANDIDATES; empty when even the rarest is held by more
-    (a question of only common words is left to the vector channel). Terms held by no row drop."""
-    kept: list[str] = []
-    total = 0
-    for term in sorted((t for t, n in counts.items() if n > 0), key=lambda t: (counts[t], t)):
-        if total + counts[term] > MAX_CANDIDATES:
-            break
-        kept.append(term)
-        total += counts[term]
-    return kept
-
-
 #: the vector branch's WHERE (filled in by the backend), shared by the count and the candidates
 _WHERE = (
     "(m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
@@ -182,13 +163,27 @@ COUNT_SQL = (
     + " LIMIT %(cap)s) c) FROM unnest(%(terms)s::text[]) t(term)"
 )
 
-#: the lexical branch: the rows the kept lexemes' postings name, under the vector branch's WHERE,
-#: ranked by `ts_rank` (no collection statistics)
+#: the terms to look up: the rarest first (ties by the term's bytes, as Python orders strings),
+#: while the rows holding them (summed, an upper bound of their union) stay within `%(budget)s`
+#: (MAX_CANDIDATES); none when even the rarest is held by more (a question of only common words
+#: is left to the vector channel); terms held by no row drop. Every count is positive, so the
+#: running sum grows with every term and `total <= budget` is exactly the prefix that fits. The
+#: counts are MATERIALIZED: inlined, the planner repeats each count in the filter, sort and sum.
+KEPT_SQL = (
+    "WITH counts(term, n) AS MATERIALIZED (" + COUNT_SQL + "),"
+    " kept AS (SELECT term, n FROM (SELECT term, n, sum(n) OVER (ORDER BY n, term COLLATE \"C\" ROWS UNBOUNDED PRECEDING) AS total"
+    " FROM counts WHERE n > 0) c WHERE total <= %(budget)s)"
+)
+
+#: the lexical branch, in one statement with the counts and the budget: the rows the kept
+#: lexemes' postings name, under the vector branch's WHERE, ranked by `ts_rank` (no collection
+#: statistics) against the kept lexemes as one OR-query, rarest first (a word holds letters and
+#: digits only, the tag hex digits and a colon: nothing inside the quotes needs escaping)
 LEXICAL_SQL = (
-    "SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, query) AS lexical_rank"
-    " FROM memories m, CAST(%(lq)s AS tsquery) query"
-    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term = ANY(%(kept)s) AND " + _POSTINGS_IN_SET + ")"
-    " AND " + _WHERE + " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
+    KEPT_SQL + ", lq AS MATERIALIZED (SELECT string_agg(chr(39) || term || chr(39), ' | ' ORDER BY n, term COLLATE \"C\")::tsquery AS query FROM kept)"
+    " SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, k.query) AS lexical_rank FROM memories m, lq k"
+    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term IN (SELECT term FROM kept) AND " + _POSTINGS_IN_SET + ")"
+    " AND " + _WHERE + " AND m.lexical @@ k.query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
 )
 
 

@@ -68,7 +68,8 @@ def search_params(scopes: ScopeSet, vector: np.ndarray, *, statuses: frozenset[S
         "q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs, "ann": ann,
         "open": [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES], "long": [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES],
         "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": checked_limit(limit),
-        "depth": checked_limit(limit), "now": time.time() if now is None else float(now), "cap": MAX_CANDIDATES + 1,
+        "depth": checked_limit(limit), "now": time.time() if now is None else float(now),
+        "cap": MAX_CANDIDATES + 1, "budget": MAX_CANDIDATES,
     }
     # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan of the
     # covering index (it cannot see that each bitmap row costs a heap page): off for this search

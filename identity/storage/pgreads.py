@@ -12,7 +12,8 @@ the connection is in autocommit, so PostgreSQL runs everything up to the Sync as
 transaction. A `set_config(..., true)` (SET LOCAL) among the statements binds the ones after it
 and ends with the Sync; an error aborts the rest of the read (PostgreSQL skips to the Sync).
 Without pipeline support in libpq (before 14) the statements run one after another in an
-explicit transaction: the same semantics, more round trips.
+explicit transaction: the same semantics, more round trips. A read that fails because its
+connection was dropped by the server while idle is tried once more on another connection.
 
 What it must never do: let a setting outlive its read (the next read on the connection would
 inherit it), or run the statements of one read in two transactions.
@@ -23,13 +24,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, LiteralString, cast
 
 import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
-
-from identity.storage.postgres import as_query
 
 __all__ = ["PgReader", "has_rows"]
 
@@ -70,18 +69,38 @@ class PgReader:
                 if not self._opened:
                     self._pool.open(wait=False)  # connecting happens in the pool's workers; getconn waits for one
                     self._opened = True
-        with self._pool.connection() as conn:
-            if not psycopg.Pipeline.is_supported():
-                with conn.transaction():
-                    return [_rows(conn.execute(as_query(text), params)) for text, params in statements]
-            with conn.pipeline() as pipeline:
-                cursors = [conn.execute(as_query(text), params) for text, params in statements]
-                pipeline.sync()  # the one Sync: ends the implicit transaction and brings every result
-                return [_rows(cur) for cur in cursors]
+        for attempt in (1, 2):
+            with self._pool.connection() as conn:
+                try:
+                    return _read_on(conn, statements)
+                except psycopg.OperationalError:
+                    # a connection the server dropped while it sat idle (a restart, an outage)
+                    # fails its first use: a read changes nothing, so it is tried once more on
+                    # another connection (the pool discards the broken one)
+                    if attempt == 2 or not conn.broken:
+                        raise
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self._workers.shutdown(wait=True, cancel_futures=True)
         self._pool.close(timeout=5)
+
+
+def _read_on(conn: psycopg.Connection[Any], statements: Sequence[tuple[str, Any]]) -> Rows:
+    if not psycopg.Pipeline.is_supported():
+        with conn.transaction():
+            return [_rows(conn.execute(_ours(text), params)) for text, params in statements]
+    with conn.pipeline() as pipeline:
+        cursors = [conn.execute(_ours(text), params) for text, params in statements]
+        pipeline.sync()  # the one Sync: ends the implicit transaction and brings every result
+        return [_rows(cur) for cur in cursors]
+
+
+def _ours(text: str) -> LiteralString:
+    """The statements are the callers' own code, built from fixed fragments (values travel as
+    parameters): typed as the literal SQL psycopg asks for, as `identity.storage.postgres.as_query`
+    does (that module imports this one, so it cannot be imported from here)."""
+    return cast(LiteralString, text)
 
 
 def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:

@@ -36,7 +36,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
+from typing import Any, LiteralString, TypeVar, cast
 from urllib.parse import urlsplit
 
 import psycopg
@@ -44,9 +44,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from identity.errors import ConfigurationError, IncompatibleSchema, InvalidInput, StorageUnavailable, VikingBridgeError
-
-if TYPE_CHECKING:
-    from identity.storage.pgreads import PgReader
+from identity.storage.pgreads import PgReader
 
 __all__ = [
     "as_query",
@@ -173,10 +171,8 @@ class PgPool:
                 raise
             raise map_error(exc, self.where, what) from None
 
-    def _reads(self) -> "PgReader":
+    def _reads(self) -> PgReader:
         if self._reader is None:
-            from identity.storage.pgreads import PgReader  # it builds on this module's helpers
-
             with self._reader_lock:
                 if self._reader is None:
                     self._reader = PgReader(self.url, schema=self.schema, max_size=self.max_size, timeout=self.timeout, name=self.where,

@@ -5,17 +5,18 @@ The memory backend's recalls stand on this: the ScopeSet is declared with `set_c
 ran them in separate transactions, the query would see no declaration at all (and the recall
 would come back empty); if a declaration outlived its read, the next user of the connection would
 inherit someone else's ScopeSet. Both are checked here on a real server, past psycopg's
-prepare threshold (its prepared statements are sent in the same pipeline) and with a failing
-statement in the middle.
+prepare threshold (its prepared statements are sent in the same pipeline), with a failing
+statement in the middle, and after the server dropped the pool's idle connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import psycopg
 import pytest
 
-from contract_tests.postgres_server import TestDatabase
+from contract_tests.postgres_server import APP_ROLE, TestDatabase
 from identity.errors import VikingBridgeError
 from identity.storage.postgres import PgPool
 
@@ -65,6 +66,23 @@ def test_a_failing_statement_fails_the_read_and_leaves_the_connection_usable(pg_
             await pool.read([(DECLARE, ("leaked?",)), ("SELECT 1 / 0", None), (READ, None)])
         ((left,),) = (await pool.read([(READ, None)]))[0]
         assert left in ("", None)
+
+    try:
+        asyncio.run(reads())
+    finally:
+        pool.close()
+
+
+def test_a_connection_the_server_dropped_while_idle_is_replaced_within_the_read(pg_db: TestDatabase) -> None:
+    pool = PgPool(pg_db.app_url, max_size=1)
+
+    async def reads() -> None:
+        assert (await pool.read([("SELECT 1", None)]))[0] == [(1,)]
+        with psycopg.connect(pg_db.admin_url, autocommit=True) as admin:  # a server restart, as the idle connection sees it
+            killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
+                                   " AND usename = %s", (APP_ROLE,)).fetchone()
+        assert killed is not None and killed[0] >= 1
+        assert (await pool.read([("SELECT 2", None)]))[0] == [(2,)]
 
     try:
         asyncio.run(reads())
