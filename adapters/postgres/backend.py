@@ -5,7 +5,8 @@ ScopeSet it is given — twice over. Every statement (1) names the ScopeSet in i
 (2) runs in a transaction that first declares the same ScopeSet to the database
 (`set_config(..., true)`, i.e. `SET LOCAL`), which the table's row-level-security policy
 enforces (adapters/postgres/schema.py). A query that lost its filter (a bug, a refactor) still
-returns nothing outside the ScopeSet. For that second wall to hold, the runtime role must not be
+returns nothing outside the ScopeSet. A search sends its declaration and its queries together
+(`PgPool.read`: pipelined, one implicit transaction, one round trip). For that second wall to hold, the runtime role must not be
 a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
@@ -54,6 +55,7 @@ from adapters.postgres.lexical import (
     FUSION_DEPTH, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms,
 )
 from adapters.postgres.declare import declaration, declare
+from adapters.postgres.lists import joined
 from adapters.postgres.recall import COLUMNS, M_COLUMNS, candidates, checked_limit, checked_statuses, search_params, similarity, vector_statement
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
@@ -404,7 +406,7 @@ class PostgresBackend:
         # ranks both channels (the lexical statement counts the query words' postings and keeps
         # the rare ones within its budget itself); a second reads the fused winners' rows.
         params, planner, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
-        params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
+        params["terms"] = joined(tagged_terms(words, [str(entry.key) for entry in scopes]))
         lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
         _, by_vector, by_words = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (lexical, params)])
         fused = fuse_ranked(candidates(by_vector), candidates(by_words), limit)
@@ -427,10 +429,10 @@ class PostgresBackend:
         scopes = query.scopes
         params, _, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
                                            limit=max(checked_limit(query.limit), FUSION_DEPTH))
-        params["terms"] = tagged_terms(words, [str(entry.key) for entry in scopes])
+        params["terms"] = joined(tagged_terms(words, [str(entry.key) for entry in scopes]))
         text = lexical_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
         rows = (await self._read([declaration(*declared), (text, params)]))[1]
-        return self._hits(query.scopes, [(row[2], row[1], similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
+        return self._hits(scopes, [(row[2], row[1], similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
@@ -445,6 +447,7 @@ class PostgresBackend:
     _vector_statement = staticmethod(vector_statement)
 
     def _params(self, scopes: ScopeSet, vector: np.ndarray, **kwargs: Any) -> tuple[dict[str, Any], dict[str, str], tuple[list[str], list[str], list[str]]]:
+        """`search_params` with this store's ANN scopes (adapters/postgres/recall.py)."""
         return search_params(scopes, vector, ann_scopes=self._ann_scopes, ann_ef_search=self.ann_ef_search, **kwargs)
 
     @staticmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from adapters.postgres.lists import joined
 from adapters.postgres.schema import IDS_SETTING, MEMORIES_SETTING, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeSet
 
@@ -16,10 +17,6 @@ __all__ = ["scope_settings", "declare", "declaration"]
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection as Conn
-
-
-def _settable(values: Sequence[str]) -> str:
-    return SEP.join(values)
 
 
 def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
@@ -45,7 +42,7 @@ def declaration(open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequ
     """The statement that SETs LOCAL the permitted scopes for the rest of its transaction (the
     RLS policy reads them), and any `planner` settings for that transaction alike (one statement
     instead of one `SET LOCAL` each: a round trip less per setting)."""
-    settings = [(SCOPES_SETTING, _settable(open_scopes)), (MEMORIES_SETTING, _settable(pairs)), (IDS_SETTING, _settable(ids)),
+    settings = [(SCOPES_SETTING, joined(open_scopes)), (MEMORIES_SETTING, joined(pairs)), (IDS_SETTING, joined(ids)),
                 *(planner or {}).items()]
     return "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)), tuple(v for pair in settings for v in pair)
 

@@ -20,14 +20,15 @@ ids, statuses, kinds, expiry). `ts_rank` reads no collection statistics, so noth
 scope holds moves the order of a readable hit.
 
 Cost, bounded before any row is read: the lexical statement first counts, for each tagged query
-word, the postings of the ScopeSet holding it (`memory_postings`, under its own row-level security and
-the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so these counts
-include rows of any status: they choose which words to look up, never how a hit is scored; each
-count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so counting
-further would only cost); the rarest words are kept while their rows stay within
-MAX_CANDIDATES (in SQL: the counts never travel to the client and back), and only they are
-looked up and ranked under the vector branch's full WHERE. A
-question made only of words that common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
+word, the postings of the ScopeSet holding it (`memory_postings`, under its own row-level
+security and the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so
+these counts include rows of any status: they choose which words to look up, never how a hit is
+scored; each count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so
+counting further would only cost); the rarest words are kept while their rows stay within
+MAX_CANDIDATES (in the same statement: the counts never travel to the client and back), and only
+they are looked up and ranked under the vector branch's full WHERE. A question made only of
+words that common is left to the vector channel (ranking an arbitrary first slice of rows would
+be noise).
 The counts are over the ScopeSet's own readable rows only, never table-wide: a table-wide
 statistic would let the order of one user's hits depend on what other tenants wrote.
 
@@ -40,8 +41,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
+from adapters.postgres.lists import listed
 from adapters.shared.fusion import fuse
 
 #: candidates each channel hands to the fusion
@@ -144,23 +146,25 @@ def scope_tag(scope: str) -> str:
 
 def tagged_terms(words: Sequence[str], scopes: Iterable[str]) -> list[str]:
     """Every (scope, word) pair as the stored lexeme `<tag>:<word>`, scopes in order."""
-    return [f"{scope_tag(scope)}:{word}" for scope in dict.fromkeys(scopes) for word in words]
+    return [f"{tag}:{word}" for tag in map(scope_tag, dict.fromkeys(scopes)) for word in words]
 
 
 #: the vector branch's WHERE (filled in by the backend), shared by the count and the candidates
 _WHERE = (
-    "(m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
-    " AND m.status = ANY(%(statuses)s) AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
+    "(m.scope = ANY(" + listed("all_open") + ") OR (m.id = ANY(" + listed("ids") + ")"
+    " AND (m.scope || chr(30) || m.id) = ANY(" + listed("pairs") + ")))"
+    " AND m.status = ANY(" + listed("statuses") + ") AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
 )
 #: the ScopeSet over the postings (their own row-level security says the same)
-_POSTINGS_IN_SET = "(p.scope = ANY(%(all_open)s) OR (p.memory_id = ANY(%(ids)s) AND (p.scope || chr(30) || p.memory_id) = ANY(%(pairs)s)))"
+_POSTINGS_IN_SET = ("(p.scope = ANY(" + listed("all_open") + ") OR (p.memory_id = ANY(" + listed("ids") + ")"
+                    " AND (p.scope || chr(30) || p.memory_id) = ANY(" + listed("pairs") + ")))")
 
 #: the ScopeSet's rows per stored lexeme, each count stopped past the budget: an index-only range
 #: of `memory_postings`' primary key per term (text equality is leakproof, so the planner may use
 #: the index beneath row-level security; no operator a GIN index serves is)
 COUNT_SQL = (
     "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memory_postings p WHERE p.term = t.term AND " + _POSTINGS_IN_SET
-    + " LIMIT %(cap)s) c) FROM unnest(%(terms)s::text[]) t(term)"
+    + " LIMIT %(cap)s) c) FROM unnest(" + listed("terms") + ") t(term)"
 )
 
 #: the terms to look up: the rarest first (ties by the term's bytes, as Python orders strings),

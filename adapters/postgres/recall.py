@@ -17,6 +17,7 @@ from psycopg import sql
 from adapters.base import Status
 from adapters.errors import InvalidRequest
 from adapters.postgres.declare import scope_settings
+from adapters.postgres.lists import joined, listed
 from adapters.postgres.lexical import MAX_CANDIDATES
 from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
 from adapters.scopes import ScopeSet
@@ -65,9 +66,10 @@ def search_params(scopes: ScopeSet, vector: np.ndarray, *, statuses: frozenset[S
     ann = [k for k in open_scopes if k in ann_scopes]
     exact = [k for k in open_scopes if k not in ann_scopes]
     params: dict[str, Any] = {
-        "q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs, "ann": ann,
-        "open": [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES], "long": [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES],
-        "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": checked_limit(limit),
+        "q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": joined(open_scopes), "ids": joined(ids), "pairs": joined(pairs),
+        "ann": ann, "open": joined([k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES]),
+        "long": joined([k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES]), "statuses": joined(allowed or []),
+        "kinds": sorted(kinds) if kinds is not None else None, "limit": checked_limit(limit),
         "depth": checked_limit(limit), "now": time.time() if now is None else float(now),
         "cap": MAX_CANDIDATES + 1, "budget": MAX_CANDIDATES,
     }
@@ -88,13 +90,14 @@ def vector_statement(params: dict[str, Any], *, rows: bool) -> str:
     (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
     the planner can use that scope's partial HNSW index; every other scope stays exact.
     `rows`: the full rows of the top (columns, then the similarity); else (scope, id, similarity)."""
-    filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if params["kinds"] is not None else "")
+    filters = (" AND status = ANY(" + listed("statuses") + ") AND (expires_at IS NULL OR expires_at > %(now)s)"
+               + (" AND kind = ANY(%(kinds)s)" if params["kinds"] is not None else ""))
     branch = "(SELECT id, scope, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
-    branches = [branch.format(where=f"scope = ANY(%(open)s) AND {INDEXED_SCOPE}")]
+    branches = [branch.format(where="scope = ANY(" + listed("open") + ") AND " + INDEXED_SCOPE)]
     if params["long"]:
-        branches.append(branch.format(where="scope = ANY(%(long)s)"))
+        branches.append(branch.format(where="scope = ANY(" + listed("long") + ")"))
     if params["pairs"]:
-        branches.append(branch.format(where="id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)"))
+        branches.append(branch.format(where="id = ANY(" + listed("ids") + ") AND (scope || chr(30) || id) = ANY(" + listed("pairs") + ")"))
     branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in params["ann"]]
     ranked = "SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s"
     if not rows:
