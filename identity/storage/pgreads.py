@@ -30,12 +30,12 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-__all__ = ["PgReader", "has_rows"]
+__all__ = ["PgReader"]
 
 Rows = list[list[tuple[Any, ...]]]
 
 
-def has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
+def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
     """Whether a statement returned rows (read from its result's status: `description` would
     build an object per column)."""
     return cur.pgresult is not None and cur.pgresult.status == psycopg.pq.ExecStatus.TUPLES_OK
@@ -104,4 +104,4 @@ def _ours(text: str) -> LiteralString:
 
 
 def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
-    return cur.fetchall() if has_rows(cur) else []
+    return cur.fetchall() if _has_rows(cur) else []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-import numpy as np
 import psycopg
 import pytest
 import pytest_asyncio
@@ -17,7 +16,6 @@ import pytest_asyncio
 from adapters.base import Hit, SearchQuery, Status
 from adapters.errors import BackendMisconfigured
 from adapters.postgres import PostgresBackend
-from adapters.postgres.declare import declare
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.postgres_server import TestDatabase
 from tests.postgres.pgkit import as_app, note
@@ -132,7 +130,7 @@ async def test_broken_query_without_scope_filter_still_leaks_nothing_because_of_
             assert (await broken.search(SearchQuery(restricted, "globex merger plan"))).hits == ()
         vector = (await broken._embed(["bob's salary is 93k"]))[0]
         assert [h.memory.id for h in await broken.search_vector(ScopeSet.of(ALICE), vector)] == [ids["alice likes green tea"]]
-        # control: the same broken statements as the owner, whom the policy does not bind once lifted, return everything
+        # control: the same broken statement as a superuser (row-level security does not bind it) returns every row
         with psycopg.connect(pg_db.admin_url, autocommit=True) as conn:
             conn.execute("SET search_path TO viking_bridge, public")
             text = FilterDroppingBackend._rows_statement({})
