@@ -5,7 +5,8 @@ ScopeSet it is given — twice over. Every statement (1) names the ScopeSet in i
 (2) runs in a transaction that first declares the same ScopeSet to the database
 (`set_config(..., true)`, i.e. `SET LOCAL`), which the table's row-level-security policy
 enforces (adapters/postgres/schema.py). A query that lost its filter (a bug, a refactor) still
-returns nothing outside the ScopeSet. For that second wall to hold, the runtime role must not be
+returns nothing outside the ScopeSet. A search sends its declaration and its queries together
+(`PgPool.read`: pipelined, one implicit transaction, one round trip). For that second wall to hold, the runtime role must not be
 a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
@@ -36,7 +37,7 @@ import threading
 import time
 import uuid
 from types import MappingProxyType
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import psycopg
@@ -50,9 +51,12 @@ from adapters.shared.cursor import CursorCodec
 from adapters.shared.embedding import Embedder, HashingEmbedder
 from adapters.shared.envelope import RecordAlarms
 from adapters.errors import BackendMisconfigured, BackendConflict, EmbedderMismatch, InvalidRequest, BackendNotFound, BackendUnavailable, UnsupportedFilter
-from adapters.postgres.lexical import FUSION_DEPTH, MAX_CANDIDATES, COUNT_SQL, as_tsquery, fuse_hits, lexical_statement, lexical_words, tagged_terms, within_budget
-from adapters.postgres.declare import declare, scope_settings
-from adapters.postgres.locality import INDEXED_SCOPE, MAX_SCOPE_BYTES
+from adapters.postgres.lexical import (
+    FUSION_DEPTH, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms,
+)
+from adapters.postgres.declare import declaration, declare
+from adapters.postgres.lists import joined
+from adapters.postgres.recall import COLUMNS, M_COLUMNS, candidates, checked_limit, checked_statuses, search_params, similarity, vector_statement
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
 from adapters.scopes import ScopeKey, ScopeSet
 from identity.errors import VikingBridgeError
@@ -61,7 +65,6 @@ from identity.storage.postgres import DEFAULT_SCHEMA, PgPool, apply_pg_migration
 __all__ = ["PostgresBackend"]
 
 Conn = psycopg.AsyncConnection
-_COLUMNS = "seq, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 _MAX_PAGE = 10_000
 _STATUSES = {s.value: s for s in Status}
 _EXTENSION_SCHEMA = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
@@ -88,20 +91,6 @@ def _json(value: Any, what: str) -> str:
 
 def _content_hash(m: NewMemory) -> str:
     return hashlib.sha256(_json([m.content, m.kind, m.status.value, dict(m.metadata)], "memory").encode()).hexdigest()
-
-
-def _statuses(statuses: object, *, allow_none: bool) -> list[str] | None:
-    if statuses is None and allow_none:
-        return None
-    if not isinstance(statuses, (set, frozenset, list, tuple)) or not statuses or not all(isinstance(s, Status) for s in statuses):
-        raise InvalidRequest("statuses must be a non-empty set of Status", backend="postgres")
-    return sorted(s.value for s in statuses)
-
-
-def _limit(limit: object, maximum: int | None = None) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1 or (maximum is not None and limit > maximum):
-        raise InvalidRequest(f"limit must be an integer in [1, {maximum or 'inf'}], got {limit!r}", backend="postgres")
-    return limit
 
 
 class PostgresBackend:
@@ -173,7 +162,7 @@ class PostgresBackend:
             owner.run_sync(migrate, "memory store migration")
         finally:
             owner.close()
-        pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure)
+        pool = PgPool(self.url, schema=self.schema, max_size=self.pool_size, configure=self._configure, configure_blocking=self._configure_blocking)
         try:
             stored = dict(pool.run_sync(self._check_runtime_role, "memory store"))
         except BaseException:
@@ -195,6 +184,15 @@ class PostgresBackend:
         from pgvector.psycopg import register_vector_async
 
         await register_vector_async(conn)
+
+    def _configure_blocking(self, conn: psycopg.Connection[Any]) -> None:
+        """`_configure` for the blocking connections of the pool's reads (every search)."""
+        row = conn.execute(_EXTENSION_SCHEMA).fetchone()
+        if row is not None:
+            conn.execute(sql.SQL("SET search_path TO {}, {}, pg_catalog").format(sql.Identifier(self.schema), sql.Identifier(row[0])))
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
 
     async def _check_runtime_role(self, conn: Conn) -> list[tuple[str, str]]:
         row = await (await conn.execute(
@@ -224,12 +222,15 @@ class PostgresBackend:
         return await self._ready().run(fn, what)
 
     # -- decoding ---------------------------------------------------------------------------
-    def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None) -> StoredMemory | None:
+    def _decode(self, row: Sequence[Any], expected: ScopeKey | None = None, *, keys: Mapping[str, ScopeKey] | None = None) -> StoredMemory | None:
         """A row as a StoredMemory, or None (dropped + alarmed) when it does not decode or is
-        not from the scope it was read for."""
+        not from the scope it was read for. `keys`: scope keys by their text, taken as they are
+        instead of parsing the row's (a search's own ScopeSet: `str(key)` is the stored text)."""
         _, mid, scope_text, content, kind, status, confidence, prov, subject, meta, created, updated, expires = row
         try:
-            scope = ScopeKey.parse(scope_text)
+            scope = keys.get(scope_text) if keys is not None else None
+            if scope is None:
+                scope = ScopeKey.parse(scope_text)
             if expected is not None and scope != expected:
                 raise ValueError("row from another scope than the one read")
             metadata = json.loads(meta)
@@ -311,7 +312,7 @@ class PostgresBackend:
                     out.append(dataclasses.replace(stored, created=True))
                     continue
                 row = await (await conn.execute(
-                    f"SELECT {_COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
+                    f"SELECT {COLUMNS}, content_hash FROM memories WHERE scope = %s AND idempotency_key = %s", (str(stored.scope), key)
                 )).fetchone()
                 if row is not None and row[-1] != digest:
                     raise BackendConflict(f"idempotency key {key!r} was already used for different content", backend=self.name, scope=stored.scope)
@@ -335,7 +336,7 @@ class PostgresBackend:
     async def _one(self, scope: ScopeKey, memory_id: str) -> StoredMemory | None:
         async def run(conn: Conn) -> Any:
             await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
 
         row = await self._run(run)
         return None if row is None else self._decode(row, scope)
@@ -356,7 +357,7 @@ class PostgresBackend:
         async def run(conn: Conn) -> StoredMemory | None:
             await declare(conn, [str(scope)])
             # read and write in one transaction, the row locked: a concurrent update is never lost
-            row = await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND id = %s FOR UPDATE", (str(scope), memory_id))).fetchone()
+            row = await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s FOR UPDATE", (str(scope), memory_id))).fetchone()
             current = None if row is None else self._decode(row, scope)
             if current is None:
                 return None
@@ -385,6 +386,10 @@ class PostgresBackend:
         return await self._run(run) == 1
 
     # -- reads ------------------------------------------------------------------------------
+    # A recall is one or a few `PgPool.read`s: the ScopeSet's declaration (row-level security,
+    # with the planner settings of the search) and the queries after it run in one implicit
+    # transaction and one round trip. Ranking reads (scope, id, similarity) only; the full rows
+    # of the final top `limit` alone are read and decoded.
     async def search(self, query: SearchQuery) -> SearchResult:
         if not isinstance(query, SearchQuery):
             raise InvalidRequest(f"search expects a SearchQuery, got {type(query).__name__}", backend=self.name)
@@ -392,116 +397,99 @@ class PostgresBackend:
         if query.filters:
             raise UnsupportedFilter(f"the postgres backend supports no extra filters (got: {', '.join(sorted(map(str, query.filters)))})", backend=self.name)
         (vector,) = await self._embed([_text(query.text, "query text")])
-        limit = _limit(query.limit)
-        ranked = await self.search_vector(query.scopes, vector, limit=max(limit, FUSION_DEPTH), statuses=query.statuses, kinds=query.kinds, now=query.at())
-        if self.lexical_channel:  # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused
-            ranked = fuse_hits(ranked, await self.search_lexical(query, vector), limit)
-        return SearchResult(hits=tuple(ranked[:limit]))
+        limit = checked_limit(query.limit)
+        scopes, now = query.scopes, query.at()
+        words = lexical_words(query.text) if self.lexical_channel else []
+        if not words:  # no lexical channel: the vector channel's own top `limit`
+            return SearchResult(hits=tuple(await self.search_vector(scopes, vector, limit=limit, statuses=query.statuses, kinds=query.kinds, now=now)))
+        # adapters/postgres/lexical.py: full-text search over the same ScopeSet, fused. One read
+        # ranks both channels (the lexical statement counts the query words' postings and keeps
+        # the rare ones within its budget itself); a second reads the fused winners' rows.
+        params, planner, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=now, limit=max(limit, FUSION_DEPTH))
+        params["terms"] = joined(tagged_terms(words, [str(entry.key) for entry in scopes]))
+        lexical = lexical_statement("m.scope, m.id", with_kinds=params["kinds"] is not None)
+        _, by_vector, by_words = await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=False), params), (lexical, params)])
+        fused = fuse_ranked(candidates(by_vector), candidates(by_words), limit)
+        if not fused:
+            return SearchResult(hits=())
+        params["top"] = [mid for _, mid, _ in fused]
+        rows = (await self._read([declaration(*declared), (self._rows_statement(params), params)]))[1]
+        return SearchResult(hits=tuple(self._hits(scopes, fused, rows)))
 
     async def search_lexical(self, query: SearchQuery, vector: np.ndarray) -> list[Hit]:
         """Full-text top-`FUSION_DEPTH` over exactly the ScopeSet (declared for row-level security
         and in the WHERE, with the vector branch's filters), best first, each scored with its
         similarity to `vector`. Only the ScopeSet's own scope-tagged words are looked up, the rarest
         within the candidate budget (adapters/postgres/lexical.py). Empty when the text has no
-        words, or only words too common to tell rows apart."""
+        words, or only words too common to tell rows apart. (`search` runs the same statements,
+        reading the rows of the fused winners only.)"""
         words = lexical_words(query.text)
         if not words:
             return []
-        open_scopes, pairs, ids = scope_settings(query.scopes)
-        terms = tagged_terms(words, [str(entry.key) for entry in query.scopes])
-        with_kinds = query.kinds is not None
-        text = lexical_statement(", ".join("m." + c.strip() for c in _COLUMNS.split(",")), with_kinds=with_kinds)
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "all_open": open_scopes, "ids": ids, "pairs": pairs,
-                  "statuses": _statuses(query.statuses, allow_none=False), "kinds": sorted(query.kinds) if with_kinds else None,
-                  "now": query.at(), "depth": max(_limit(query.limit), FUSION_DEPTH), "terms": terms, "cap": MAX_CANDIDATES + 1}
-
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, open_scopes, pairs, ids)
-            counts = await (await conn.execute(COUNT_SQL, params)).fetchall()  # type: ignore[arg-type]
-            kept = within_budget({term: int(n) for term, n in counts})
-            if not kept:
-                return []
-            return await (await conn.execute(text, {**params, "kept": kept, "lq": as_tsquery(kept)})).fetchall()  # type: ignore[arg-type]
-
-        hits: list[Hit] = []
-        for row in await self._run(run):
-            memory = self._decode(row[:-2])
-            if memory is None or not query.scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
-                continue
-            score = float(row[-2])
-            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
-        return hits
+        scopes = query.scopes
+        params, _, declared = self._params(scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at(),
+                                           limit=max(checked_limit(query.limit), FUSION_DEPTH))
+        params["terms"] = joined(tagged_terms(words, [str(entry.key) for entry in scopes]))
+        text = lexical_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
+        rows = (await self._read([declaration(*declared), (text, params)]))[1]
+        return self._hits(scopes, [(row[2], row[1], similarity(row[-2])) for row in rows], [row[:-2] for row in rows])
 
     async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10, statuses: frozenset[Status] = frozenset({Status.ACTIVE}),
                             kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
         """Exact top-`limit` over exactly `scopes`: filter first (WHERE + RLS), then order by distance.
         Expired rows (`expires_at <= now`, the bridge's clock) are excluded in every branch's WHERE."""
         require_scope_set(scopes)
-        allowed = _statuses(statuses, allow_none=False)
-        open_scopes, pairs, ids = scope_settings(scopes)
-        # rank on (id, distance) only, then read the full rows of the top k: the sort never carries
-        # content, provenance or metadata of the rows that lose. One branch per way in
-        # (adapters/postgres/locality.py): the open scopes the covering index holds (its predicate
-        # repeated, so the planner may use it: an index-only scan, scope by scope), open scopes with
-        # keys too long for it, an entry's memory ids (primary key). Scopes with an ANN index
-        # (opt-in, `create_ann_index`) get a branch of their own naming the scope as a literal, so
-        # the planner can use that scope's partial HNSW index; every other scope stays exact.
-        ann = [k for k in open_scopes if k in self._ann_scopes]
-        exact = [k for k in open_scopes if k not in self._ann_scopes]
-        indexed = [k for k in exact if len(k.encode()) <= MAX_SCOPE_BYTES]
-        long_keys = [k for k in exact if len(k.encode()) > MAX_SCOPE_BYTES]
-        filters = " AND status = ANY(%(statuses)s) AND (expires_at IS NULL OR expires_at > %(now)s)" + (" AND kind = ANY(%(kinds)s)" if kinds is not None else "")
-        branch = "(SELECT id, embedding <#> %(q)s AS distance, seq FROM memories WHERE {where}" + filters + " ORDER BY distance, seq LIMIT %(limit)s)"
-        branches = [branch.format(where=f"scope = ANY(%(open)s) AND {INDEXED_SCOPE}")]
-        if long_keys:
-            branches.append(branch.format(where="scope = ANY(%(long)s)"))
-        if pairs:
-            branches.append(branch.format(where="id = ANY(%(ids)s) AND (scope || chr(30) || id) = ANY(%(pairs)s)"))
-        branches += [branch.format(where="scope = " + sql.Literal(k).as_string(None).replace("%", "%%")) for k in ann]
-        text = (
-            "WITH top AS (SELECT * FROM (" + " UNION ALL ".join(branches) + ") ranked ORDER BY distance, seq LIMIT %(limit)s)"
-            f" SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, -top.distance FROM top JOIN memories m ON m.id = top.id"
-            " ORDER BY top.distance, top.seq"
-        )
-        params = {"q": np.ascontiguousarray(vector, dtype=np.float32), "open": indexed, "long": long_keys, "ids": ids, "pairs": pairs,
-                  "statuses": allowed, "kinds": sorted(kinds) if kinds is not None else None, "limit": limit,
-                  "now": time.time() if now is None else float(now)}
+        params, planner, declared = self._params(scopes, vector, statuses=statuses, kinds=kinds, now=now, limit=limit)
+        rows = (await self._read([declaration(*declared, planner), (self._vector_statement(params, rows=True), params)]))[1]
+        return self._hits(scopes, [(row[2], row[1], similarity(row[-1])) for row in rows], [row[:-1] for row in rows])
 
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, open_scopes, pairs, ids)
-            # the planner prices a bitmap scan of `memories_by_scope` below the index-only scan (it
-            # cannot see that each bitmap row costs a heap page); this transaction only
-            await conn.execute("SET LOCAL enable_bitmapscan = off")
-            if ann:
-                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ann_ef_search, limit))))
-            return await (await conn.execute(text, params)).fetchall()  # type: ignore[arg-type]
+    #: the vector channel's statement (a method, so a test can break it and see row-level security hold)
+    _vector_statement = staticmethod(vector_statement)
 
+    def _params(self, scopes: ScopeSet, vector: np.ndarray, **kwargs: Any) -> tuple[dict[str, Any], dict[str, str], tuple[list[str], list[str], list[str]]]:
+        """`search_params` with this store's ANN scopes (adapters/postgres/recall.py)."""
+        return search_params(scopes, vector, ann_scopes=self._ann_scopes, ann_ef_search=self.ann_ef_search, **kwargs)
+
+    @staticmethod
+    def _rows_statement(params: dict[str, Any]) -> str:
+        """The full rows of the fused winners (`%(top)s`), under the search's WHERE again."""
+        return rows_statement(M_COLUMNS, with_kinds=params["kinds"] is not None)
+
+    def _hits(self, scopes: ScopeSet, ranked: Sequence[tuple[str, str, float]], rows: Sequence[Sequence[Any]]) -> list[Hit]:
+        """The ranked (scope, id, score) candidates as Hits, in their order, from their rows (any
+        order): a candidate whose row is missing, does not decode, or is not what was ranked
+        is dropped. The row's own scope is the only truth: it must be one the ScopeSet permits."""
+        keys = {str(entry.key): entry.key for entry in scopes}  # a row of the set's own scope needs no parse
+        by_id = {row[1]: row for row in rows}
         hits: list[Hit] = []
-        for row in await self._run(run):
-            memory = self._decode(row[:-1])
-            if memory is None or not scopes.permits(memory.scope, memory.id):  # the row's own scope is the only truth
+        for scope, mid, score in ranked:
+            row = by_id.get(mid)
+            memory = None if row is None or row[2] != scope else self._decode(row, keys=keys)
+            if memory is None or not scopes.permits(memory.scope, memory.id):
                 continue
-            score = float(row[-1])
-            hits.append(Hit(memory, memory.scope, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+            hits.append(Hit(memory, memory.scope, score))
         return hits
+
+    async def _read(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        return await self._ready().read(statements, "memory store")
 
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
         require_scope(scope)
-        allowed = _statuses(statuses, allow_none=True)
-        _limit(limit)
+        allowed = checked_statuses(statuses, allow_none=True)
+        checked_limit(limit)
 
         async def run(conn: Conn) -> list[Any]:
             await declare(conn, [str(scope)])
             where = " AND status = ANY(%s)" if allowed is not None else ""
             params = (str(scope), *((allowed,) if allowed is not None else ()), limit)
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
 
         return [m for m in (self._decode(r, scope) for r in await self._run(run)) if m is not None]
 
     async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
         require_scope(scope)
-        allowed = _statuses(statuses, allow_none=True)
-        _limit(limit, _MAX_PAGE)
+        allowed = checked_statuses(statuses, allow_none=True)
+        checked_limit(limit, _MAX_PAGE)
         self._ready()
         codec = self._codec
         if codec is None:
@@ -514,7 +502,7 @@ class PostgresBackend:
             await declare(conn, [str(scope)])
             where = " AND status = ANY(%s)" if allowed is not None else ""
             params = (str(scope), after, *((allowed,) if allowed is not None else ()), limit + 1)
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
 
         rows = await self._run(run)
         more, rows = len(rows) > limit, rows[:limit]
@@ -527,7 +515,7 @@ class PostgresBackend:
 
         async def run(conn: Conn) -> Any:
             await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
+            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
 
         row = await self._run(run)
         return None if row is None else self._decode(row, scope)

@@ -7,19 +7,16 @@ values in their WHERE clauses, so both walls are built from one translation of t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
+from adapters.postgres.lists import joined
 from adapters.postgres.schema import IDS_SETTING, MEMORIES_SETTING, PAIR, SCOPES_SETTING, SEP
 from adapters.scopes import ScopeSet
 
-__all__ = ["scope_settings", "declare"]
+__all__ = ["scope_settings", "declare", "declaration"]
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection as Conn
-
-
-def _settable(values: Sequence[str]) -> str:
-    return SEP.join(values)
 
 
 def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
@@ -40,9 +37,16 @@ def scope_settings(scopes: ScopeSet) -> tuple[list[str], list[str], list[str]]:
     return open_scopes, pairs, ids
 
 
+def declaration(open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequence[str] = (),
+                planner: Mapping[str, str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The statement that SETs LOCAL the permitted scopes for the rest of its transaction (the
+    RLS policy reads them), and any `planner` settings for that transaction alike (one statement
+    instead of one `SET LOCAL` each: a round trip less per setting)."""
+    settings = [(SCOPES_SETTING, joined(open_scopes)), (MEMORIES_SETTING, joined(pairs)), (IDS_SETTING, joined(ids)),
+                *(planner or {}).items()]
+    return "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)), tuple(v for pair in settings for v in pair)
+
+
 async def declare(conn: "Conn", open_scopes: Sequence[str], pairs: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
-    """SET LOCAL the permitted scopes for the rest of this transaction (the RLS policy reads them)."""
-    await conn.execute(
-        "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, %s, true)",
-        (SCOPES_SETTING, _settable(open_scopes), MEMORIES_SETTING, _settable(pairs), IDS_SETTING, _settable(ids)),
-    )
+    """Execute `declaration` in the caller's transaction."""
+    await conn.execute(*declaration(open_scopes, pairs, ids))  # type: ignore[arg-type]

@@ -19,14 +19,16 @@ ScopeSet (row-level security) and carry the vector branch's WHERE (scopes, an en
 ids, statuses, kinds, expiry). `ts_rank` reads no collection statistics, so nothing another
 scope holds moves the order of a readable hit.
 
-Cost, bounded before any row is read: first one statement counts, for each tagged query word,
-the postings of the ScopeSet holding it (`memory_postings`, under its own row-level security and
-the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so these counts
-include rows of any status: they choose which words to look up, never how a hit is scored; each
-count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so counting
-further would only cost); the rarest words are kept while their rows stay within
-MAX_CANDIDATES, and only they are looked up and ranked under the vector branch's full WHERE. A
-question made only of words that common is left to the vector channel (ranking an arbitrary first slice of rows would be noise).
+Cost, bounded before any row is read: the lexical statement first counts, for each tagged query
+word, the postings of the ScopeSet holding it (`memory_postings`, under its own row-level
+security and the ScopeSet's scopes and memory ids; a posting carries no status or expiry, so
+these counts include rows of any status: they choose which words to look up, never how a hit is
+scored; each count stopped at MAX_CANDIDATES + 1 rows: a word past the budget is never kept, so
+counting further would only cost); the rarest words are kept while their rows stay within
+MAX_CANDIDATES (in the same statement: the counts never travel to the client and back), and only
+they are looked up and ranked under the vector branch's full WHERE. A question made only of
+words that common is left to the vector channel (ranking an arbitrary first slice of rows would
+be noise).
 The counts are over the ScopeSet's own readable rows only, never table-wide: a table-wide
 statistic would let the order of one user's hits depend on what other tenants wrote.
 
@@ -36,13 +38,12 @@ filters would exclude.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
-from adapters.base import Hit
+from adapters.postgres.lists import listed
 from adapters.shared.fusion import fuse
 
 #: candidates each channel hands to the fusion
@@ -53,9 +54,11 @@ MAX_CANDIDATES = 200
 MAX_QUERY_WORDS = 32
 #: hex digits of SHA-256(scope key) that tag a lexeme (64 bits: two scopes never share postings in practice)
 TAG_DIGITS = 16
+#: a candidate of either channel before its row is read: (scope key, memory id, similarity)
+Ranked = tuple[str, str, float]
 
-__all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "within_budget", "COUNT_SQL",
-           "as_tsquery", "lexical_statement", "fuse_hits", "FUSION_DEPTH", "MAX_CANDIDATES"]
+__all__ = ["MIGRATION", "SCOPED_MIGRATION", "lexical_words", "scope_tag", "tagged_terms", "COUNT_SQL", "KEPT_SQL",
+           "lexical_statement", "rows_statement", "fuse_ranked", "Ranked", "FUSION_DEPTH", "MAX_CANDIDATES"]
 
 _CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af\\uf900-\\ufaff"
 
@@ -143,52 +146,48 @@ def scope_tag(scope: str) -> str:
 
 def tagged_terms(words: Sequence[str], scopes: Iterable[str]) -> list[str]:
     """Every (scope, word) pair as the stored lexeme `<tag>:<word>`, scopes in order."""
-    return [f"{scope_tag(scope)}:{word}" for scope in dict.fromkeys(scopes) for word in words]
-
-
-def as_tsquery(terms: Sequence[str]) -> str:
-    """Stored lexemes as a tsquery OR-expression (a word holds letters and digits only, the tag
-    hex digits and a colon: nothing inside the quotes needs escaping)."""
-    return " | ".join(f"'{term}'" for term in terms)
-
-
-def within_budget(counts: Mapping[str, int]) -> list[str]:
-    """The terms to look up: the rarest first, while the rows holding them (summed, an upper
-    bound of their union) stay within MAX_CANDIDATES; empty when even the rarest is held by more
-    (a question of only common words is left to the vector channel). Terms held by no row drop."""
-    kept: list[str] = []
-    total = 0
-    for term in sorted((t for t, n in counts.items() if n > 0), key=lambda t: (counts[t], t)):
-        if total + counts[term] > MAX_CANDIDATES:
-            break
-        kept.append(term)
-        total += counts[term]
-    return kept
+    return [f"{tag}:{word}" for tag in map(scope_tag, dict.fromkeys(scopes)) for word in words]
 
 
 #: the vector branch's WHERE (filled in by the backend), shared by the count and the candidates
 _WHERE = (
-    "(m.scope = ANY(%(all_open)s) OR (m.id = ANY(%(ids)s) AND (m.scope || chr(30) || m.id) = ANY(%(pairs)s)))"
-    " AND m.status = ANY(%(statuses)s) AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
+    "(m.scope = ANY(" + listed("all_open") + ") OR (m.id = ANY(" + listed("ids") + ")"
+    " AND (m.scope || chr(30) || m.id) = ANY(" + listed("pairs") + ")))"
+    " AND m.status = ANY(" + listed("statuses") + ") AND (m.expires_at IS NULL OR m.expires_at > %(now)s){kinds}"
 )
 #: the ScopeSet over the postings (their own row-level security says the same)
-_POSTINGS_IN_SET = "(p.scope = ANY(%(all_open)s) OR (p.memory_id = ANY(%(ids)s) AND (p.scope || chr(30) || p.memory_id) = ANY(%(pairs)s)))"
+_POSTINGS_IN_SET = ("(p.scope = ANY(" + listed("all_open") + ") OR (p.memory_id = ANY(" + listed("ids") + ")"
+                    " AND (p.scope || chr(30) || p.memory_id) = ANY(" + listed("pairs") + ")))")
 
 #: the ScopeSet's rows per stored lexeme, each count stopped past the budget: an index-only range
 #: of `memory_postings`' primary key per term (text equality is leakproof, so the planner may use
 #: the index beneath row-level security; no operator a GIN index serves is)
 COUNT_SQL = (
     "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memory_postings p WHERE p.term = t.term AND " + _POSTINGS_IN_SET
-    + " LIMIT %(cap)s) c) FROM unnest(%(terms)s::text[]) t(term)"
+    + " LIMIT %(cap)s) c) FROM unnest(" + listed("terms") + ") t(term)"
 )
 
-#: the lexical branch: the rows the kept lexemes' postings name, under the vector branch's WHERE,
-#: ranked by `ts_rank` (no collection statistics)
+#: the terms to look up: the rarest first (ties by the term's bytes, as Python orders strings),
+#: while the rows holding them (summed, an upper bound of their union) stay within `%(budget)s`
+#: (MAX_CANDIDATES); none when even the rarest is held by more (a question of only common words
+#: is left to the vector channel); terms held by no row drop. Every count is positive, so the
+#: running sum grows with every term and `total <= budget` is exactly the prefix that fits. The
+#: counts are MATERIALIZED: inlined, the planner repeats each count in the filter, sort and sum.
+KEPT_SQL = (
+    "WITH counts(term, n) AS MATERIALIZED (" + COUNT_SQL + "),"
+    " kept AS (SELECT term, n FROM (SELECT term, n, sum(n) OVER (ORDER BY n, term COLLATE \"C\" ROWS UNBOUNDED PRECEDING) AS total"
+    " FROM counts WHERE n > 0) c WHERE total <= %(budget)s)"
+)
+
+#: the lexical branch, in one statement with the counts and the budget: the rows the kept
+#: lexemes' postings name, under the vector branch's WHERE, ranked by `ts_rank` (no collection
+#: statistics) against the kept lexemes as one OR-query, rarest first (a word holds letters and
+#: digits only, the tag hex digits and a colon: nothing inside the quotes needs escaping)
 LEXICAL_SQL = (
-    "SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, query) AS lexical_rank"
-    " FROM memories m, CAST(%(lq)s AS tsquery) query"
-    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term = ANY(%(kept)s) AND " + _POSTINGS_IN_SET + ")"
-    " AND " + _WHERE + " AND m.lexical @@ query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
+    KEPT_SQL + ", lq AS MATERIALIZED (SELECT string_agg(chr(39) || term || chr(39), ' | ' ORDER BY n, term COLLATE \"C\")::tsquery AS query FROM kept)"
+    " SELECT {columns}, -(m.embedding <#> %(q)s), ts_rank(m.lexical, k.query) AS lexical_rank FROM memories m, lq k"
+    " WHERE m.id IN (SELECT p.memory_id FROM memory_postings p WHERE p.term IN (SELECT term FROM kept) AND " + _POSTINGS_IN_SET + ")"
+    " AND " + _WHERE + " AND m.lexical @@ k.query ORDER BY lexical_rank DESC, m.seq LIMIT %(depth)s"
 )
 
 
@@ -197,15 +196,22 @@ def lexical_statement(columns: str, *, with_kinds: bool) -> str:
     return LEXICAL_SQL.format(columns=columns, kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
 
 
-def fuse_hits(hits: list[Hit], lexical: list[Hit], limit: int) -> list[Hit]:
-    """The vector channel's hits (best first) fused with the lexical channel's (best first, each
-    scored with its own similarity), top `limit`: every vector hit stays a candidate."""
+def rows_statement(columns: str, *, with_kinds: bool) -> str:
+    """The rows of the fused winners (`%(top)s`, memory ids) under the vector branch's WHERE
+    again: a row that left the ScopeSet's filters since it was ranked is not returned."""
+    return "SELECT " + columns + " FROM memories m WHERE m.id = ANY(%(top)s) AND " + _WHERE.format(kinds=" AND m.kind = ANY(%(kinds)s)" if with_kinds else "")
+
+
+def fuse_ranked(vector: Sequence[Ranked], lexical: Sequence[Ranked], limit: int) -> list[Ranked]:
+    """The vector channel's candidates (best first) fused with the lexical channel's (best first,
+    each scored with its own similarity), top `limit`, as (scope, memory id, fused score): every
+    vector candidate stays one. On ids and scores only, so that only the winners' rows are read."""
     if not lexical:
-        return hits[:limit]
-    by_key: dict[int, Hit] = {}
+        return list(vector[:limit])
     number: dict[str, int] = {}
-    for hit in (*hits, *lexical):
-        by_key.setdefault(number.setdefault(hit.memory.id, len(number)), hit)
-    fused = fuse([(h.scope, number[h.memory.id], h.score) for h in hits], [(h.scope, number[h.memory.id], 0.0) for h in lexical], limit,
-                 {number[h.memory.id]: h.score for h in lexical})
-    return [dataclasses.replace(by_key[n], score=score) for _, n, score in fused]
+    for _, mid, _ in (*vector, *lexical):
+        number.setdefault(mid, len(number))
+    ids = list(number)
+    fused = fuse([(scope, number[mid], score) for scope, mid, score in vector], [(scope, number[mid], 0.0) for scope, mid, _ in lexical], limit,
+                 {number[mid]: score for _, mid, score in lexical})
+    return [(scope, ids[n], score) for scope, n, score in fused]

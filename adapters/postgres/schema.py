@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from adapters.postgres.lexical import MIGRATION as LEXICAL_MIGRATION
 from adapters.postgres.lexical import SCOPED_MIGRATION as SCOPED_LEXICAL_MIGRATION
+from adapters.postgres.lists import SEP
 from adapters.postgres.locality import MIGRATION as LOCALITY_MIGRATION
 
 __all__ = ["MEMORY_MIGRATIONS", "COMPONENT", "SCOPES_SETTING", "MEMORIES_SETTING", "IDS_SETTING", "TENANT_SETTING", "SEP", "PAIR"]
@@ -44,7 +45,6 @@ SCOPES_SETTING = "viking_bridge.scopes"
 MEMORIES_SETTING = "viking_bridge.memories"
 IDS_SETTING = "viking_bridge.memory_ids"
 TENANT_SETTING = "viking_bridge.tenant"
-SEP = "\x1f"
 PAIR = "\x1e"
 
 MEMORY_MIGRATIONS: tuple[str, ...] = (

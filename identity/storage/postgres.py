@@ -9,6 +9,11 @@ package can use it without a dependency cycle; it knows nothing of identities.
 protocols are synchronous (they are called from inside the bridge's event loop), the bridge's
 state protocols are async; both submit coroutines to that thread (`run_sync` blocks the caller,
 `run` awaits from any loop), so one pool serves both and no caller can deadlock its own loop.
+`read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query):
+every statement queued at once in pipeline mode and one Sync after the last, so they run in ONE
+implicit transaction (a `set_config(..., true)` holds for the statements after it and ends with
+it) in one network round trip, without the BEGIN and COMMIT round trips of `run`, on blocking
+connections of its own driven from worker threads (identity/storage/pgreads.py).
 Driver: psycopg 3 (sync and async in one libpq-based driver, a maintained pool, pgvector's
 adapter, libpq's URL/sslmode/service-file semantics) rather than asyncpg (async only).
 
@@ -30,8 +35,8 @@ import concurrent.futures
 import hashlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import LiteralString, TypeVar, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, LiteralString, TypeVar, cast
 from urllib.parse import urlsplit
 
 import psycopg
@@ -39,6 +44,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from identity.errors import ConfigurationError, IncompatibleSchema, InvalidInput, StorageUnavailable, VikingBridgeError
+from identity.storage.pgreads import PgReader
 
 __all__ = [
     "as_query",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: one statement of `PgPool.read`: its text and its parameters (None: none)
+Statement = tuple[str, "Sequence[Any] | Mapping[str, Any] | None"]
 DEFAULT_SCHEMA = "viking_bridge"
 #: The role the migrations grant the runtime privileges to (the replicas log in as a member of it).
 DEFAULT_RUNTIME_ROLE = "viking_bridge_runtime"
@@ -90,11 +98,16 @@ class PgPool:
     search_path of every connection, so all SQL names tables unqualified."""
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, min_size: int = 1, max_size: int = 8, timeout: float = 10.0,
-                 configure: Callable[[psycopg.AsyncConnection], Awaitable[None]] | None = None) -> None:
+                 configure: Callable[[psycopg.AsyncConnection], Awaitable[None]] | None = None,
+                 configure_blocking: Callable[[psycopg.Connection[Any]], None] | None = None) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise ConfigurationError("a PostgreSQL URL starts with postgresql://")
         self.url, self.schema, self.where = url, schema, describe_url(url)
+        self.max_size, self.timeout = max_size, timeout
         self._extra_configure = configure
+        self._configure_blocking = configure_blocking
+        self._reader: PgReader | None = None  # `read`'s connections, made on its first call
+        self._reader_lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"pg-pool {self.where}", daemon=True)
         self._thread.start()
@@ -143,6 +156,29 @@ class PgPool:
             raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
         return await asyncio.wrap_future(self._submit(self._transact(fn, what)))
 
+    async def read(self, statements: Sequence[Statement], what: str = "PostgreSQL state") -> list[list[tuple[Any, ...]]]:
+        """Run `statements` in order in ONE implicit transaction and one round trip; return each
+        one's rows ([] for a statement that returns none). For reads only; a `set_config(..., true)`
+        among them binds the ones after it and ends with the read. They run on blocking
+        connections of their own (`configure_blocking` sets them up), from worker threads:
+        identity/storage/pgreads.py says why and how."""
+        if self._closed:
+            raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
+        try:
+            return await asyncio.wrap_future(self._reads().submit(statements))
+        except BaseException as exc:
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                raise
+            raise map_error(exc, self.where, what) from None
+
+    def _reads(self) -> PgReader:
+        if self._reader is None:
+            with self._reader_lock:
+                if self._reader is None:
+                    self._reader = PgReader(self.url, schema=self.schema, max_size=self.max_size, timeout=self.timeout, name=self.where,
+                                            configure=self._configure_blocking)
+        return self._reader
+
     async def _shutdown(self) -> None:
         await self._pool.close()
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -158,6 +194,8 @@ class PgPool:
             self._submit(self._shutdown()).result(timeout=15)
         except Exception:  # closing is best effort; the loop goes anyway
             pass
+        if self._reader is not None:
+            self._reader.close()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         if not self._loop.is_running():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-import numpy as np
 import psycopg
 import pytest
 import pytest_asyncio
@@ -17,7 +16,6 @@ import pytest_asyncio
 from adapters.base import Hit, SearchQuery, Status
 from adapters.errors import BackendMisconfigured
 from adapters.postgres import PostgresBackend
-from adapters.postgres.declare import declare
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from contract_tests.postgres_server import TestDatabase
 from tests.postgres.pgkit import as_app, note
@@ -93,34 +91,50 @@ async def test_restricted_entry_sees_only_its_injected_ids_even_without_where(ba
 
 
 class FilterDroppingBackend(PostgresBackend):
-    """Deliberately broken: its search forgets the ScopeSet in the WHERE clause and skips the
-    adapter's own hit check. Only the database's policy stands between it and a leak."""
+    """Deliberately broken: its searches forget the ScopeSet in the WHERE clause (the vector
+    ranking and the reading of the winners' rows alike) and skip the adapter's own hit check.
+    Only the database's policy stands between it and a leak."""
 
-    async def search_vector(self, scopes: ScopeSet, vector: np.ndarray, *, limit: int = 10,
-                            statuses: frozenset[Status] = frozenset({Status.ACTIVE}), kinds: frozenset[str] | None = None, now: float | None = None) -> list[Hit]:
-        from adapters.postgres.backend import _COLUMNS
-        from adapters.postgres.declare import scope_settings
+    @staticmethod
+    def _vector_statement(params: dict[str, Any], *, rows: bool) -> str:
+        from adapters.postgres.recall import M_COLUMNS
 
-        open_scopes, pairs, ids = scope_settings(scopes)
+        ranked = "SELECT id, scope, embedding <#> %(q)s AS distance, seq FROM memories ORDER BY distance, seq LIMIT %(limit)s"  # no WHERE at all
+        if not rows:
+            return f"SELECT scope, id, -distance FROM ({ranked}) top ORDER BY distance, seq"
+        return f"WITH top AS ({ranked}) SELECT {M_COLUMNS}, -top.distance FROM top JOIN memories m ON m.id = top.id ORDER BY top.distance"
 
-        async def run(conn: psycopg.AsyncConnection) -> list[Any]:
-            await declare(conn, open_scopes, pairs, ids)
-            sql = f"SELECT {_COLUMNS}, -(embedding <#> %s) FROM memories ORDER BY embedding <#> %s LIMIT %s"  # no WHERE at all
-            return await (await conn.execute(sql, (vector, vector, limit))).fetchall()
+    @staticmethod
+    def _rows_statement(params: dict[str, Any]) -> str:
+        from adapters.postgres.recall import M_COLUMNS
 
-        return [Hit(m, m.scope, float(r[-1])) for r in await self._run(run) if (m := self._decode(r[:-1])) is not None]
+        return f"SELECT {M_COLUMNS} FROM memories m WHERE m.id = ANY(%(top)s)"  # the winners' ids, nothing of the ScopeSet
+
+    def _hits(self, scopes: ScopeSet, ranked: Any, rows: Any) -> list[Hit]:
+        by_id = {row[1]: row for row in rows}
+        return [Hit(m, m.scope, score) for _, mid, score in ranked if mid in by_id and (m := self._decode(by_id[mid])) is not None]
 
 
 async def test_broken_query_without_scope_filter_still_leaks_nothing_because_of_rls(pg_db: TestDatabase) -> None:
     broken = FilterDroppingBackend(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=2)
     await broken.open()
     try:
-        await _world(broken)
-        result = await broken.search(SearchQuery(ScopeSet.of(ALICE), "bob's salary is 93k", limit=10))
-        seen = {(str(h.scope), h.memory.content) for h in result.hits}
-        assert seen == {(str(ALICE), "alice likes green tea")}, f"a filterless search as the runtime role returned {seen}"
-        restricted = ScopeSet((ScopeEntry(GLOBEX, memory_ids=frozenset({"m-not-there"})),))
-        assert (await broken.search(SearchQuery(restricted, "globex merger plan"))).hits == ()
+        ids = await _world(broken)
+        # both channels (the lexical one finds nothing of Alice's for these words), then the vector one alone
+        for lexical in (True, False):
+            broken.lexical_channel = lexical
+            result = await broken.search(SearchQuery(ScopeSet.of(ALICE), "bob's salary is 93k", limit=10))
+            seen = {(str(h.scope), h.memory.content) for h in result.hits}
+            assert seen == {(str(ALICE), "alice likes green tea")}, f"a filterless search as the runtime role returned {seen}"
+            restricted = ScopeSet((ScopeEntry(GLOBEX, memory_ids=frozenset({"m-not-there"})),))
+            assert (await broken.search(SearchQuery(restricted, "globex merger plan"))).hits == ()
+        vector = (await broken._embed(["bob's salary is 93k"]))[0]
+        assert [h.memory.id for h in await broken.search_vector(ScopeSet.of(ALICE), vector)] == [ids["alice likes green tea"]]
+        # control: the same broken statement as a superuser (row-level security does not bind it) returns every row
+        with psycopg.connect(pg_db.admin_url, autocommit=True) as conn:
+            conn.execute("SET search_path TO viking_bridge, public")
+            text = FilterDroppingBackend._rows_statement({})
+            assert len(conn.execute(text, {"top": list(ids.values())}).fetchall()) == 3
     finally:
         await broken.aclose()
 
