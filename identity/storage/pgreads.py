@@ -69,17 +69,17 @@ class PgReader:
                 if not self._opened:
                     self._pool.open(wait=False)  # connecting happens in the pool's workers; getconn waits for one
                     self._opened = True
-        for attempt in (1, 2):
-            with self._pool.connection() as conn:
-                try:
-                    return _read_on(conn, statements)
-                except psycopg.OperationalError:
-                    # a connection the server dropped while it sat idle (a restart, an outage)
-                    # fails its first use: a read changes nothing, so it is tried once more on
-                    # another connection (the pool discards the broken one)
-                    if attempt == 2 or not conn.broken:
-                        raise
-        raise AssertionError("unreachable")
+        with self._pool.connection() as conn:
+            try:
+                return _read_on(conn, statements)
+            except psycopg.OperationalError:
+                # a connection the server dropped while it sat idle (a restart, an outage) fails
+                # its first use: a read changes nothing, so it is tried once more, below, on
+                # another connection (the pool discards the broken one); any other error stands
+                if not conn.broken:
+                    raise
+        with self._pool.connection() as conn:
+            return _read_on(conn, statements)
 
     def close(self) -> None:
         self._workers.shutdown(wait=True, cancel_futures=True)
