@@ -159,6 +159,14 @@ async def test_closing_commits_the_queue(pg_db: TestDatabase) -> None:
     await _recall(state, 2)
     state.close()  # the blocking close too
     assert [ids for _, _, ids in _committed(pg_db)] == [["m1"], ["m2"]]
+    state = PostgresState(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=2)
+    await _recall(state, 3)
+    in_flight = asyncio.ensure_future(state.audit.aflush())  # as the timer starts it
+    await asyncio.sleep(0)  # it has claimed m3 and is on the pool's thread
+    await _recall(state, 4)
+    await state.aclose()  # waits for that commit, then commits m4
+    await in_flight
+    assert [ids for _, _, ids in _committed(pg_db)] == [["m1"], ["m2"], ["m3"], ["m4"]]
 
 
 def test_open_state_passes_defer_reads_to_the_postgresql_state(pg_db: TestDatabase, tmp_path) -> None:  # type: ignore[no-untyped-def]
