@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 
-import bridge.state.postgres as pg_state
+import bridge.state.postgres.read_rows as pg_reads
 from adapters.scopes import ScopeKey
 from bridge.errors import StorageUnavailable
 from bridge.state.postgres import PostgresState
@@ -102,12 +102,12 @@ async def test_a_failing_group_commit_keeps_its_rows_and_a_full_queue_fails_the_
     reads = state.audit._reads
     assert reads is not None
     reads.max_rows, reads.max_delay_s = 3, 30.0
-    real_insert = pg_state.insert_reads
+    real_insert = pg_reads.insert_reads
 
     async def server_gone(conn, rows):  # type: ignore[no-untyped-def]
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(pg_state, "insert_reads", server_gone)
+    monkeypatch.setattr(pg_reads, "insert_reads", server_gone)
     await _recall(state, 1)
     await _recall(state, 2)
     with pytest.raises(StorageUnavailable):  # the queue is full and cannot be committed: no answer
@@ -115,7 +115,7 @@ async def test_a_failing_group_commit_keeps_its_rows_and_a_full_queue_fails_the_
     with pytest.raises(StorageUnavailable):  # a write cannot go ahead of them either
         await state.audit.append(ALICE, "write", memory_ids=["w"])
     assert [r[7] for r in reads.rows] == [["m1"], ["m2"], ["m3"]] and _committed(pg_db) == []  # nothing dropped
-    monkeypatch.setattr(pg_state, "insert_reads", real_insert)
+    monkeypatch.setattr(pg_reads, "insert_reads", real_insert)
     await state.audit.append(ALICE, "write", memory_ids=["w"])  # the next trigger commits them, ahead of it
     assert [ids for _, _, ids in _committed(pg_db)] == [["m1"], ["m2"], ["m3"], ["w"]] and reads.rows == []
 

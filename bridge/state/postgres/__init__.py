@@ -15,25 +15,22 @@ triggers refuse UPDATE, DELETE and TRUNCATE for every role (the owner included).
 rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.py).
 
 Durability: state-changing rows commit with the server's `synchronous_commit`. Rows of reads
-(`recall`, `inspect`) written through `append_read` are group-committed
-(`bridge/state/postgres/read_rows.py`): queued in the process and committed together within
-50 ms, after 64 rows, with the next state-changing row of the process, or before its audit query,
-export or close, with `SET LOCAL synchronous_commit = off` — so a process crash can lose the read
-rows of the last 50 ms and a server crash the last read rows it committed, never a write's.
-`defer_reads=False` (VIKING_BRIDGE_AUDIT_DEFER_READS=false) commits each read row (still with
-`synchronous_commit = off`) before the recall returns; `fsync_reads=True` commits it with the
-server's `synchronous_commit` before the recall returns. Schemas are versioned migrations applied at start-up under an
+(`recall`, `inspect`) through `append_read` are group-committed (`read_rows.py`): committed
+together within 50 ms, after 64 rows, with the process's next state-changing row, or before its
+audit query, export or close, with `synchronous_commit = off`: a process crash can lose the read
+rows of the last 50 ms, a server crash the last read rows it committed, never a write's.
+`defer_reads=False` commits each read row (`synchronous_commit = off`) before the recall returns;
+`fsync_reads=True` with the server's `synchronous_commit`. Schemas are versioned migrations applied at start-up under an
 advisory lock (`identity.storage.postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Iterable, Sequence
 from urllib.parse import unquote, urlsplit
 
 from adapters.base import StoreMarker
@@ -43,7 +40,7 @@ from bridge.state.protocols import WriteIntent
 from bridge.state.postgres import carry
 from bridge.state.postgres.manifests import PgManifests
 from bridge.state.postgres.queries import Conn, count, fetch
-from bridge.state.postgres.read_rows import INSERT_READ, PgReadRows, insert_reads
+from bridge.state.postgres.read_rows import INSERT_READ, PgGroupCommittedReads, PgReadRows
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.common import check_audit_action
 from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
@@ -58,10 +55,6 @@ from identity.state.postgres import (
 )
 
 __all__ = ["PostgresState", "open_postgres_state", "STATE_MIGRATIONS", "ALL_MIGRATIONS"]
-
-T = TypeVar("T")
-#: how long a blocking flush (close, exit) waits for a group commit another thread has in flight
-_CLOSE_WAIT_S = 15.0
 
 
 STATE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -161,12 +154,10 @@ async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
 _INSERT_AUDIT = INSERT_READ + " RETURNING seq"
 
 
-class PgAuditLog:
+class PgAuditLog(PgGroupCommittedReads):
     """`intent_grace_s`: `open_intents` leaves out intents younger than this, so a replica that
     opens while another is mid-write does not reconcile (and double-audit) a live write.
-    `defer_reads` (unless `fsync_reads`): read rows through `append_read` are group-committed
-    (`bridge/state/postgres/read_rows.py`); every transaction that inserts audit rows goes
-    through `_carrying`, which inserts the queued ones first."""
+    `defer_reads` (unless `fsync_reads`): read rows through `append_read` are group-committed."""
 
     def __init__(self, pool: PgPool, *, fsync_reads: bool = False, defer_reads: bool = True, intent_grace_s: float = 0.0) -> None:
         self.pool, self.fsync_reads, self.intent_grace_s = pool, fsync_reads, intent_grace_s
@@ -181,76 +172,6 @@ class PgAuditLog:
             list(memory_ids), sorted({str(s) for s in scopes}), sorted({g for g in grant_ids if g}),
             json.dumps(detail or {}, ensure_ascii=False, default=str),
         )
-
-    async def _carrying(self, fn: Callable[[Conn], Awaitable[T]] | None) -> T | None:
-        """`pool.run(fn)` in a transaction that first inserts this process's queued read rows
-        (fn None: only those, with `synchronous_commit = off`). The transaction runs as its own
-        task, so a cancelled caller does not leave the queue unsure of what committed."""
-        reads = self._reads
-        carried = 0 if reads is None else await reads.claim()
-        if not carried:
-            return None if fn is None else await self.pool.run(fn, "audit log")
-        assert reads is not None
-        rows = reads.rows[:carried]
-
-        async def run(conn: Conn) -> T | None:
-            if fn is None:
-                await conn.execute("SET LOCAL synchronous_commit = off")
-            await insert_reads(conn, rows)
-            return None if fn is None else await fn(conn)
-
-        async def commit() -> T | None:
-            try:
-                result = await self.pool.run(run, "audit log")
-            except BaseException:
-                reads.release(carried, committed=False)
-                raise
-            reads.release(carried, committed=True)
-            return result
-
-        return await asyncio.shield(asyncio.ensure_future(commit()))
-
-    async def aflush(self) -> None:
-        """Commit the queued read rows now (one transaction, `synchronous_commit = off`), after
-        any group commit already in flight."""
-        if self._reads is not None:
-            await self._carrying(None)
-
-    def flush(self) -> None:
-        """`aflush` for a blocking caller (close, exit): rows a transaction of this thread's own
-        event loop has in flight cannot be waited for here and are left to it (`aclose` waits)."""
-        reads = self._reads
-        if reads is None or not reads.rows:
-            return
-        carried = reads.claim_now(_CLOSE_WAIT_S)
-        if not carried:
-            return
-        rows = reads.rows[:carried]
-
-        async def run(conn: Conn) -> None:
-            await conn.execute("SET LOCAL synchronous_commit = off")
-            await insert_reads(conn, rows)
-
-        try:
-            self.pool.run_sync(run, "audit log")
-        except BaseException:
-            reads.release(carried, committed=False)
-            raise
-        reads.release(carried, committed=True)
-
-    async def append_read(
-        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
-        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
-    ) -> int | None:
-        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
-        committed now, returning its seq, when the queue is off. A full queue is committed by
-        this call, and its failure is this call's error."""
-        check_audit_action(action)
-        if self._reads is None or action not in READ_ACTIONS:
-            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
-        if self._reads.add(self._row(identity, action, memory_ids, scopes, grant_ids, detail)):
-            await self.aflush()
-        return None
 
     async def append(
         self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
@@ -277,20 +198,12 @@ class PgAuditLog:
 
         return await self._run(run)
 
-    async def _run(self, fn: Callable[[Conn], Awaitable[int]]) -> int:
-        seq = await self._carrying(fn)
-        assert seq is not None
-        return seq
-
     async def append_stored(
         self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
         closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,
     ) -> int:
         check_audit_action(action)
-        row = (
-            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            [memory_id], [str(scope)], [], json.dumps(detail or {}, ensure_ascii=False, default=str),
-        )
+        row = self._row(identity, action, [memory_id], [scope], [], detail)
 
         async def run(conn: Conn) -> int:
             await _lock_write(conn, str(scope), backend_key)
