@@ -32,13 +32,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar
 
 import psycopg
 
+from bridge.state.common import check_audit_action
 from bridge.state.read_rows import ReadRowQueue
+from bridge.state.records import READ_ACTIONS
+from identity.model import MemoryIdentity
+from identity.storage.postgres import PgPool
 
-__all__ = ["PgReadRows", "insert_reads", "INSERT_READ"]
+__all__ = ["PgReadRows", "PgGroupCommittedReads", "insert_reads", "INSERT_READ"]
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection
+#: how long a blocking flush (close, exit) waits for a group commit another thread has in flight
+_CLOSE_WAIT_S = 15.0
 
 INSERT_READ = (
     "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
@@ -47,7 +56,8 @@ INSERT_READ = (
 
 
 async def insert_reads(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None:
-    """Insert queued read rows, in queue order, in the caller's transaction (one pipelined batch)."""
+    """Insert queued read rows, in queue order, in the caller's transaction: one statement per row
+    (so seq follows the queue), sent as one pipelined batch."""
     async with conn.cursor() as cursor:
         await cursor.executemany(INSERT_READ, rows)
 
@@ -86,7 +96,8 @@ class PgReadRows(ReadRowQueue):
             count, wait = self._take()
             if wait is None:
                 return count
-            await asyncio.wrap_future(wait)
+            # shielded: a waiter cancelled must not cancel the marker every other waiter waits on
+            await asyncio.shield(asyncio.wrap_future(wait))
 
     def claim_now(self, timeout: float) -> int | None:
         """`claim` for a blocking caller (close, exit); None when a transaction in flight cannot
@@ -109,5 +120,94 @@ class PgReadRows(ReadRowQueue):
             done, self._in_flight = self._in_flight, None
             if committed:
                 self.committed(count)
-        if done is not None:
+        if done is not None and not done.done():
             done.set_result(None)
+
+
+class PgGroupCommittedReads:
+    """The audit log's side of the queue (`PgAuditLog` is one): `append_read`, `aflush`, `flush`,
+    and `_carrying`, which every transaction that inserts audit rows goes through."""
+
+    pool: PgPool
+    _reads: PgReadRows | None
+
+    if TYPE_CHECKING:  # provided by the audit log this is mixed into
+        def _row(self, identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
+                 grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple: ...
+
+        async def append(self, identity: MemoryIdentity, action: str, **fields: Any) -> int: ...
+
+    async def _carrying(self, fn: Callable[[Conn], Awaitable[T]] | None) -> T | None:
+        """`pool.run(fn)` in a transaction that first inserts this process's queued read rows
+        (fn None: only those, with `synchronous_commit = off`). The transaction runs as its own
+        task, so a cancelled caller does not leave the queue unsure of what committed."""
+        reads = self._reads
+        carried = 0 if reads is None else await reads.claim()
+        if not carried:
+            return None if fn is None else await self.pool.run(fn, "audit log")
+        assert reads is not None
+        rows = reads.rows[:carried]
+
+        async def run(conn: Conn) -> T | None:
+            if fn is None:
+                await conn.execute("SET LOCAL synchronous_commit = off")
+            await insert_reads(conn, rows)
+            return None if fn is None else await fn(conn)
+
+        async def commit() -> T | None:
+            try:
+                result = await self.pool.run(run, "audit log")
+            except BaseException:
+                reads.release(carried, committed=False)
+                raise
+            reads.release(carried, committed=True)
+            return result
+
+        return await asyncio.shield(asyncio.ensure_future(commit()))
+
+    async def aflush(self) -> None:
+        """Commit the queued read rows now (one transaction, `synchronous_commit = off`), after
+        any group commit already in flight."""
+        if self._reads is not None:
+            await self._carrying(None)
+
+    def flush(self) -> None:
+        """`aflush` for a blocking caller (close, exit): rows a transaction of this thread's own
+        event loop has in flight cannot be waited for here and are left to it (`aclose` waits)."""
+        reads = self._reads
+        if reads is None or not reads.rows:
+            return
+        carried = reads.claim_now(_CLOSE_WAIT_S)
+        if not carried:
+            return
+        rows = reads.rows[:carried]
+
+        async def run(conn: Conn) -> None:
+            await conn.execute("SET LOCAL synchronous_commit = off")
+            await insert_reads(conn, rows)
+
+        try:
+            self.pool.run_sync(run, "audit log")
+        except BaseException:
+            reads.release(carried, committed=False)
+            raise
+        reads.release(carried, committed=True)
+
+    async def append_read(
+        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
+    ) -> int | None:
+        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
+        committed now, returning its seq, when the queue is off. A full queue is committed by
+        this call, and its failure is this call's error."""
+        check_audit_action(action)
+        if self._reads is None or action not in READ_ACTIONS:
+            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
+        if self._reads.add(self._row(identity, action, memory_ids, scopes, grant_ids, detail)):
+            await self.aflush()
+        return None
+
+    async def _run(self, fn: Callable[[Conn], Awaitable[int]]) -> int:
+        seq = await self._carrying(fn)
+        assert seq is not None
+        return seq
