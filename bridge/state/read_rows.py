@@ -37,11 +37,15 @@ import atexit
 import inspect
 import logging
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+
+from bridge.state.common import check_audit_action
+from bridge.state.records import READ_ACTIONS
+from identity.model import MemoryIdentity
 
 log = logging.getLogger("viking_bridge")
 
-__all__ = ["ReadRowQueue", "MAX_ROWS", "MAX_DELAY_S"]
+__all__ = ["ReadRowQueue", "QueuedReads", "MAX_ROWS", "MAX_DELAY_S"]
 
 #: the default bounds of the queue: rows, and seconds after the first queued row
 MAX_ROWS = 64
@@ -120,3 +124,31 @@ def _flush_at_exit(ref: "weakref.ReferenceType[ReadRowQueue]") -> None:
             queue._flush_at_exit()
         except Exception:
             log.exception("audit: %d read row(s) could not be committed at exit", len(queue.rows))
+
+
+class QueuedReads:
+    """`append_read`, the same for every store that defers read rows: the store's mixin says how a
+    row is queued (`_queue_read`, which commits a full queue) and how any other row is appended."""
+
+    _reads: ReadRowQueue | None
+
+    if TYPE_CHECKING:  # provided by the audit log this is mixed into
+        def _row(self, identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
+                 grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple: ...
+
+        async def append(self, identity: MemoryIdentity, action: str, **fields: Any) -> int: ...
+
+        async def _queue_read(self, row: tuple) -> None: ...
+
+    async def append_read(
+        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
+        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
+    ) -> int | None:
+        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
+        committed now, returning its seq, when the queue is off. A full queue is committed by
+        this call, and its failure is this call's error."""
+        check_audit_action(action)
+        if self._reads is None or action not in READ_ACTIONS:
+            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
+        await self._queue_read(self._row(identity, action, memory_ids, scopes, grant_ids, detail))
+        return None

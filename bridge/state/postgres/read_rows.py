@@ -32,14 +32,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import psycopg
 
-from bridge.state.common import check_audit_action
-from bridge.state.read_rows import ReadRowQueue
-from bridge.state.records import READ_ACTIONS
-from identity.model import MemoryIdentity
+from bridge.state.read_rows import QueuedReads, ReadRowQueue
 from identity.storage.postgres import PgPool
 
 __all__ = ["PgReadRows", "PgGroupCommittedReads", "insert_reads", "INSERT_READ"]
@@ -124,18 +121,12 @@ class PgReadRows(ReadRowQueue):
             done.set_result(None)
 
 
-class PgGroupCommittedReads:
+class PgGroupCommittedReads(QueuedReads):
     """The audit log's side of the queue (`PgAuditLog` is one): `append_read`, `aflush`, `flush`,
     and `_carrying`, which every transaction that inserts audit rows goes through."""
 
     pool: PgPool
     _reads: PgReadRows | None
-
-    if TYPE_CHECKING:  # provided by the audit log this is mixed into
-        def _row(self, identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
-                 grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple: ...
-
-        async def append(self, identity: MemoryIdentity, action: str, **fields: Any) -> int: ...
 
     async def _carrying(self, fn: Callable[[Conn], Awaitable[T]] | None) -> T | None:
         """`pool.run(fn)` in a transaction that first inserts this process's queued read rows
@@ -193,19 +184,9 @@ class PgGroupCommittedReads:
             raise
         reads.release(carried, committed=True)
 
-    async def append_read(
-        self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
-        grant_ids: Iterable[str | None] = (), detail: dict[str, Any] | None = None,
-    ) -> int | None:
-        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
-        committed now, returning its seq, when the queue is off. A full queue is committed by
-        this call, and its failure is this call's error."""
-        check_audit_action(action)
-        if self._reads is None or action not in READ_ACTIONS:
-            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
-        if self._reads.add(self._row(identity, action, memory_ids, scopes, grant_ids, detail)):
+    async def _queue_read(self, row: tuple) -> None:
+        if self._reads.add(row):  # type: ignore[union-attr]
             await self.aflush()
-        return None
 
     async def _run(self, fn: Callable[[Conn], Awaitable[int]]) -> int:
         seq = await self._carrying(fn)

@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from bridge.state.common import check_audit_action
-from bridge.state.read_rows import ReadRowQueue
-from bridge.state.records import READ_ACTIONS
+from bridge.state.read_rows import QueuedReads, ReadRowQueue
 from bridge.state.sqlite.database import Database
-from identity.model import MemoryIdentity
 
 __all__ = ["ReadRowQueue", "GroupCommittedReads"]
 
 
-class GroupCommittedReads:
+class GroupCommittedReads(QueuedReads):
     """The audit log's side of the queue (`SqliteAuditLog` is one): `append_read`, `flush`, and
     `_transaction`, which every transaction that inserts audit rows goes through."""
 
@@ -37,13 +34,8 @@ class GroupCommittedReads:
     _reads: ReadRowQueue | None
 
     if TYPE_CHECKING:  # provided by the audit log this is mixed into
-        def _row(self, identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
-                 grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple: ...
-
         @staticmethod
         def _insert(conn: sqlite3.Connection, row: tuple) -> int: ...
-
-        async def append(self, identity: MemoryIdentity, action: str, **fields: Any) -> int: ...
 
     @contextlib.contextmanager
     def _transaction(self, *, fsync: bool = True) -> Iterator[sqlite3.Connection]:
@@ -64,25 +56,7 @@ class GroupCommittedReads:
             with self._transaction(fsync=False):
                 pass
 
-    async def append_read(
-        self,
-        identity: MemoryIdentity,
-        action: str,
-        *,
-        memory_ids: Iterable[str] = (),
-        scopes: Iterable[object] = (),
-        grant_ids: Iterable[str | None] = (),
-        detail: dict[str, Any] | None = None,
-    ) -> int | None:
-        """The row of a read (`READ_ACTIONS`): queued for the next group commit, returning None;
-        committed now, returning its seq, when the queue is off. A full queue is committed by
-        this call, and its failure is this call's error."""
-        check_audit_action(action)
-        if self._reads is None or action not in READ_ACTIONS:
-            return await self.append(identity, action, memory_ids=memory_ids, scopes=scopes, grant_ids=grant_ids, detail=detail)
-        row = self._row(identity, action, memory_ids, scopes, grant_ids, detail)
+    async def _queue_read(self, row: tuple) -> None:
         with self.db.lock:
-            if self._reads.add(row):
+            if self._reads.add(row):  # type: ignore[union-attr]
                 self.flush()
-        return None
-
