@@ -20,8 +20,8 @@ together within 50 ms, after 64 rows, with the process's next state-changing row
 audit query, export or close, with `synchronous_commit = off`: a process crash can lose the read
 rows of the last 50 ms, a server crash the last read rows it committed, never a write's.
 `defer_reads=False` commits each read row (`synchronous_commit = off`) before the recall returns;
-`fsync_reads=True` with the server's `synchronous_commit`. Schemas are versioned migrations applied at start-up under an
-advisory lock (`identity.storage.postgres`). It never decides who may do what.
+`fsync_reads=True` with the server's `synchronous_commit`. Schemas are versioned migrations
+applied at start-up under an advisory lock (`identity.storage.postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations

@@ -59,6 +59,12 @@ async def insert_reads(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None
         await cursor.executemany(INSERT_READ, rows)
 
 
+async def _reads_only(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None:
+    """A group commit of read rows alone: as lazily durable as each read row was before."""
+    await conn.execute("SET LOCAL synchronous_commit = off")
+    await insert_reads(conn, rows)
+
+
 class PgReadRows(ReadRowQueue):
     """The queue with its transaction in flight. The queue is touched from the callers' loops and
     at exit, so every change is under `_mutex` (never held across an await)."""
@@ -66,7 +72,7 @@ class PgReadRows(ReadRowQueue):
     def __init__(self, flush: Callable[[], Any], *, flush_at_exit: Callable[[], None], **bounds: Any) -> None:
         super().__init__(flush, flush_at_exit=flush_at_exit, **bounds)
         self._mutex = threading.Lock()
-        #: set when the transaction carrying the first `_carried` rows ends (None: none in flight)
+        #: set when the transaction carrying the first queued rows ends (None: none in flight)
         self._in_flight: concurrent.futures.Future[None] | None = None
         self._carrier_thread = 0
 
@@ -141,9 +147,9 @@ class PgGroupCommittedReads(QueuedReads):
 
         async def run(conn: Conn) -> T | None:
             if fn is None:
-                await conn.execute("SET LOCAL synchronous_commit = off")
+                return await _reads_only(conn, rows)
             await insert_reads(conn, rows)
-            return None if fn is None else await fn(conn)
+            return await fn(conn)
 
         async def commit() -> T | None:
             try:
@@ -172,13 +178,8 @@ class PgGroupCommittedReads(QueuedReads):
         if not carried:
             return
         rows = reads.rows[:carried]
-
-        async def run(conn: Conn) -> None:
-            await conn.execute("SET LOCAL synchronous_commit = off")
-            await insert_reads(conn, rows)
-
         try:
-            self.pool.run_sync(run, "audit log")
+            self.pool.run_sync(lambda conn: _reads_only(conn, rows), "audit log")
         except BaseException:
             reads.release(carried, committed=False)
             raise
