@@ -75,7 +75,7 @@ class RecallResult(BaseModel):
     #: (`Capabilities.expiry_in_query=False`); logged too — never a silent drop
     expired_dropped: int = 0
     #: the seq of this recall's audit row; None when the state group-commits read rows and the
-    #: row is still queued (bridge/state/sqlite/read_rows.py: committed within 50 ms)
+    #: row is still queued (bridge/state/read_rows.py: committed within 50 ms)
     audit_seq: int | None = None
 
 

@@ -47,7 +47,8 @@ def open_state(settings: BridgeSettings, *, fsync_reads: bool = False, defer_rea
     migrate = settings.state_migrate_url
     return open_postgres_state(
         settings.state_url.get_secret_value(), migrate_url=None if migrate is None else migrate.get_secret_value(),
-        schema=settings.state_schema, fsync_reads=fsync_reads, intent_grace_s=settings.state_intent_grace_s,
+        schema=settings.state_schema, fsync_reads=fsync_reads, defer_reads=defer_reads,
+        intent_grace_s=settings.state_intent_grace_s,
     )
 
 

@@ -18,7 +18,7 @@ start-up with a `ConfigurationError` naming the setting and what was expected.
     VIKING_BRIDGE_INCLUDE_GLOBAL        true     every identity reads the global scope
     VIKING_BRIDGE_GLOBAL_WRITER_TENANTS ""       tenants whose global_admins may write global
     VIKING_BRIDGE_AUDIT_FSYNC_READS     false    fsync each recall's audit row too (implies no deferral)
-    VIKING_BRIDGE_AUDIT_DEFER_READS     true     SQLite state: group-commit recall audit rows (within 50 ms)
+    VIKING_BRIDGE_AUDIT_DEFER_READS     true     group-commit recall audit rows (within 50 ms; SQLite and PostgreSQL)
     VIKING_BRIDGE_MAX_ACTIVE_MANIFESTS_PER_USER 1000
     VIKING_BRIDGE_STATE_URL             unset    postgresql://... : audit, grants, manifests,
                                                  sessions, API keys and nonces on PostgreSQL,

@@ -36,10 +36,10 @@ __all__ = ["STAGES", "run_recall"]
 
 
 async def audit_stage(rt: RecallRuntime, ctx: RecallContext) -> None:
-    """The recall's audit row. Through `append_read` where the state has it: the SQLite state
-    group-commits read rows off the critical path (bridge/state/sqlite/read_rows.py says what is
-    durable when the recall returns) and `audit_seq` is then None; otherwise `append`, committed
-    before the recall returns."""
+    """The recall's audit row. Through `append_read` where the state has it: the SQLite and
+    PostgreSQL states group-commit read rows off the critical path (bridge/state/read_rows.py says
+    what is durable when the recall returns) and `audit_seq` is then None; otherwise `append`,
+    committed before the recall returns."""
     assert ctx.scopes is not None
     audit = rt.state.audit
     append = getattr(audit, "append_read", None) or audit.append

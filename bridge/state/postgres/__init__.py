@@ -14,10 +14,14 @@ Append-only audit: the runtime role is granted SELECT and INSERT on `audit`, not
 triggers refuse UPDATE, DELETE and TRUNCATE for every role (the owner included). Erasure never
 rewrites audit rows; it appends a `forget_subject` row (bridge/handlers/erasure.py).
 
-Durability: state-changing rows commit with the server's `synchronous_commit`; `recall` rows
-with `SET LOCAL synchronous_commit = off` unless `fsync_reads=True` (a server crash can lose the
-last read rows, never a write's). Schemas are versioned migrations applied at start-up under an
-advisory lock (`identity.storage.postgres`). It never decides who may do what.
+Durability: state-changing rows commit with the server's `synchronous_commit`. Rows of reads
+(`recall`, `inspect`) through `append_read` are group-committed (`read_rows.py`): committed
+together within 50 ms, after 64 rows, with the process's next state-changing row, or before its
+audit query, export or close, with `synchronous_commit = off`: a process crash can lose the read
+rows of the last 50 ms, a server crash the last read rows it committed, never a write's.
+`defer_reads=False` commits each read row (`synchronous_commit = off`) before the recall returns;
+`fsync_reads=True` with the server's `synchronous_commit`. Schemas are versioned migrations
+applied at start-up under an advisory lock (`identity.storage.postgres`). It never decides who may do what.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bridge.state.protocols import WriteIntent
 from bridge.state.postgres import carry
 from bridge.state.postgres.manifests import PgManifests
 from bridge.state.postgres.queries import Conn, count, fetch
+from bridge.state.postgres.read_rows import INSERT_READ, PgGroupCommittedReads, PgReadRows
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.common import check_audit_action
 from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
@@ -146,18 +151,27 @@ async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
     )
 
 
-_INSERT_AUDIT = (
-    "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq"
-)
+_INSERT_AUDIT = INSERT_READ + " RETURNING seq"
 
 
-class PgAuditLog:
+class PgAuditLog(PgGroupCommittedReads):
     """`intent_grace_s`: `open_intents` leaves out intents younger than this, so a replica that
-    opens while another is mid-write does not reconcile (and double-audit) a live write."""
+    opens while another is mid-write does not reconcile (and double-audit) a live write.
+    `defer_reads` (unless `fsync_reads`): read rows through `append_read` are group-committed."""
 
-    def __init__(self, pool: PgPool, *, fsync_reads: bool = False, intent_grace_s: float = 0.0) -> None:
+    def __init__(self, pool: PgPool, *, fsync_reads: bool = False, defer_reads: bool = True, intent_grace_s: float = 0.0) -> None:
         self.pool, self.fsync_reads, self.intent_grace_s = pool, fsync_reads, intent_grace_s
+        #: read rows waiting for their group commit (None: every read row is committed at once)
+        self._reads = PgReadRows(self.aflush, flush_at_exit=self.flush) if defer_reads and not fsync_reads else None
+
+    @staticmethod
+    def _row(identity: MemoryIdentity, action: str, memory_ids: Iterable[str], scopes: Iterable[object],
+             grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple:
+        return (
+            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
+            list(memory_ids), sorted({str(s) for s in scopes}), sorted({g for g in grant_ids if g}),
+            json.dumps(detail or {}, ensure_ascii=False, default=str),
+        )
 
     async def append(
         self, identity: MemoryIdentity, action: str, *, memory_ids: Iterable[str] = (), scopes: Iterable[object] = (),
@@ -166,11 +180,7 @@ class PgAuditLog:
     ) -> int:
         check_audit_action(action)
         lazy = not self.fsync_reads and action in READ_ACTIONS and closes_intent is None
-        row = (
-            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            list(memory_ids), sorted({str(s) for s in scopes}), sorted({g for g in grant_ids if g}),
-            json.dumps(detail or {}, ensure_ascii=False, default=str),
-        )
+        row = self._row(identity, action, memory_ids, scopes, grant_ids, detail)
 
         async def run(conn: Conn) -> int:
             if lazy:
@@ -186,17 +196,14 @@ class PgAuditLog:
                 await _advance_marker(conn, store_marker)
             return int(seq)
 
-        return await self.pool.run(run, "audit log")
+        return await self._run(run)
 
     async def append_stored(
         self, identity: MemoryIdentity, action: str, *, memory_id: str, scope: ScopeKey, backend_key: str, created: bool,
         closes_intent: str, detail: dict[str, Any] | None = None, store_marker: StoreMarker | None = None,
     ) -> int:
         check_audit_action(action)
-        row = (
-            time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            [memory_id], [str(scope)], [], json.dumps(detail or {}, ensure_ascii=False, default=str),
-        )
+        row = self._row(identity, action, [memory_id], [scope], [], detail)
 
         async def run(conn: Conn) -> int:
             await _lock_write(conn, str(scope), backend_key)
@@ -217,12 +224,13 @@ class PgAuditLog:
                 await _advance_marker(conn, store_marker)
             return int(seq)
 
-        return await self.pool.run(run, "audit log")
+        return await self._run(run)
 
     async def query(
         self, view: AuditView, *, action: str | None = None, memory_id: str | None = None, since_seq: int = 0,
         before_seq: int | None = None, actor: str | None = None, limit: int = 100,
     ) -> list[AuditEvent]:
+        await self.aflush()  # this process's own queued reads are part of what it asks for
         text = "SELECT seq, ts, tenant_id, actor, session_id, action, memory_ids, scopes, grant_ids, detail FROM audit WHERE tenant_id = %s AND seq > %s"
         params: list[object] = [view.tenant_id, since_seq]
         for clause, value in ((" AND user_id = %s", view.user_id), (" AND seq < %s", before_seq), (" AND actor = %s", actor), (" AND action = %s", action), (" AND memory_ids @> ARRAY[%s]::text[]", memory_id)):
@@ -269,7 +277,7 @@ class PgAuditLog:
                 await _advance_marker(conn, store_marker)
             return int(seq)
 
-        return await self.pool.run(run, "audit log")
+        return await self._run(run)
 
     async def bound_store(self) -> StoreMarker | None:
         rows = await fetch(self.pool, "SELECT store_id, writes FROM store_binding", (), "audit log")
@@ -280,12 +288,15 @@ class PgAuditLog:
                      " SET store_id = excluded.store_id, writes = excluded.writes", (marker.store_id, marker.writes), "audit log")
 
     async def has_rows(self) -> bool:
+        await self.aflush()
         return bool(await fetch(self.pool, "SELECT 1 FROM audit LIMIT 1", (), "audit log"))
 
     async def export_rows(self, tenant_id: str, *, after_seq: int = 0, limit: int = 500) -> list[AuditRecord]:
+        await self.aflush()  # recall rows still queued in this process belong to the history too
         return await carry.export_rows(self.pool, tenant_id, after_seq, limit)
 
     async def import_rows(self, rows: Sequence[AuditRecord], origin: str) -> int:
+        await self.aflush()  # this process's own rows keep their order ahead of what is carried in
         return await carry.import_rows(self.pool, rows, origin)
 
 
@@ -340,11 +351,11 @@ class PostgresState:
     to `runtime_role` (default: the user of `url`)."""
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, migrate_url: str | None = None, runtime_role: str | None = None,
-                 fsync_reads: bool = False, pool_size: int = 8, intent_grace_s: float = 0.0) -> None:
+                 fsync_reads: bool = False, defer_reads: bool = True, pool_size: int = 8, intent_grace_s: float = 0.0) -> None:
         migrate(migrate_url or url, ALL_MIGRATIONS, schema=schema, runtime_role=runtime_role or _user_of(url))
         self.schema = schema
         self.pool = PgPool(url, schema=schema, max_size=pool_size)
-        self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, intent_grace_s=intent_grace_s)
+        self.audit = PgAuditLog(self.pool, fsync_reads=fsync_reads, defer_reads=defer_reads, intent_grace_s=intent_grace_s)
         self.grants = PgGrants(self.pool)
         self.manifests, self.usage = PgManifests(self.pool), PgUsage(self.pool)  # usage: storage-quota counters
         self.shares = PgShares(self.pool)
@@ -368,10 +379,16 @@ class PostgresState:
         return self.pool.run_sync(run, "audit log")
 
     def close(self) -> None:
-        self.pool.close()
+        try:
+            self.audit.flush()  # queued read rows are committed before the pool closes
+        finally:
+            self.pool.close()
 
     async def aclose(self) -> None:
-        self.close()
+        try:
+            await self.audit.aflush()  # waits for a group commit this loop has in flight, too
+        finally:
+            self.close()
 
     def __repr__(self) -> str:
         return f"PostgresState({self.pool.where!r}, schema={self.schema!r})"
