@@ -40,7 +40,7 @@ from bridge.state.protocols import WriteIntent
 from bridge.state.postgres import carry
 from bridge.state.postgres.manifests import PgManifests
 from bridge.state.postgres.queries import Conn, count, fetch
-from bridge.state.postgres.read_rows import INSERT_READ, PgGroupCommittedReads, PgReadRows
+from bridge.state.postgres.read_rows import INSERT_AUDIT_ROW, PgGroupCommittedReads, PgReadRows
 from bridge.state.postgres.sharing import SHARING_PG_MIGRATION, PgShares, PgTeams
 from bridge.state.common import check_audit_action
 from bridge.state.records import READ_ACTIONS, STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant
@@ -151,7 +151,7 @@ async def _advance_marker(conn: Conn, marker: StoreMarker) -> None:
     )
 
 
-_INSERT_AUDIT = INSERT_READ + " RETURNING seq"
+_INSERT_AUDIT = INSERT_AUDIT_ROW + " RETURNING seq"
 
 
 class PgAuditLog(PgGroupCommittedReads):

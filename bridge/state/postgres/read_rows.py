@@ -39,14 +39,15 @@ import psycopg
 from bridge.state.read_rows import QueuedReads, ReadRowQueue
 from identity.storage.postgres import PgPool
 
-__all__ = ["PgReadRows", "PgGroupCommittedReads", "insert_reads", "INSERT_READ"]
+__all__ = ["PgReadRows", "PgGroupCommittedReads", "insert_reads", "INSERT_AUDIT_ROW"]
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection
 #: how long a blocking flush (close, exit) waits for a group commit another thread has in flight
 _CLOSE_WAIT_S = 15.0
 
-INSERT_READ = (
+#: one audit row, of any action (the state's appends add RETURNING seq to it; a group commit of reads does not need the seq)
+INSERT_AUDIT_ROW = (
     "INSERT INTO audit (ts, tenant_id, actor, user_id, actor_fingerprint, session_id, action, memory_ids, scopes, grant_ids, detail)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
@@ -56,7 +57,7 @@ async def insert_reads(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None
     """Insert queued read rows, in queue order, in the caller's transaction: one statement per row
     (so seq follows the queue), sent as one pipelined batch."""
     async with conn.cursor() as cursor:
-        await cursor.executemany(INSERT_READ, rows)
+        await cursor.executemany(INSERT_AUDIT_ROW, rows)
 
 
 async def _reads_only(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None:
