@@ -60,35 +60,36 @@ class LocalLexical(LocalScan):
         if not len(digests) or n_docs == 0:
             return None
         probes = np.concatenate([digests, digests + np.uint64(1)])  # digests are 48-bit: +1 never wraps
+        terms = len(digests)
         lengths = np.empty(scan.size, dtype=np.float32)
-        found_rows: list[np.ndarray] = []  # buffer index, term number and count of every posting found
-        found_terms: list[np.ndarray] = []
+        # every posting found, as slices of the pieces (views, no copy) and per slice its term
+        # number and the buffer offset of its partition: one concatenation at the end
+        found_positions: list[np.ndarray] = []
         found_counts: list[np.ndarray] = []
+        slice_terms: list[int] = []
+        slice_offsets: list[int] = []
+        slice_sizes: list[int] = []
         for key, part, offset, n in scan.segments:
             pieces = self._postings(key, part)
             lengths[offset : offset + n] = pieces[0].lengths if len(pieces) == 1 else np.concatenate([p.lengths for p in pieces])
             for piece in pieces:
-                bounds = np.searchsorted(piece.digests, probes)  # each term's first posting, then the next term's
-                lo = bounds[: len(digests)]
-                spans = bounds[len(digests) :] - lo
-                matched = np.flatnonzero(spans)
-                if not len(matched):
-                    continue
-                spans = spans[matched]
-                # the postings of every matched term, as one index array: each span's lo .. lo + span - 1
-                starts = np.cumsum(spans) - spans
-                at = np.arange(int(spans.sum())) + np.repeat(lo[matched] - starts, spans)
-                found_rows.append(piece.positions[at] + offset)
-                found_terms.append(np.repeat(matched, spans))
-                found_counts.append(piece.counts[at])
-        if not found_rows:
+                bounds = np.searchsorted(piece.digests, probes).tolist()  # each term's first posting, then the next term's
+                for term in range(terms):
+                    lo, hi = bounds[term], bounds[terms + term]
+                    if hi > lo:
+                        found_positions.append(piece.positions[lo:hi])
+                        found_counts.append(piece.counts[lo:hi])
+                        slice_terms.append(term)
+                        slice_offsets.append(offset)
+                        slice_sizes.append(hi - lo)
+        if not found_positions:
             return None
-        rows = np.concatenate(found_rows)
+        rows = np.concatenate(found_positions) + np.repeat(np.asarray(slice_offsets, dtype=np.int64), slice_sizes)
         keep = returnable[rows]
         rows = rows[keep]
         if not len(rows):
             return None
-        term_of = np.concatenate(found_terms)[keep]
+        term_of = np.repeat(np.asarray(slice_terms, dtype=np.intp), slice_sizes)[keep]
         counts = np.concatenate(found_counts)[keep].astype(np.float64)
         held_by = np.bincount(term_of, minlength=len(digests)).astype(np.float64)  # document frequency per term
         idf = np.log1p((n_docs - held_by + 0.5) / (held_by + 0.5))

@@ -25,32 +25,64 @@ RRF_K = 2
 VECTOR_WEIGHT, LEXICAL_WEIGHT = 1.0, 0.15
 
 
+#: ranks whose fusion terms are computed once, at import (a longer ranking computes the rest per call)
+_RANKS_KEPT = 1024
+_TERMS = {w: [w / (RRF_K + rank + 1.0) for rank in range(_RANKS_KEPT)] for w in (VECTOR_WEIGHT, LEXICAL_WEIGHT)}
+
+
+def _rank_terms(weight: float, count: int) -> list[float]:
+    """`weight / (RRF_K + rank + 1)` for ranks 0 .. count - 1 (read-only: computed at import)."""
+    if count <= _RANKS_KEPT:
+        return _TERMS[weight]
+    return [weight / (RRF_K + rank + 1.0) for rank in range(count)]
+
+
 def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: int) -> tuple[np.ndarray, list[float]]:
     """The fusion itself, over arrays. `ids` holds the vector ranking (its first `vector_count`
     entries, best first) followed by the lexical ranking (best first), each id at most once per
     ranking; `cosines` the similarity of each entry. Returns the positions in `ids` of the fused
     top `limit`, best first (for a row both channels found, its vector entry), and their scores.
 
-    Order: fused weight, then similarity, then id, all descending but the id. Weights and sums
-    are the same float operations, in the same order, as adding one channel's term to the other's
-    would be, so the order does not depend on how the caller holds its rankings."""
-    n = len(ids)
-    ranks = np.arange(n, dtype=np.float64)
-    ranks[vector_count:] -= vector_count
-    weights = np.full(n, LEXICAL_WEIGHT)
-    weights[:vector_count] = VECTOR_WEIGHT
-    weights /= RRF_K + ranks + 1.0
-    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    total = np.bincount(inverse, weights=weights, minlength=len(unique))  # summed in input order: the vector term first
-    cosine = np.asarray(cosines, dtype=np.float64)[first]
-    order = np.lexsort((unique, -cosine, -total))[:limit]
-    scores: list[float] = []
-    floor = -np.inf
-    for value in reversed(cosine[order].tolist()):  # from the last: each score at least the one after it (+ a hair, no ties)
-        floor = min(1.0, max(value, floor + 1e-6 if floor > -np.inf else value))
-        scores.append(floor)
-    scores.reverse()
-    return first[order], scores
+    Order: fused weight, then similarity, then id, all descending but the id. A row's weight is
+    its terms summed in input order (the vector term first), as adding one channel's term to the
+    other's would, so the order does not depend on how the caller holds its rankings. The rows
+    are matched in a dict: the rankings are a few dozen ids each, where `np.unique`'s sort and
+    its bookkeeping cost several times more."""
+    listed = ids.tolist()
+    vector_terms = _rank_terms(VECTOR_WEIGHT, vector_count)
+    lexical_terms = _rank_terms(LEXICAL_WEIGHT, len(listed) - vector_count)
+    slot_of = dict(zip(listed[:vector_count], range(vector_count)))  # id -> its slot in `first` / `total`
+    first = list(range(vector_count))  # the position of each distinct id's first entry
+    total = vector_terms[:vector_count]
+    if len(slot_of) != vector_count:  # an id twice in the vector ranking: every entry one by one
+        slot_of, first, total = {}, [], []
+        lexical_terms = [*vector_terms[:vector_count], *lexical_terms]
+        vector_count = 0
+    for rank, rowid in enumerate(listed[vector_count:]):
+        slot = slot_of.get(rowid)
+        if slot is None:
+            slot_of[rowid] = len(first)
+            first.append(vector_count + rank)
+            total.append(lexical_terms[rank])
+        else:
+            total[slot] += lexical_terms[rank]
+    positions = np.asarray(first, dtype=np.intp)
+    cosine = np.asarray(cosines, dtype=np.float64)[positions]
+    order = np.lexsort((ids[positions], -cosine, -np.asarray(total, dtype=np.float64)))[:limit]
+    return positions[order], _non_increasing(cosine[order].tolist())
+
+
+def _non_increasing(cosines: list[float]) -> list[float]:
+    """Each fused hit's score: its own cosine, raised to a hair (1e-6) above the score of the hit
+    after it where needed, so scores never increase down the fused order; at most 1.0."""
+    scores = cosines[:]
+    floor = None
+    for at in range(len(scores) - 1, -1, -1):
+        value = scores[at]
+        if floor is not None and floor + 1e-6 > value:
+            value = floor + 1e-6
+        floor = scores[at] = value if value < 1.0 else 1.0
+    return scores
 
 
 def fuse(vector: Sequence[tuple[K, int, float]], lexical: Sequence[tuple[K, int, float]], limit: int,

@@ -97,3 +97,14 @@ async def test_the_local_search_fuses_its_scan_as_the_tuple_fusion_does(tmp_path
                 assert got == expected, (question, depth, limit)
     finally:
         await store.aclose()
+
+
+def test_an_id_twice_in_one_ranking_sums_its_terms_under_its_first_entry() -> None:
+    """Outside the documented input (each id once per ranking), still one rule: every entry's
+    term counts, in input order, and the row is named by its first entry."""
+    ids = np.asarray([4, 8, 4, 6])  # vector: 4, 8, 4 (twice); lexical: 6
+    cosines = np.asarray([0.5, 0.9, 0.1, 0.2])
+    picked, _ = fused_order(ids, cosines, 3, 10)
+    weight_of_4 = VECTOR_WEIGHT / (RRF_K + 1) + VECTOR_WEIGHT / (RRF_K + 3)
+    assert weight_of_4 > VECTOR_WEIGHT / (RRF_K + 2)  # so 4 leads although 8 is more similar
+    assert picked.tolist() == [0, 1, 3]
