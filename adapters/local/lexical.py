@@ -165,23 +165,10 @@ def scope_tag(db: sqlite3.Connection, scope_text: str) -> int | None:
     return int(row[0]) if row else None
 
 
-#: term -> its digest as an integer, for the terms of recent questions (a question's words
-#: repeat across recalls; hashing each again cost more than the rest of its lookup). Cleared
-#: whole when full, so it never holds more than this many terms.
-_QUERY_TERM_DIGESTS: dict[str, int] = {}
-_QUERY_TERM_DIGESTS_MAX = 65_536
-
-
 def query_digests(text: str) -> np.ndarray:
     """The digests of a question's distinct terms (at most MAX_QUERY_TERMS of them), as the
-    integers the in-memory postings are sorted by (adapters/local/postings.py)."""
-    known = _QUERY_TERM_DIGESTS
-    values = set()
-    for term in list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]:
-        value = known.get(term)
-        if value is None:
-            if len(known) >= _QUERY_TERM_DIGESTS_MAX:
-                known.clear()
-            value = known[term] = digest_value(_digest(term))
-        values.add(value)
-    return np.asarray(sorted(values), dtype=np.uint64)
+    integers the in-memory postings are sorted by (adapters/local/postings.py). Not kept between
+    questions: a digest cache shared by every tenant's questions would make one tenant's recall
+    a little faster for the words another tenant asked about lately, a timing side channel."""
+    distinct = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
+    return np.asarray(sorted({digest_value(_digest(t)) for t in distinct}), dtype=np.uint64)
