@@ -33,20 +33,15 @@ async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[Bu
     the entry it was read through; one audience lookup per place that has audiences, for the
     chosen memories of that place only). A place outside `scopes` gets no decision."""
     places: dict[ScopeKey, PlaceVisibility | None] = {}
-    # the same decisions by the identity of the key object: a handful of objects (the items hold
-    # them, so no id is reused while this runs), no ScopeKey hashing per item
-    by_object: dict[int, PlaceVisibility | None] = {}
     wanted: dict[ScopeKey, list[str]] = {}
     for item in chosen:
         memory = item.ranked.hit.memory
         key = memory.scope
-        if id(key) not in by_object:
-            if key not in places:
-                entry = scopes.get(key)  # None never happens: the guard dropped every hit outside the set
-                places[key] = None if entry is None else PlaceVisibility(
-                    entry.key, memory_type_of(entry.key, entry.source).value, {} if has_audience(entry.key) else None)
-            by_object[id(key)] = places[key]
-        place = by_object[id(key)]
+        if key not in places:
+            entry = scopes.get(key)  # None never happens: the guard dropped every hit outside the set
+            places[key] = None if entry is None else PlaceVisibility(
+                entry.key, memory_type_of(entry.key, entry.source).value, {} if has_audience(entry.key) else None)
+        place = places[key]
         if place is not None and place.audiences is not None:
             wanted.setdefault(key, []).append(memory.id)
     for key, ids in wanted.items():
