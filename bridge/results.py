@@ -87,7 +87,7 @@ class RecallResult(BaseModel):
         """The model `model_construct` builds from every field (no validation: the recall stages
         built each value from validated records), set directly: model_construct walks every
         field's aliases and defaults first, about 9 us of a recall's CPU against 2 us.
-        tests/bridge/test_recall_result.py checks that both build the same object."""
+        tests/bridge/test_recall_stages_reference.py checks that both build the same object."""
         m = cls.__new__(cls)
         _set_attr(m, "__dict__", {
             "identity": identity, "purpose": purpose, "query": query, "items": items, "context": context,

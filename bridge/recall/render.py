@@ -24,7 +24,7 @@ def _escape(text: str) -> str:
         # The usual case, without fold_spaces' isprintable scan: encode_basestring lengthens the
         # text by more than its two quotes iff it escapes something, and it escapes every
         # character below 0x20, which holds every ASCII character str.split() splits on except
-        # the space (tests/bridge/test_recall_stages.py checks both). Nothing escaped: the only
+        # the space (tests/bridge/test_recall_stages_reference.py checks both). Nothing escaped: the only
         # whitespace is spaces, so the text is folded when none is doubled, leading or trailing.
         quoted = encode_basestring(text)
         if len(quoted) == len(text) + 2 and "  " not in text and text[:1] != " " and text[-1:] != " ":
