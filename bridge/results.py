@@ -78,6 +78,32 @@ class RecallResult(BaseModel):
     #: row is still queued (bridge/state/read_rows.py: committed within 50 ms)
     audit_seq: int | None = None
 
+    @classmethod
+    def of_stages(
+        cls, identity: str, purpose: str, query: str, items: tuple[RecalledMemory, ...], context: str, tokens_used: int,
+        scopes_searched: tuple[str, ...], partial: bool, failed_scopes: tuple[str, ...], guard_alarms: int,
+        expired_dropped: int, audit_seq: int | None,
+    ) -> "RecallResult":
+        """The model `model_construct` builds from every field (no validation: the recall stages
+        built each value from validated records), set directly: model_construct walks every
+        field's aliases and defaults first, about 9 us of a recall's CPU against 2 us.
+        tests/bridge/test_recall_stages_reference.py checks that both build the same object."""
+        m = cls.__new__(cls)
+        _set_attr(m, "__dict__", {
+            "identity": identity, "purpose": purpose, "query": query, "items": items, "context": context,
+            "tokens_used": tokens_used, "scopes_searched": scopes_searched, "partial": partial,
+            "failed_scopes": failed_scopes, "guard_alarms": guard_alarms, "expired_dropped": expired_dropped,
+            "audit_seq": audit_seq,
+        })
+        _set_attr(m, "__pydantic_fields_set__", set(_RECALL_RESULT_FIELDS))
+        _set_attr(m, "__pydantic_extra__", None)
+        _set_attr(m, "__pydantic_private__", None)
+        return m
+
+
+_set_attr = object.__setattr__
+_RECALL_RESULT_FIELDS = tuple(RecallResult.model_fields)
+
 
 class WriteResult(BaseModel):
     model_config = ConfigDict(frozen=True)

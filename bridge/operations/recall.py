@@ -40,8 +40,13 @@ class Recall(Operation):
     only_scopes: tuple[ScopeKey, ...] | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "query", text(self.query, "query"))
-        _set(self, "purpose", purpose(self.purpose))
+        # A checked field is set again only when its check answers another object (a purpose
+        # given as text, a list of scopes): every recall builds one, and the usual call passes
+        # values the checks return as they are, where setting them again costs as much as checking.
+        if (checked := text(self.query, "query")) is not self.query:
+            _set(self, "query", checked)
+        if (checked := purpose(self.purpose)) is not self.purpose:
+            _set(self, "purpose", checked)
         if self.budget_tokens is not None:
             _set(self, "budget_tokens", positive_int(self.budget_tokens, "budget_tokens", 1_000_000))
         if self.kinds is not None:
@@ -49,9 +54,12 @@ class Recall(Operation):
             if not kinds:
                 raise InvalidInput("kinds, when given, must name at least one kind")
             _set(self, "kinds", kinds)
-        _set(self, "include_scopes", tuple(scope_key(s, "include_scopes") for s in sequence(self.include_scopes, "include_scopes")))
-        _set(self, "manifest_id", optional_ident(self.manifest_id, "manifest_id"))
-        _set(self, "allow_partial", flag(self.allow_partial, "allow_partial"))
+        if type(self.include_scopes) is not tuple or self.include_scopes:  # the empty tuple is checked as it is
+            _set(self, "include_scopes", tuple(scope_key(s, "include_scopes") for s in sequence(self.include_scopes, "include_scopes")))
+        if (checked := optional_ident(self.manifest_id, "manifest_id")) is not self.manifest_id:
+            _set(self, "manifest_id", checked)
+        if (checked := flag(self.allow_partial, "allow_partial")) is not self.allow_partial:
+            _set(self, "allow_partial", checked)
         if self.min_score is not None:
             _set(self, "min_score", number(self.min_score, "min_score", 0.0, 1.0))
         if self.only_scopes is not None:

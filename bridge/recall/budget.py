@@ -91,7 +91,7 @@ def assemble(
     for r in ranked:
         memory = r.hit.memory
         topic = memory.metadata.get("topic")
-        if not isinstance(topic, str) or not topic:
+        if topic is None or not isinstance(topic, str) or not topic:  # None first: most memories state no topic
             continue
         slot = (memory.kind, topic)
         topical.append((r, slot))
@@ -115,6 +115,7 @@ def assemble(
     quotas = config.kind_quotas
     max_items, max_tokens, overhead = config.max_items, config.max_tokens, config.per_item_overhead
     used = 0
+    room = max_items  # items still allowed: one counter instead of len(chosen) per candidate
     for r in ordered:
         memory = r.hit.memory
         content = memory.content
@@ -128,7 +129,7 @@ def assemble(
             quota = quotas.get(kind)
             if quota is not None and per_kind.get(kind, 0) >= quota:
                 continue
-        if len(chosen) >= max_items:
+        if room <= 0:
             break
         tokens = ((len(content) + 3) // 4 if estimate and content.isascii() else counter.count(content)) + overhead
         if used + tokens > max_tokens:
@@ -136,8 +137,10 @@ def assemble(
         item = BudgetedItem(r, tokens, [], losers.get(memory.id, []) if losers else [])
         chosen.append(item)
         by_text[key] = item
-        per_kind[kind] = per_kind.get(kind, 0) + 1
+        if quotas:  # counted only where a quota reads it
+            per_kind[kind] = per_kind.get(kind, 0) + 1
         used += tokens
+        room -= 1
     return chosen, used
 
 

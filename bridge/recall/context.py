@@ -66,21 +66,10 @@ class RecallContext:
         return self._searched[1]
 
     def to_result(self) -> RecallResult:
-        searched = self.searched()
-        # model_construct: every field is built by the stages from validated records (hot path)
-        return RecallResult.model_construct(
-            identity=self.identity.principal,
-            purpose=self.op.purpose.value,
-            query=self.op.query,
-            items=tuple(self.items),
-            context=self.context,
-            tokens_used=self.tokens_used,
-            scopes_searched=searched,
-            partial=bool(self.failed),
-            failed_scopes=self.failed,
-            guard_alarms=len(self.alarms),
-            expired_dropped=self.expired_dropped,
-            audit_seq=self.audit_seq,
+        # every field is built by the stages from validated records: no validation (hot path)
+        return RecallResult.of_stages(
+            self.identity.principal, self.op.purpose.value, self.op.query, tuple(self.items), self.context, self.tokens_used,
+            self.searched(), bool(self.failed), self.failed, len(self.alarms), self.expired_dropped, self.audit_seq,
         )
 
 

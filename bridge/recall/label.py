@@ -34,34 +34,42 @@ def _refs(hits: list[RankedHit]) -> tuple[MemoryRef, ...]:
 def label_all(chosen: list[BudgetedItem], scopes: ScopeSet, visibility: dict[ScopeKey, PlaceVisibility] | None = None) -> list[RecalledMemory]:
     """A RecalledMemory per chosen item (only those: the budget has already decided).
 
-    The ScopeSet entry of each place, the place's string form and visibility, and its
-    `PlaceVisibility` (from `visibility`; none: RecalledMemory's defaults) are looked up once per
-    place, not once per item.
+    Everything an item takes from its place — the ScopeSet entry's reason, grant and injector,
+    the place's string form and visibility, its memory type, and its `visible_to` when the place
+    has no per-memory audience — is worked out once per place, not once per item.
     """
     visibility = visibility or {}
-    # place -> (its entry, text, visibility and decision); a place is the memory's scope, which
-    # the guard has made the hit's scope too (a hit tagged otherwise never reaches the budget)
-    places: dict[ScopeKey, tuple] = {}
+    # place -> what its items share; a place is the memory's scope, which the guard has made the
+    # hit's scope too (a hit tagged otherwise never reaches the budget). Keyed by the identity of
+    # the key object (the items hold their keys, so no id is reused while this runs): a handful
+    # of objects, no ScopeKey hashing per item.
+    places: dict[int, tuple] = {}
     out = []
+    add = out.append
     for item in chosen:
         ranked = item.ranked
         m = ranked.hit.memory
-        place = places.get(m.scope)
+        place = places.get(id(m.scope))
         if place is None:
             key = m.scope
-            place = places[key] = (scopes.entry(key), str(key), key.visibility.value, visibility.get(key))
-        entry, text, visible, decided = place
-        if decided is None:
-            memory_type, visible_to = _DEFAULT_TYPE, _EVERY
-        else:
-            memory_type, visible_to = decided.memory_type, decided.visible_to(m.id)
+            entry = scopes.entry(key)
+            decided = visibility.get(key)
+            if decided is None:
+                memory_type, every = _DEFAULT_TYPE, _EVERY
+            else:  # a place without audiences answers one visible_to for all its items
+                memory_type, every = decided.memory_type, (decided.visible_to(m.id) if decided.audiences is None else None)
+            place = places[id(key)] = (str(key), key.visibility.value, entry.reason, entry.grant_id, entry.injected_by, memory_type, every, decided)
+        text, visible, reason, grant_id, injected_by, memory_type, visible_to, decided = place
+        if visible_to is None:
+            visible_to = decided.visible_to(m.id)
         p = m.provenance
+        conflicts, duplicates = item.conflicts_with, item.duplicates
         # positional, in RecalledMemory's field order (keywords cost a third more, per item)
-        out.append(RecalledMemory(
-            m.id, text, visible, m.kind, m.content, round(ranked.score, 6), entry.reason,
-            f"{p.author_user_id}@{p.author_agent_id}", _STATUS_TEXT[m.status], entry.grant_id,
-            entry.injected_by or p.injected_by, p.derived_from, _refs(item.conflicts_with), _refs(item.duplicates), m.expires_at,
-            memory_type, visible_to,
+        add(RecalledMemory(
+            m.id, text, visible, m.kind, m.content, round(ranked.score, 6), reason,
+            f"{p.author_user_id}@{p.author_agent_id}", _STATUS_TEXT[m.status], grant_id,
+            injected_by or p.injected_by, p.derived_from, _refs(conflicts) if conflicts else (), _refs(duplicates) if duplicates else (),
+            m.expires_at, memory_type, visible_to,
         ))
     return out
 

@@ -31,7 +31,7 @@ import math
 import time
 
 from adapters.base import Hit, Status
-from adapters.scopes import ScopeKey, ScopeSet
+from adapters.scopes import ScopeSet
 from adapters.shared.embedding import recall_floor
 
 from bridge.recall.config import FreshnessConfig, RankingConfig
@@ -70,29 +70,45 @@ def rank_hits(
     # `freshness()` inlined, term for term (max(a, b) written as the comparison it makes)
     grace, fresh_floor, slow_kinds = fconf.grace_days, fconf.floor, fconf.slow_kinds
     half_life, slow_half_life = fconf.half_life_days * 1.0, fconf.half_life_days * fconf.slow_factor
-    pow_, prod = math.pow, math.prod
-    scope_weight: dict[ScopeKey, float] = {}  # a handful of entries, looked up once each
+    pow_ = math.pow
+    # A memory inside the grace period (most of a recall's candidates, usually) has the freshness
+    # of age 0: worked out once here, not once per hit. None when a half-life of 0 makes it a
+    # ZeroDivisionError, which the per-hit expression then raises as it always did.
+    try:
+        at_zero: tuple[float, float] | None = (pow_(0.5, 0.0 / half_life), pow_(0.5, 0.0 / slow_half_life))
+    except ZeroDivisionError:
+        at_zero = None
+    # a handful of places, each looked up once, by the identity of the hit's key (no ScopeKey
+    # hashing per hit; the hits hold their keys, so no id is reused while this runs)
+    scope_weight: dict[int, float] = {}
     keyed = []
     for n, hit in enumerate(hits):
-        if hit.score < min_similarity:
+        semantic = hit.score
+        if semantic < min_similarity:
             continue
         m = hit.memory
         scope = hit.scope
-        weight = scope_weight.get(scope)
+        weight = scope_weight.get(id(scope))
         if weight is None:
-            weight = scope_weight[scope] = scopes.entry(scope).weight
+            weight = scope_weight[id(scope)] = scopes.entry(scope).weight
         kind = m.kind
         age = (now - m.created_at) / 86400.0 - grace
-        fresh = pow_(0.5, (age if age > 0.0 else 0.0) / (slow_half_life if kind in slow_kinds else half_life))
+        if age > 0.0 or at_zero is None:
+            fresh = pow_(0.5, (age if age > 0.0 else 0.0) / (slow_half_life if kind in slow_kinds else half_life))
+        else:
+            fresh = at_zero[1] if kind in slow_kinds else at_zero[0]
         factors = (
-            hit.score if hit.score > 0.0 else 0.0,
+            semantic if semantic > 0.0 else 0.0,
             weight,
             m.confidence,
             fresh if fresh > fresh_floor else fresh_floor,
             _STATUS_WEIGHT[m.status],
             weights.get(kind, other),
         )
-        score = prod(factors)
+        # math.prod(factors), multiplied out: the same products in the same order (prod starts
+        # from 1, and 1 * x is x), without a call per hit
+        a, b, c, d, e, f = factors
+        score = a * b * c * d * e * f
         if score > 0.0 and score >= floor:
             keyed.append((-score, m.id, n, RankedHit(hit, score, factors)))
     keyed.sort()  # (-score, id, input position): the order `sort(key=(-score, id))` gives, stably
@@ -107,17 +123,19 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
     if lead is None or not ranked or not ranked[0].factors:
         return ranked
     kinds, visibilities = lead.kinds, lead.visibilities
+    # a recall may hold no hit of the lead class (a quarter of the benchmark's): one pass over
+    # the kinds, and the band is computed only when there is a candidate to promote
+    first = [r for r in ranked if r.hit.memory.kind in kinds]
+    if not first:
+        return ranked
     gate = max([r.factors[0] for r in ranked]) * config.lead_band
-    first: list[RankedHit] = []
-    rest: list[RankedHit] = []
-    for r in ranked:
-        hit = r.hit
-        if hit.memory.kind in kinds and r.factors[0] >= gate and hit.scope.visibility.value in visibilities:
-            r.lead = True
-            first.append(r)
-        else:
-            rest.append(r)
-    return first + rest if first else ranked
+    first = [r for r in first if r.factors[0] >= gate and r.hit.scope.visibility.value in visibilities]
+    if not first:
+        return ranked
+    for r in first:
+        r.lead = True
+    promoted = {id(r) for r in first}
+    return first + [r for r in ranked if id(r) not in promoted]
 
 
 _DEFAULT = RankingConfig()

@@ -19,7 +19,17 @@ from bridge.recall.context import RecallContext, RecallRuntime
 def _escape(text: str) -> str:
     # encode_basestring is what json.dumps(text, ensure_ascii=False) returns for a str, without
     # building a JSONEncoder per call
-    return encode_basestring(fold_spaces(text.replace("<", "‹").replace(">", "›")))
+    text = text.replace("<", "‹").replace(">", "›")
+    if text.isascii():
+        # The usual case, without fold_spaces' isprintable scan: encode_basestring lengthens the
+        # text by more than its two quotes iff it escapes something, and it escapes every
+        # character below 0x20, which holds every ASCII character str.split() splits on except
+        # the space (tests/bridge/test_recall_stages_reference.py checks both). Nothing escaped: the only
+        # whitespace is spaces, so the text is folded when none is doubled, leading or trailing.
+        quoted = encode_basestring(text)
+        if len(quoted) == len(text) + 2 and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            return quoted
+    return encode_basestring(fold_spaces(text))
 
 
 def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, partial: bool = False) -> str:
@@ -39,8 +49,7 @@ def render_context(identity: str, purpose: str, items: list[RecalledMemory], *, 
             label += f"; status={item.status}"
         if item.conflicts_with:
             label += "; overrides " + ", ".join(f"{c.scope}#{c.memory_id[:8]}" for c in item.conflicts_with)
-        add(f"{n}. [{item.kind}] {_escape(item.content)}")
-        add(f"   ({label}; id={item.memory_id})")
+        add(f"{n}. [{item.kind}] {_escape(item.content)}\n   ({label}; id={item.memory_id})")  # two lines of the block
     add("</memory-context>")
     return "\n".join(lines)
 
