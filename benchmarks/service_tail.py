@@ -19,11 +19,15 @@ in every process of the machine):
   commit (`ReadRowQueue._on_timer`, and every flush of the read rows with who called it), the
   cyclic garbage collector's passes, and the encoder's inline encodes vs worker-thread encodes.
 
-Reported: latency percentiles from the client, and for the median and the slowest 1% of
-requests the split of their time: head delivered late (the server was busy and not reading),
-waiting for their first step, running, suspended between steps, and answer in flight; plus how
-many other requests' steps, group commits and collections ran inside their window. The server
-process's CPU per request (from /proc) and the load average are recorded with the figures.
+Reported: latency percentiles from the client; `served_ahead`, for each request the number of
+other requests answered between its write and its own answering step (with N clients served
+first come, first served it is at most N-1; a request that waited two rounds shows ~2(N-1):
+this count does not move with the machine's load, the milliseconds do); and for the median and
+the slowest 1% of requests the split of their time: head delivered late (the server was busy
+and not reading), waiting for their first step, running, suspended between steps, and answer in
+flight; plus how many other requests' steps, group commits and collections ran inside their
+window. The server process's CPU per request (from /proc), its threads' CPU, and the load
+average are recorded with the figures.
 """
 
 from __future__ import annotations
@@ -232,8 +236,6 @@ def _traced_app() -> Any:
 def _serve_child(port: int, trace_out: Path) -> int:
     """The server process: one worker, the options `bridge.doors.http.server.serve` passes."""
     _install_probes()
-    if os.environ.get("TAIL_SWITCH_INTERVAL"):  # an experiment's knob: the GIL's switch interval in the server
-        sys.setswitchinterval(float(os.environ["TAIL_SWITCH_INTERVAL"]))
     import uvicorn
 
     from bridge.doors.connection import uvicorn_options

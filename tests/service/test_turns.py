@@ -16,12 +16,9 @@ from typing import Any, AsyncIterator
 import httpx
 import pytest
 
-from bridge.doors.http.app import create_app
-from bridge.doors.http.auth import EdgeAuthenticator
-from bridge.doors.http.settings import ServiceSettings
 from bridge.doors.http.turns import Turns
 from bridge.facade import MemoryBridge
-from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
+from tests.service.asgikit import in_process_service
 
 
 class LoopTurnCounter:
@@ -128,19 +125,8 @@ async def test_turns_used_on_a_new_loop_start_afresh() -> None:
 # -- through the service's edge ------------------------------------------------------------------
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, MemoryBridge]]:
-    store = ApiKeyStore(tmp_path / "keys.sqlite3")
-    key = store.issue(tenant_id="acme", user_id="u1", agent_id="a", workspace_id="alpha", label="t").key
-    bridge = MemoryBridge.open_local(tmp_path / "data")
-    app = create_app(bridge, EdgeAuthenticator({"api_key": ApiKeyProvider(store)}), ServiceSettings(rate_burst=0))
-    await bridge.aopen()
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.invalid", headers={"X-API-Key": key}) as client:
-            await client.post("/api/v1/memories", json={"content": "the deployment runbook lives in the ops wiki", "kind": "fact"})
-            await client.get("/api/v1/recall", params={"query": "warm"})
-            yield client, bridge
-    finally:
-        await bridge.aclose()
-        store.close()
+    async with in_process_service(tmp_path) as (client, _, bridge):
+        yield client, bridge
 
 
 async def test_concurrent_recalls_through_the_edge_start_in_separate_loop_turns(served: tuple[httpx.AsyncClient, MemoryBridge], monkeypatch: pytest.MonkeyPatch) -> None:
