@@ -41,15 +41,15 @@ class Turns:
         if loop is not self._loop:
             self._loop, self._started, self._waiting = loop, False, deque()
         if not self._started and not self._waiting:
-            self._start(loop)
+            self._start()
             return
         turn: asyncio.Future[None] = loop.create_future()
         self._waiting.append(turn)
         await turn  # cancelled while waiting: skipped by `_next`; cancelled once given the turn: the next turn goes on
 
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _start(self) -> None:  # called on the loop's thread: by `enter`, or by the turn's callback
         self._started = True
-        loop.call_soon(self._next_turn)  # runs after the loop's next read of its sockets
+        asyncio.get_running_loop().call_soon(self._next_turn)  # runs after the loop's next read of its sockets
 
     def _next_turn(self) -> None:
         self._started = False
@@ -60,6 +60,5 @@ class Turns:
             turn = self._waiting.popleft()
             if not turn.done():  # a waiter cancelled meanwhile is skipped
                 turn.set_result(None)
-                assert self._loop is not None
-                self._start(self._loop)
+                self._start()
                 return
