@@ -19,7 +19,7 @@ from bridge.doors.http.auth import EdgeAuthenticator
 from bridge.doors.http.direct import DirectRoutes
 from bridge.doors.http.settings import ServiceSettings
 from bridge.facade import MemoryBridge
-from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
+from tests.service.asgikit import in_process_service
 
 
 def _edge(app: Any) -> EdgeMiddleware:
@@ -31,19 +31,8 @@ def _edge(app: Any) -> EdgeMiddleware:
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, EdgeMiddleware, MemoryBridge]]:
-    store = ApiKeyStore(tmp_path / "keys.sqlite3")
-    key = store.issue(tenant_id="acme", user_id="u1", agent_id="a", workspace_id="alpha", label="t").key
-    bridge = MemoryBridge.open_local(tmp_path / "data")
-    app = create_app(bridge, EdgeAuthenticator({"api_key": ApiKeyProvider(store)}), ServiceSettings(rate_burst=0))
-    await bridge.aopen()
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.invalid", headers={"X-API-Key": key}) as client:
-            await client.post("/api/v1/memories", json={"content": "the deployment runbook lives in the ops wiki", "kind": "fact"})
-            await client.get("/api/v1/recall", params={"query": "warm"})  # builds the middleware stack
-            yield client, _edge(app), bridge
-    finally:
-        await bridge.aclose()
-        store.close()
+    async with in_process_service(tmp_path) as (client, app, bridge):
+        yield client, _edge(app), bridge
 
 
 async def _both(client: httpx.AsyncClient, edge: EdgeMiddleware, send: Any) -> tuple[httpx.Response, httpx.Response]:

@@ -5,7 +5,8 @@ response models are pydantic (as the bridge's results already are), and the Open
 comes from those models, so the spec cannot drift from the code.
 
 The edge (`EdgeMiddleware`, plain ASGI, outermost) does, for every request, in this order:
-request id -> query/body size limits -> read the body (bounded) -> authenticate (JWT, API key or
+request id -> query/body size limits -> its turn (turns.py: requests start in the order they were
+read, one per loop turn) -> read the body (bounded) -> authenticate (JWT, API key or
 signed gateway headers over this exact body) -> per-identity rate limit -> the route, which
 maps one request model to one operation (a query-only route, GET /api/v1/recall, is called by
 the edge itself, past FastAPI's routing: direct.py) -> access log and metrics. Every error on the way is
@@ -49,6 +50,7 @@ from bridge.doors.http.routes import admin, memories, ops, recall, roles, sharin
 from bridge.errors import ImpersonationRefused
 from bridge.doors.http.settings import ServiceSettings, load_service_settings
 from bridge.doors.http.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
+from bridge.doors.http.turns import Turns
 
 __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
@@ -72,6 +74,8 @@ class ServiceContext:
     owns_bridge: bool = True
     #: writes that outlived their request's timeout: shutdown waits for them before closing
     background: set[asyncio.Future[Any]] = field(default_factory=set)
+    #: API requests start in the order they were read, one per loop turn (turns.py)
+    turns: Turns = field(default_factory=Turns)
 
 
 def _problem_response(exc: BaseException, request_id: str, challenge: str | None = None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -142,6 +146,7 @@ class EdgeMiddleware:
             if scope["path"] in PUBLIC_PATHS:
                 await self.app(scope, receive, send_wrapped)
                 return
+            await ctx.turns.enter()
             # a head without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3): the
             # server has the whole request already, so there is nothing to put a deadline on
             receive_limited = limit.wrap(read_deadline(receive, ctx.settings.body_timeout_seconds) if declares_body else receive)
