@@ -31,7 +31,7 @@ _TERMS = {w: [w / (RRF_K + rank + 1.0) for rank in range(_RANKS_KEPT)] for w in 
 
 
 def _rank_terms(weight: float, count: int) -> list[float]:
-    """`weight / (RRF_K + rank + 1)` for ranks 0 .. count - 1 (read-only: computed at import)."""
+    """`weight / (RRF_K + rank + 1)` for ranks 0 .. count - 1 at least (the table computed at import: read it, never change it)."""
     if count <= _RANKS_KEPT:
         return _TERMS[weight]
     return [weight / (RRF_K + rank + 1.0) for rank in range(count)]
