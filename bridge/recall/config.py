@@ -4,9 +4,11 @@ settings (`bridge/assembly/settings.py`); the stages themselves live beside this
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bridge.errors import ConfigurationError
 from bridge.vocabulary import Kind, Purpose
 
 __all__ = ["RankingConfig", "FreshnessConfig", "LeadClass", "BudgetConfig", "TokenCounter"]
@@ -26,6 +28,14 @@ class FreshnessConfig:
     slow_kinds: frozenset[str] = frozenset({"profile", "preference", "standard", "decision"})
     slow_factor: float = 4.0
     floor: float = 0.8
+
+    def __post_init__(self) -> None:
+        # a half-life that is not a positive number makes the decay undefined: refused here, once,
+        # so the ranking never meets it per hit
+        for name in ("half_life_days", "slow_factor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < math.inf:
+                raise ConfigurationError(f"freshness {name} must be a positive number, got {value!r}")
 
 
 _CHAT_KINDS = {Kind.PROFILE: 1.0, Kind.PREFERENCE: 1.0, Kind.EVENT: 0.95}

@@ -40,16 +40,14 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet, visibility: dict[Sco
     """
     visibility = visibility or {}
     # place -> what its items share; a place is the memory's scope, which the guard has made the
-    # hit's scope too (a hit tagged otherwise never reaches the budget). Keyed by the identity of
-    # the key object (the items hold their keys, so no id is reused while this runs): a handful
-    # of objects, no ScopeKey hashing per item.
-    places: dict[int, tuple] = {}
+    # hit's scope too (a hit tagged otherwise never reaches the budget)
+    places: dict[ScopeKey, tuple] = {}
     out = []
     add = out.append
     for item in chosen:
         ranked = item.ranked
         m = ranked.hit.memory
-        place = places.get(id(m.scope))
+        place = places.get(m.scope)
         if place is None:
             key = m.scope
             entry = scopes.entry(key)
@@ -58,7 +56,7 @@ def label_all(chosen: list[BudgetedItem], scopes: ScopeSet, visibility: dict[Sco
                 memory_type, every = _DEFAULT_TYPE, _EVERY
             else:  # a place without audiences answers one visible_to for all its items
                 memory_type, every = decided.memory_type, (decided.visible_to(m.id) if decided.audiences is None else None)
-            place = places[id(key)] = (str(key), key.visibility.value, entry.reason, entry.grant_id, entry.injected_by, memory_type, every, decided)
+            place = places[key] = (str(key), key.visibility.value, entry.reason, entry.grant_id, entry.injected_by, memory_type, every, decided)
         text, visible, reason, grant_id, injected_by, memory_type, visible_to, decided = place
         if visible_to is None:
             visible_to = decided.visible_to(m.id)

@@ -31,7 +31,7 @@ import math
 import time
 
 from adapters.base import Hit, Status
-from adapters.scopes import ScopeSet
+from adapters.scopes import ScopeKey, ScopeSet
 from adapters.shared.embedding import recall_floor
 
 from bridge.recall.config import FreshnessConfig, RankingConfig
@@ -71,16 +71,7 @@ def rank_hits(
     grace, fresh_floor, slow_kinds = fconf.grace_days, fconf.floor, fconf.slow_kinds
     half_life, slow_half_life = fconf.half_life_days * 1.0, fconf.half_life_days * fconf.slow_factor
     pow_ = math.pow
-    # A memory inside the grace period (most of a recall's candidates, usually) has the freshness
-    # of age 0: worked out once here, not once per hit. None when a half-life of 0 makes it a
-    # ZeroDivisionError, which the per-hit expression then raises as it always did.
-    try:
-        at_zero: tuple[float, float] | None = (pow_(0.5, 0.0 / half_life), pow_(0.5, 0.0 / slow_half_life))
-    except ZeroDivisionError:
-        at_zero = None
-    # a handful of places, each looked up once, by the identity of the hit's key (no ScopeKey
-    # hashing per hit; the hits hold their keys, so no id is reused while this runs)
-    scope_weight: dict[int, float] = {}
+    scope_weight: dict[ScopeKey, float] = {}  # a handful of places, each looked up once
     keyed = []
     for n, hit in enumerate(hits):
         semantic = hit.score
@@ -88,15 +79,14 @@ def rank_hits(
             continue
         m = hit.memory
         scope = hit.scope
-        weight = scope_weight.get(id(scope))
+        weight = scope_weight.get(scope)
         if weight is None:
-            weight = scope_weight[id(scope)] = scopes.entry(scope).weight
+            weight = scope_weight[scope] = scopes.entry(scope).weight
         kind = m.kind
         age = (now - m.created_at) / 86400.0 - grace
-        if age > 0.0 or at_zero is None:
-            fresh = pow_(0.5, (age if age > 0.0 else 0.0) / (slow_half_life if kind in slow_kinds else half_life))
-        else:
-            fresh = at_zero[1] if kind in slow_kinds else at_zero[0]
+        # inside the grace period (most candidates, usually) the decay is 0.5 ** 0 = 1.0 exactly:
+        # FreshnessConfig refuses a half-life that is not positive, so no per-hit call is needed
+        fresh = pow_(0.5, age / (slow_half_life if kind in slow_kinds else half_life)) if age > 0.0 else 1.0
         factors = (
             semantic if semantic > 0.0 else 0.0,
             weight,
@@ -134,8 +124,7 @@ def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig 
         return ranked
     for r in first:
         r.lead = True
-    promoted = {id(r) for r in first}
-    return first + [r for r in ranked if id(r) not in promoted]
+    return first + [r for r in ranked if not r.lead]
 
 
 _DEFAULT = RankingConfig()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from adapters.base import Hit, Provenance, Status, StoredMemory
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
@@ -74,3 +75,14 @@ def test_a_memory_cannot_imitate_a_label_or_start_a_new_item():
     lines = text.splitlines()
     assert len(lines) == 4 and lines[1].startswith('1. [note] "ok\\" (scope=acme/tenant')
     assert not any(line.startswith("2.") for line in lines)
+
+
+@pytest.mark.parametrize("field", ["half_life_days", "slow_factor"])
+@pytest.mark.parametrize("value", [0, 0.0, -1.0, float("inf"), float("nan"), True, "90"])
+def test_a_half_life_that_is_not_a_positive_number_is_refused_where_the_config_is_made(field: str, value: object) -> None:
+    """The ranking computes no decay per hit inside the grace period (it is 1.0 there), so the
+    config, not the ranking, must refuse a half-life that makes the decay undefined."""
+    from bridge.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=field):
+        FreshnessConfig(**{field: value})
