@@ -82,50 +82,37 @@ class Embedder(Protocol):
 
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+#: the scripts hashed character by character (ideographs, kana, hangul); every other word
+#: character belongs to a Latin-style word. A run of either is one piece of a token.
+_CJK_RUN = re.compile("([\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+)")
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
-        or 0x3400 <= code <= 0x4DBF  # extension A
-        or 0x20000 <= code <= 0x2A6DF  # extension B
-        or 0xF900 <= code <= 0xFAFF  # compatibility ideographs
-        or 0x3040 <= code <= 0x30FF  # hiragana, katakana
-        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
-    )
+def _latin(word: str, out: list[str]) -> None:
+    out.append("w:" + word)
+    padded = f"<{word}>"
+    out.extend(["t:" + padded[i : i + 3] for i in range(len(word))])  # len(padded) - 2 trigrams
+
+
+def _cjk(run: str, out: list[str]) -> None:
+    out.extend(["c:" + ch for ch in run])
+    out.extend(["b:" + run[i : i + 2] for i in range(len(run) - 1)])
 
 
 def features(text: str) -> list[str]:
-    """The hashed features of `text`: words, Latin trigrams, CJK unigrams and bigrams."""
+    """The hashed features of `text`: words, Latin trigrams, CJK unigrams and bigrams.
+
+    A token (a run of letters and digits) is split into its CJK and other runs, in order: a
+    Latin-style run gives its word and the trigrams of `<word>`, a CJK run its characters and
+    their bigrams. An ASCII token holds no CJK character and skips the split (most tokens)."""
     text = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
     for token in _TOKEN.findall(text):
-        run: list[str] = []
-        latin: list[str] = []
-
-        def flush_cjk() -> None:
-            out.extend("c:" + ch for ch in run)
-            out.extend("b:" + a + b for a, b in zip(run, run[1:]))
-            run.clear()
-
-        def flush_latin() -> None:
-            if latin:
-                word = "".join(latin)
-                out.append("w:" + word)
-                padded = f"<{word}>"
-                out.extend("t:" + padded[i : i + 3] for i in range(len(padded) - 2))
-                latin.clear()
-
-        for ch in token:
-            if _is_cjk(ch):
-                flush_latin()
-                run.append(ch)
-            else:
-                flush_cjk()
-                latin.append(ch)
-        flush_cjk()
-        flush_latin()
+        if token.isascii():
+            _latin(token, out)
+            continue
+        for n, piece in enumerate(_CJK_RUN.split(token)):  # odd pieces are the CJK runs
+            if piece:
+                (_cjk if n % 2 else _latin)(piece, out)
     return out
 
 
@@ -142,14 +129,21 @@ class HashingEmbedder:
         self.signature = f"hashing-ngram-v1/dim={dimension}"
 
     def embed_one(self, text: str) -> np.ndarray:
-        vec = np.zeros(self.dimension, dtype=np.float32)
+        """Each feature's blake2b digest picks a bucket (the digest modulo the dimension) and a
+        sign (its top bit); words and CJK bigrams weigh 1.5, the rest 1. The buckets are summed
+        in one `bincount`: every partial sum is a multiple of 0.5 far below 2**24, exact in
+        float32 and float64 alike, so the vector is the same as adding feature by feature."""
+        dimension = self.dimension
+        blake2b = hashlib.blake2b
+        from_bytes = int.from_bytes
+        buckets: list[int] = []
+        weights: list[float] = []
         for feat in features(text):
-            digest = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
-            value = int.from_bytes(digest, "little")
-            index = value % self.dimension
-            sign = 1.0 if (value >> 63) & 1 else -1.0
-            weight = 1.5 if feat.startswith(("w:", "b:")) else 1.0
-            vec[index] += sign * weight
+            value = from_bytes(blake2b(feat.encode("utf-8"), digest_size=8).digest(), "little")
+            buckets.append(value % dimension)
+            weight = 1.5 if feat[0] in "wb" else 1.0  # the prefixes "w:" and "b:"
+            weights.append(weight if value >> 63 else -weight)
+        vec = np.bincount(buckets, weights=weights, minlength=dimension).astype(np.float32) if buckets else np.zeros(dimension, dtype=np.float32)
         norm = float(np.linalg.norm(vec))
         if norm > 0:
             vec /= norm
