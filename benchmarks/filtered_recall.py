@@ -12,7 +12,9 @@ and identities that each read exactly 4 of those scopes (own private, workspace,
 tenant-shared). Every system answers the same queries: "the 10 best ACTIVE memories of exactly
 these 4 scopes". Reported per system: p50/p95 latency, recall@10 against float64 brute force over
 the permitted active rows, ingest rate, resident memory growth (in-process systems) or store size
-(PostgreSQL), and the ratio of its p50 to the bandwidth floor measured in the same process.
+(PostgreSQL), and the ratio of its p50 to the bandwidth floor measured in the same process; for
+the PostgreSQL systems also the CPU a query of the client (this process) and of the server (its
+processes for the benchmark's database, from /proc, when the server runs on this machine).
 
 Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]` extras; a missing one
 is reported as skipped, not faked):
@@ -45,6 +47,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -277,9 +280,11 @@ class PostgresSystem(AsyncBackendSystem):
             # the steady state: what autovacuum does by itself within a minute or so of a bulk load
             # (migration 5 asks it to visit after 2% new rows), so the index-only scan of the
             # covering index need not visit the heap; measured here rather than waited for
-            conn.execute("VACUUM ANALYZE viking_bridge.memories")
+            tables = ["viking_bridge.memories"]
             if conn.execute("SELECT to_regclass('viking_bridge.memory_postings')").fetchone() != (None,):
-                conn.execute("VACUUM ANALYZE viking_bridge.memory_postings")
+                tables.append("viking_bridge.memory_postings")
+            for table in tables:
+                settle(conn, table)
         if self.clustered:  # an operator's maintenance step: each scope's rows become contiguous on disk
             import psycopg
 
@@ -304,6 +309,24 @@ class PostgresSystem(AsyncBackendSystem):
         text = f"{self.search_text} zq{self.asked}"  # a word no memory holds: the text's vector is the query's
         self.embedder.table[text] = vector
         return [h.memory.id for h in (await self.backend.search(SearchQuery(scopes, text, limit=K))).hits]
+
+    def server_cpu_s(self) -> float | None:
+        """CPU seconds (user + system) the server's processes of this benchmark's database have
+        used so far, read from /proc: the server's share of a search, apart from the client's
+        (a wall time mixes both with the machine's load). None when the server is not on this
+        machine or /proc cannot be read."""
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            pids = [pid for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.db,)).fetchall()]
+        total = 0.0
+        try:
+            for pid in pids:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+        return total if pids else None
 
     def size_bytes(self) -> int | None:
         import psycopg
@@ -339,6 +362,21 @@ class PostgresSystem(AsyncBackendSystem):
             conn.execute(f'DROP ROLE IF EXISTS "{self.owner}"')
 
 
+def settle(conn: Any, table: str, tries: int = 20) -> None:
+    """VACUUM ANALYZE `table` until the visibility map marks every page all-visible (the steady
+    state autovacuum reaches). Once is not always enough right after a bulk load (seen at 50k on
+    2026-12-03: 5,250 of 12,500 heap pages of `memories` and 3,197 of 7,611 of `memory_postings`
+    left unmarked, probably a concurrent autovacuum holding the horizon back; 433 heap fetches a
+    query), and the figures would then measure the heap visits instead of the search."""
+    for _ in range(tries):
+        conn.execute(f"VACUUM ANALYZE {table}")
+        pages, visible = conn.execute("SELECT relpages, relallvisible FROM pg_class WHERE oid = %s::regclass", (table,)).fetchone()
+        if visible >= pages:
+            return
+        time.sleep(0.5)
+    print(f"  {table}: {visible} of {pages} pages all-visible after {tries} VACUUMs", flush=True)
+
+
 # --------------------------------------------------------------------------------------------- measure
 def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -> dict[str, Any]:
     gc.collect()
@@ -354,6 +392,8 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
     rss1 = vm_rss_bytes()
     samples, recalls, first_touch = [], [], []
     loads = getattr(system, "partition_loads", None)  # local: a query that loads a partition is a scope's first touch
+    server_cpu = getattr(system, "server_cpu_s", None)  # postgres: the server's CPU, apart from the client's
+    server0, client0 = server_cpu() if server_cpu else None, time.process_time()
     for q in queries:
         before = loads() if loads else 0
         start = time.perf_counter_ns()
@@ -361,12 +401,16 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
         samples.append(time.perf_counter_ns() - start)
         first_touch.append(loads is not None and loads() > before)
         recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
+    client_cpu = time.process_time() - client0
+    server1 = server_cpu() if server_cpu else None
     ms = np.asarray(samples) / 1e6
     cold = np.asarray(first_touch, dtype=bool)
     split = {}
     if loads is not None and cold.any() and not cold.all():
         split = {"first_touch_queries": int(cold.sum()), "warm_p50_ms": float(np.percentile(ms[~cold], 50)), "warm_p95_ms": float(np.percentile(ms[~cold], 95)),
                  "first_touch_p50_ms": float(np.percentile(ms[cold], 50))}
+    if server0 is not None and server1 is not None:  # CPU a query, every thread of this process / the server's processes
+        split |= {"client_cpu_ms": 1e3 * client_cpu / len(queries), "server_cpu_ms": 1e3 * (server1 - server0) / len(queries)}
     return split | {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
         "recall_at_10": float(np.mean(recalls)),
@@ -440,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
         print(f"{r['system']:40} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
               f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
+        if "server_cpu_ms" in r:
+            print(f"{'  CPU a query: client / server ms':40} {r['client_cpu_ms']:8.3f} {r['server_cpu_ms']:8.3f}")
         if "first_touch_queries" in r:
             print(f"{'  of which first touch of a scope':40} {r['first_touch_p50_ms']:8.3f} {'':8} ({r['first_touch_queries']} queries);"
                   f" the others {r['warm_p50_ms']:.3f} / {r['warm_p95_ms']:.3f}")

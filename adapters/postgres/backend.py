@@ -55,6 +55,7 @@ from adapters.postgres.lexical import (
     FUSION_DEPTH, fuse_ranked, lexical_statement, lexical_words, rows_statement, tagged_terms,
 )
 from adapters.postgres.declare import declaration, declare
+from adapters.postgres.documents import document
 from adapters.postgres.lists import joined
 from adapters.postgres.recall import COLUMNS, M_COLUMNS, candidates, checked_limit, checked_statuses, search_params, similarity, vector_statement
 from adapters.postgres.schema import COMPONENT, MEMORY_MIGRATIONS, TENANT_SETTING
@@ -233,12 +234,12 @@ class PostgresBackend:
                 scope = ScopeKey.parse(scope_text)
             if expected is not None and scope != expected:
                 raise ValueError("row from another scope than the one read")
-            metadata = json.loads(meta)
+            metadata = document(meta)
             if not isinstance(metadata, dict):
                 raise ValueError("metadata is not an object")
             return StoredMemory(
                 id=mid, scope=scope, content=content, kind=kind, status=_STATUSES[status], confidence=float(confidence),
-                provenance=Provenance.from_dict(json.loads(prov)), subject_user_id=subject, metadata=MappingProxyType(metadata),
+                provenance=Provenance.from_dict(document(prov)), subject_user_id=subject, metadata=MappingProxyType(metadata),
                 created_at=float(created), updated_at=float(updated), expires_at=None if expires is None else float(expires),
             )
         except (ValueError, KeyError, TypeError) as exc:
