@@ -90,10 +90,12 @@ def _read_on(conn: psycopg.Connection[Any], statements: Sequence[tuple[str, Any]
     if not psycopg.Pipeline.is_supported():
         with conn.transaction():
             return [_rows(conn.execute(_ours(text), params)) for text, params in statements]
-    with conn.pipeline() as pipeline:
+    with conn.pipeline():
         cursors = [conn.execute(_ours(text), params) for text, params in statements]
-        pipeline.sync()  # the one Sync: ends the implicit transaction and brings every result
-        return [_rows(cur) for cur in cursors]
+    # leaving the block sends the one Sync (ending the implicit transaction) and brings every
+    # result, raising a statement's error; a `pipeline.sync()` inside it would send a second Sync
+    # and wait for a second reply
+    return [_rows(cur) for cur in cursors]
 
 
 def _ours(text: str) -> LiteralString:

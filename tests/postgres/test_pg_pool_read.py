@@ -69,3 +69,25 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced_within_the_read(
                                " AND usename = %s", (APP_ROLE,)).fetchone()
     assert killed is not None and killed[0] >= 1
     assert asyncio.run(pool.read([("SELECT 2", None)]))[0] == [(2,)]
+
+
+def test_a_read_sends_one_sync(pool: PgPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One Sync a read, one reply waited for: a second Sync (an explicit `pipeline.sync()` before
+    the pipeline's own exit sends one) is a second round trip for nothing."""
+    from psycopg import _pipeline_base
+
+    if not psycopg.Pipeline.is_supported():
+        pytest.skip("libpq without pipeline mode: a read is an explicit transaction, no Sync is queued by psycopg")
+    sent: list[int] = []
+    enqueue = _pipeline_base.BasePipeline._enqueue_sync
+
+    def counted(self: object) -> None:
+        sent.append(1)
+        enqueue(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_pipeline_base.BasePipeline, "_enqueue_sync", counted)
+    for n in range(3):
+        sent.clear()
+        declared, seen = asyncio.run(pool.read([(DECLARE, (f"scope-{n}",)), (READ, None)]))
+        assert declared == [(f"scope-{n}",)] and seen == [(f"scope-{n}",)]
+        assert len(sent) == 1
