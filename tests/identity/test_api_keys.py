@@ -212,3 +212,33 @@ async def test_bound_identity_verifies_the_key_on_every_call_like_authenticate(s
         provider.bound_identity(ApiKey(issued.key))
     with pytest.raises(Unauthenticated):
         provider.bound_identity(BearerToken("not-a-key"))  # type: ignore[arg-type]
+
+
+async def test_decoded_rows_never_outlive_a_change_made_by_another_process(tmp_path):
+    """The SQLite repository keeps decoded rows keyed on the whole row as read; the row itself is
+    read on every lookup, so a revocation or a re-binding written through another connection (an
+    admin command, another worker) is seen on the very next call, however warm the cache is."""
+    path = tmp_path / "keys.sqlite"
+    admin, server = ApiKeyStore(path), ApiKeyStore(path)
+    issued = admin.issue(tenant_id="t", user_id="u", agent_id="a", roles=["writer"])
+    provider = ApiKeyProvider(server)
+    for _ in range(5):
+        assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"writer"})
+    assert server.repository.lookup(issued.record.key_id) is server.repository.lookup(issued.record.key_id)  # decoded once
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE api_keys SET roles = '[\"reader\"]' WHERE key_id = ?", (issued.record.key_id,))
+    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"reader"})
+    with sqlite3.connect(path) as db:  # back to the row as it was: the same decode, never a stale verdict
+        db.execute("UPDATE api_keys SET roles = '[\"writer\"]' WHERE key_id = ?", (issued.record.key_id,))
+    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"writer"})
+    admin.revoke(issued.record.key_id)
+    with pytest.raises(InvalidCredential, match="revoked"):
+        provider.bound_identity(ApiKey(issued.key))
+    with pytest.raises(InvalidCredential, match="revoked"):
+        await provider.authenticate(ApiKey(issued.key))
+    with sqlite3.connect(path) as db:  # a key whose row is gone is unknown at once
+        db.execute("DELETE FROM api_keys WHERE key_id = ?", (issued.record.key_id,))
+    with pytest.raises(InvalidCredential, match="unknown API key"):
+        provider.bound_identity(ApiKey(issued.key))
+    admin.close()
+    server.close()

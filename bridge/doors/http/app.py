@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -61,7 +62,17 @@ PUBLIC_PATHS = ops.PUBLIC_PATHS | console.PUBLIC_PATHS  # the console's page hol
 #: A random tag of this worker process, sent as `X-Served-By` (tests prove cross-worker
 #: guarantees with it; it reveals nothing, not even the pid).
 WORKER_TAG = uuid.uuid4().hex[:12]
+_SERVED_BY = (b"x-served-by", WORKER_TAG.encode())
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._\-]{8,64}")
+
+
+def new_request_id() -> str:
+    """What `uuid.uuid4().hex` gives (16 random bytes with the version-4 and variant bits set), made
+    without a `UUID` object: a request without an id of its own gets one on every request."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
 
 
 @dataclass
@@ -83,7 +94,7 @@ def _problem_response(exc: BaseException, request_id: str, challenge: str | None
     if status == 401 and challenge:
         headers["WWW-Authenticate"] = challenge
     raw = json.dumps(body, ensure_ascii=False).encode()
-    out = [(b"content-type", MEDIA_TYPE.encode()), (b"content-length", str(len(raw)).encode()), (b"x-request-id", request_id.encode()), (b"x-served-by", WORKER_TAG.encode())]
+    out = [(b"content-type", MEDIA_TYPE.encode()), (b"content-length", str(len(raw)).encode()), (b"x-request-id", request_id.encode()), _SERVED_BY]
     out += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
     return status, out, raw
 
@@ -114,7 +125,7 @@ class EdgeMiddleware:
         ctx: ServiceContext = self.fastapi_app.state.ctx
         started = time.perf_counter()
         given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        request_id = given if _REQUEST_ID.fullmatch(given) else new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         direct = self.direct.find(scope)
         route = direct[0].path if direct is not None else self._route(scope)
@@ -125,11 +136,10 @@ class EdgeMiddleware:
         async def send_wrapped(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status_seen["status"], status_seen["started"] = message["status"], True
-                message.setdefault("headers", [])
-                extra = [(b"x-served-by", WORKER_TAG.encode())]
-                if not any(k == b"x-request-id" for k, _ in message["headers"]):
-                    extra.append((b"x-request-id", request_id.encode()))
-                message["headers"] = [*message["headers"], *extra]
+                headers = [*message.get("headers", ()), _SERVED_BY]
+                if not any(k == b"x-request-id" for k, _ in headers):
+                    headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
             await send(message)
 
         async def reply(exc: BaseException) -> None:
@@ -199,7 +209,7 @@ def _is_known(exc: BaseException) -> bool:
 
 
 def _request_id(request: Request) -> str:
-    return getattr(request.state, "request_id", None) or uuid.uuid4().hex
+    return getattr(request.state, "request_id", None) or new_request_id()
 
 
 def _install_handlers(app: FastAPI) -> None:

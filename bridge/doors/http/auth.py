@@ -65,10 +65,21 @@ class EdgeAuthenticator:
         return ", ".join(f'{s} realm="viking-bridge"' for s in kinds) or 'Gateway realm="viking-bridge"'
 
     async def authenticate(self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes) -> MemoryIdentity:
-        names = [n for n, _ in headers]
         presented: list[str] = []
-        authorization = [v for n, v in headers if n == "authorization"]
-        api_key_header = [v for n, v in headers if n == "x-api-key"]
+        authorization: list[str] = []
+        api_key_header: list[str] = []
+        sessions: list[str] = []
+        gateway = gateway_session = False
+        for name, value in headers:  # one pass over the headers for everything read from them
+            if name == "authorization":
+                authorization.append(value)
+            elif name == "x-api-key":
+                api_key_header.append(value)
+            elif name == SESSION_HEADER:
+                sessions.append(value)
+            elif name.startswith("x-vb-"):
+                gateway = True
+                gateway_session = gateway_session or name == "x-vb-session"
         if len(authorization) > 1 or len(api_key_header) > 1:
             raise Unauthenticated("more than one Authorization or X-API-Key header")
         if authorization:
@@ -81,7 +92,6 @@ class EdgeAuthenticator:
             presented.append(kind)
         if api_key_header:
             presented.append("api_key")
-        gateway = any(n.startswith("x-vb-") for n in names)
         if gateway:
             presented.append("gateway")
         if not presented:
@@ -100,8 +110,7 @@ class EdgeAuthenticator:
             credential = BearerToken(authorization[0].strip().partition(" ")[2].strip())
         else:
             credential = ApiKey((api_key_header[0] if api_key_header else authorization[0].strip().partition(" ")[2]).strip())
-        sessions = [v for n, v in headers if n == SESSION_HEADER]
-        default_session = not sessions and kind in self.sessionless and not (kind == "gateway" and "x-vb-session" in names)
+        default_session = not sessions and kind in self.sessionless and not (kind == "gateway" and gateway_session)
         bound = getattr(provider, "bound_identity", None) if default_session else None
         # a provider that can say whom a credential is bound to without inventing a session for it
         # (API keys): the default session replaces that session anyway; the credential is verified
