@@ -105,3 +105,29 @@ def test_service_recall_get_uses_it() -> None:
 
     route = next(r for r in recall.router.routes if r.name == "recall_get")
     assert isinstance(route, QueryModelRoute) and _query_model_handler(route) is not None
+
+
+def _constraints(schema: object) -> object:
+    """A JSON schema's constraints alone: no titles, descriptions or defaults, and no `minItems: 1`
+    (a list given in a query string always has an item, so GET cannot state it and need not)."""
+    if isinstance(schema, dict):
+        return {k: _constraints(v) for k, v in schema.items()
+                if k not in ("title", "description", "default") and not (k == "minItems" and v == 1)}
+    if isinstance(schema, list):
+        return [_constraints(v) for v in schema]
+    return schema
+
+
+def test_service_recall_get_states_every_constraint_of_the_post_body() -> None:
+    """GET /recall's parameters are not validated a second time as a `RecallRequest`: so each
+    parameter must carry exactly the constraints of the body field of its name (the same names,
+    the same required ones), or a value POST refuses would pass through GET."""
+    from bridge.doors.http.openapi import spec
+
+    document = spec()
+    params = {p["name"]: p for p in document["paths"]["/api/v1/recall"]["get"]["parameters"]}
+    body = document["components"]["schemas"]["RecallRequest"]
+    assert set(params) == set(body["properties"])
+    assert {name for name, p in params.items() if p.get("required")} == set(body.get("required", []))
+    for name, field in body["properties"].items():
+        assert _constraints(params[name]["schema"]) == _constraints(field), name
