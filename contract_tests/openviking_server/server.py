@@ -10,7 +10,9 @@ What it does, in order (each step has a deadline and a readable error):
 3. an `ov.conf` in a private temp dir (workspace, root key, embedding/vlm -> the stub).
 4. `openviking-server --config ov.conf` on a free loopback port, in its own process group,
    single process; waits for `/ready` and reports the start-up time.
-5. `stop()` kills the process group (TERM, then KILL) and removes the temp dir.
+5. `stop()` kills the process group (TERM, then KILL) and removes the temp dir; if the process
+   that started the server dies without it (SIGKILL, `os._exit`), `contract_tests/reaper.py`
+   kills the group instead, so no server outlives its run.
 
 It never reads `OPENVIKING_*` variables or `~/.openviking`; the child gets a scrubbed
 environment with HOME pointed into the temp dir so the server cannot pick up a user's config.
@@ -37,6 +39,7 @@ from typing import Iterator
 import httpx
 
 from contract_tests.openviking_server.model_stub import ModelStub
+from contract_tests.reaper import GroupReaper
 
 __all__ = ["OPENVIKING_VERSION", "VenvUnavailable", "ServerStartError", "default_venv_path", "ensure_venv",
            "venv_status", "OpenVikingServer", "running_server"]
@@ -145,6 +148,7 @@ class OpenVikingServer:
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _tmp: Path | None = field(default=None, repr=False)
     _stub: ModelStub | None = field(default=None, repr=False)
+    _reaper: GroupReaper | None = field(default=None, repr=False)
 
     @property
     def log_path(self) -> Path | None:
@@ -190,6 +194,11 @@ class OpenVikingServer:
             )
         finally:
             log.close()
+        try:  # its own session: a process that dies without `stop()` must not leave it running
+            self._reaper = GroupReaper(self._proc.pid)
+        except BaseException:
+            self.stop()
+            raise
         self.url = f"http://127.0.0.1:{port}"
         try:
             self._wait_ready()
@@ -229,6 +238,9 @@ class OpenVikingServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.release()
         if self._stub is not None:
             self._stub.stop()
             self._stub = None
