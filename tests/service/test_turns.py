@@ -41,6 +41,20 @@ class LoopTurnCounter:
             self._handle.cancel()
 
 
+class Entering:
+    """Requests that enter one `Turns` and record, in order, the names of those that started."""
+
+    def __init__(self) -> None:
+        self.turns = Turns()
+        self.started: list[str] = []
+
+    async def request(self, name: str, arrive_after: int = 0) -> None:
+        for _ in range(arrive_after):  # loop turns before the request is read
+            await asyncio.sleep(0)
+        await self.turns.enter()
+        self.started.append(name)
+
+
 async def test_a_lone_request_starts_without_waiting_for_a_turn() -> None:
     turns, counter = Turns(), LoopTurnCounter().start()
     try:
@@ -70,49 +84,30 @@ async def test_requests_read_together_start_one_per_loop_turn_in_the_order_they_
 
 
 async def test_a_request_read_while_others_wait_queues_behind_them() -> None:
-    turns = Turns()
-    started: list[str] = []
-
-    async def request(name: str, arrive_after: int = 0) -> None:
-        for _ in range(arrive_after):
-            await asyncio.sleep(0)
-        await turns.enter()
-        started.append(name)
-
+    entering = Entering()
+    request = entering.request
     await asyncio.gather(request("first"), request("second"), request("third"), request("late", arrive_after=1))
-    assert started == ["first", "second", "third", "late"]
+    assert entering.started == ["first", "second", "third", "late"]
 
 
 async def test_a_waiter_cancelled_before_its_turn_is_skipped_and_the_rest_still_start() -> None:
-    turns = Turns()
-    started: list[str] = []
-
-    async def request(name: str) -> None:
-        await turns.enter()
-        started.append(name)
-
-    first, doomed, last = (asyncio.ensure_future(request(n)) for n in ("first", "doomed", "last"))
+    entering = Entering()
+    first, doomed, last = (asyncio.ensure_future(entering.request(n)) for n in ("first", "doomed", "last"))
     await asyncio.sleep(0)  # all three have entered: "doomed" and "last" wait
     doomed.cancel()
     await asyncio.wait_for(asyncio.gather(first, last), timeout=5)
-    assert started == ["first", "last"]
+    assert entering.started == ["first", "last"]
     assert doomed.cancelled()
 
 
 async def test_a_turn_given_to_a_request_cancelled_before_it_ran_passes_on() -> None:
-    turns = Turns()
-    started: list[str] = []
-
-    async def request(name: str) -> None:
-        await turns.enter()
-        started.append(name)
-
-    tasks = [asyncio.ensure_future(request(n)) for n in ("first", "given", "last")]
+    entering = Entering()
+    tasks = [asyncio.ensure_future(entering.request(n)) for n in ("first", "given", "last")]
     await asyncio.sleep(0)  # "first" started; the next turn will hand "given" its turn
     await asyncio.sleep(0)
     tasks[1].cancel()
     await asyncio.wait_for(asyncio.gather(tasks[0], tasks[2]), timeout=5)
-    assert "last" in started and "given" not in started
+    assert "last" in entering.started and "given" not in entering.started
 
 
 async def test_turns_used_on_a_new_loop_start_afresh() -> None:

@@ -17,14 +17,11 @@ from bridge.doors.http.schemas import CALLER_AGENT, CALLER_USER, InjectRequest, 
 router = APIRouter(prefix="/api/v1", tags=["recall"], route_class=QueryModelRoute)
 
 
-async def _recall(
-    request: Request, *, query: str, purpose: str, budget_tokens: int | None, kinds: list[str] | None, include_scopes: list[str], manifest_id: str | None,
-    allow_partial: bool, min_score: float | None, agent_id: str | None, user_id: str | None, only_scopes: list[str] | None,
-) -> Response:
+async def _recall(request: Request, body: RecallRequest) -> Response:
     who = identity(request)
-    check_caller(who, agent_id=agent_id, user_id=user_id)
-    op = ops.Recall(query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id, allow_partial=allow_partial, min_score=min_score,
-                    only_scopes=None if only_scopes is None else tuple(only_scopes))
+    check_caller(who, agent_id=body.agent_id, user_id=body.user_id)
+    op = ops.Recall(query=body.query, purpose=body.purpose, budget_tokens=body.budget_tokens, kinds=body.kinds, include_scopes=body.include_scopes, manifest_id=body.manifest_id, allow_partial=body.allow_partial, min_score=body.min_score,
+                    only_scopes=None if body.only_scopes is None else tuple(body.only_scopes))
     return recall_out(await execute(request, who, op))
 
 
@@ -44,20 +41,18 @@ async def recall_get(
     only_scopes: Annotated[list[str] | None, Query(max_length=64, description="Narrow the recall to exactly these readable scopes; never widens.")] = None,
 ) -> Response:
     # validated already, against the very constraints RecallRequest has (a list given in the query
-    # string is never empty): not validated a second time as a RecallRequest
-    return await _recall(
-        request, query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id,
+    # string is never empty; tests/service/test_query_route.py keeps the two equal): built, not
+    # validated a second time
+    body = RecallRequest.model_construct(
+        query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id,
         allow_partial=allow_partial, min_score=min_score, agent_id=agent_id, user_id=user_id, only_scopes=only_scopes,
     )
+    return await _recall(request, body)
 
 
 @router.post("/recall", response_model=RecallResponse, summary="Recall with a JSON body")
 async def recall_post(body: RecallRequest, request: Request) -> Response:
-    return await _recall(
-        request, query=body.query, purpose=body.purpose, budget_tokens=body.budget_tokens, kinds=body.kinds, include_scopes=body.include_scopes,
-        manifest_id=body.manifest_id, allow_partial=body.allow_partial, min_score=body.min_score, agent_id=body.agent_id, user_id=body.user_id,
-        only_scopes=body.only_scopes,
-    )
+    return await _recall(request, body)
 
 
 async def _inject(request: Request, body: InjectRequest) -> InjectedContext:
