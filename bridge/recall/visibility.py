@@ -21,11 +21,10 @@ __all__ = ["readable_with_shares", "decide_visibility", "stage"]
 
 
 async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purpose: Purpose, base: ScopeSet) -> ScopeSet:
-    """`base` plus the reader's teams and exactly the memories shared with it (two indexed
-    state lookups; the entries' `memory_ids` are enforced inside every backend's query)."""
-    shares = await rt.state.shares.shared_with(identity.tenant_id, identity.user_id, identity.agent_id)
-    teams = await rt.state.teams.teams_of(identity.tenant_id, identity.agent_id)
-    return with_shares_and_teams(rt.policy, identity, purpose, base, shares, teams)
+    """`base` plus the reader's teams and exactly the memories shared with it (one read of the
+    state, by index; the entries' `memory_ids` are enforced inside every backend's query)."""
+    reach = await rt.state.shares.for_reader(identity.tenant_id, identity.user_id, identity.agent_id)
+    return with_shares_and_teams(rt.policy, identity, purpose, base, reach.shared, reach.teams)
 
 
 async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[BudgetedItem]) -> dict[ScopeKey, PlaceVisibility]:

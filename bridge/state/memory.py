@@ -15,7 +15,7 @@ from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.vocabulary import EVERY_AGENT
 from bridge.state.common import check_quota
-from bridge.state.records import QuotaLimits, Usage
+from bridge.state.records import QuotaLimits, ReaderSharing, Usage
 from bridge.state.protocols import TENANT_ROW, WriteIntent
 from bridge.state.common import carried_detail, check_audit_action, not_yet_carried, share_records, walk_chain
 from bridge.state.records import STORING_ACTIONS, AuditEvent, AuditRecord, AuditView, Grant, InjectionManifest, Share
@@ -238,8 +238,8 @@ class MemoryState:
         self.grants = MemoryGrants()
         self.manifests = MemoryManifests()
         self.usage = MemoryUsage()  # storage-quota counters (UsageLedger, bridge/state/protocols.py)
-        self.shares = MemoryShares()
         self.teams = MemoryTeams()
+        self.shares = MemoryShares(self.teams)
 
     def bound_store_id(self) -> str | None:
         marker = self.audit._marker
@@ -253,9 +253,11 @@ class MemoryState:
 
 
 class MemoryShares:
-    """Process-local shares, indexed like the SQL tables (by memory and by reader)."""
+    """Process-local shares, indexed like the SQL tables (by memory and by reader); `teams` is
+    the state's team membership, which `for_reader` reads with the shares."""
 
-    def __init__(self) -> None:
+    def __init__(self, teams: "MemoryTeams") -> None:
+        self._teams = teams
         self._by_memory: dict[tuple[ScopeKey, str], frozenset[str]] = {}
         self._by_reader: dict[tuple[str | None, str | None, str], set[tuple[ScopeKey, str]]] = defaultdict(set)
         self._at: dict[tuple[ScopeKey, str], float] = {}  # when each audience was set
@@ -280,6 +282,9 @@ class MemoryShares:
                 for scope, memory_id in self._by_reader.get((tenant_id, owner, agent), ()):
                     out[scope].add(memory_id)
         return {k: frozenset(v) for k, v in out.items()}
+
+    async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
+        return ReaderSharing(await self.shared_with(tenant_id, user_id, agent_id), await self._teams.teams_of(tenant_id, agent_id))
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
         doomed = [key for key in self._by_memory if key[1] in memory_ids]

@@ -59,7 +59,7 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 from adapters.base import StoreMarker
 from adapters.scopes import ScopeKey
 from bridge.state.records import QuotaLimits, Usage
-from bridge.state.records import AuditEvent, AuditRecord, AuditView, Grant, InjectionManifest, Share
+from bridge.state.records import AuditEvent, AuditRecord, AuditView, Grant, InjectionManifest, ReaderSharing, Share
 from identity.model import MemoryIdentity
 
 __all__ = ["AuditLog", "GrantRepository", "ManifestRepository", "ShareRepository", "TeamRepository", "UsageLedger", "TENANT_ROW", "BridgeState", "WriteIntent"]
@@ -248,6 +248,12 @@ class ShareRepository(Protocol):
 
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
         """Memory ids by scope that `agent_id` (or every agent, `"*"`) of this user may read."""
+        ...
+
+    async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
+        """`shared_with` and the teams of `agent_id` (`TeamRepository.teams_of`) in ONE read: every
+        recall asks both, and shares and team members are one component of the store (one file,
+        one schema), so a database state answers them in one round trip."""
         ...
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:

@@ -152,6 +152,15 @@ class Share:
     shared_at: float = 0.0  # when the audience was last set (a migration keeps it)
 
 
+@dataclass(frozen=True, slots=True)
+class ReaderSharing:
+    """What sharing adds to one reader's recall: the memories shared with it (ids by scope, as
+    `ShareRepository.shared_with`) and the teams its agent belongs to (as `TeamRepository.teams_of`)."""
+
+    shared: dict[ScopeKey, frozenset[str]]
+    teams: frozenset[str]
+
+
 @dataclass(frozen=True)
 class QuotaLimits:
     """At most `max_memories` memories and `max_bytes` content bytes (None: unlimited)."""

@@ -8,8 +8,10 @@ Integrity rules (`identity.state.protocols`) in SQL: bind-once is INSERT .. ON C
 NOTHING + read-back; a revocation is UPDATE .. WHERE revoked_at IS NULL; check-and-remember is
 one INSERT .. ON CONFLICT DO UPDATE WHERE expired RETURNING (the row lock picks one winner
 across replicas). The runtime role gets only what those statements need (INSERT+SELECT on
-sessions, UPDATE of `revoked_at` alone on keys). Errors are tree members naming the database,
-never a password. This module decides nothing about who may do what.
+sessions, UPDATE of `revoked_at` alone on keys). A lookup (a session, an API key: every request
+makes one) is one round trip (`PgPool.read_sync`: no BEGIN and COMMIT around a lone SELECT). Errors
+are tree members naming the database, never a password. This module decides nothing about who
+may do what.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import psycopg
 from identity.errors import ConfigurationError, Conflict, InvalidInput, NonceCacheFull
 from identity.state.nonces import checked_nonce
 from identity.state.protocols import ApiKeyRecord, SessionBinding, StoredApiKey
-from identity.storage.postgres import PgPool, advisory_lock_key
+from identity.storage.postgres import PgPool, advisory_lock_key, as_query
 
 __all__ = ["IDENTITY_MIGRATIONS", "PgApiKeyRepository", "PgNonceCache", "PgSessionRepository"]
 
@@ -70,6 +72,7 @@ class PgSessionRepository(_OnPool):
     """`SessionRepository` on PostgreSQL: bind once across every replica."""
 
     _COLUMNS = "tenant_id, session_id, fingerprint, user_id, agent_id, parent_session_id, created_at"
+    _GET = f"SELECT {_COLUMNS} FROM session_bindings WHERE tenant_id = %s AND session_id = %s"
 
     def bind_if_absent(self, binding: SessionBinding) -> SessionBinding:
         b = binding
@@ -87,12 +90,13 @@ class PgSessionRepository(_OnPool):
         return stored
 
     async def _get(self, conn: psycopg.AsyncConnection, tenant_id: str, session_id: str) -> SessionBinding | None:
-        cur = await conn.execute(f"SELECT {self._COLUMNS} FROM session_bindings WHERE tenant_id = %s AND session_id = %s", (tenant_id, session_id))
+        cur = await conn.execute(as_query(self._GET), (tenant_id, session_id))
         row = await cur.fetchone()
         return SessionBinding(*row) if row else None
 
     def get(self, tenant_id: str, session_id: str) -> SessionBinding | None:
-        return self.pool.run_sync(lambda conn: self._get(conn, tenant_id, session_id), "session registry")
+        (rows,) = self.pool.read_sync([(self._GET, (tenant_id, session_id))], "session registry")
+        return SessionBinding(*rows[0]) if rows else None
 
 
 class PgApiKeyRepository(_OnPool):
@@ -123,13 +127,11 @@ class PgApiKeyRepository(_OnPool):
             raise Conflict(f"API key id {r.key_id} already exists")
 
     def lookup(self, key_id: str) -> StoredApiKey | None:
-        async def run(conn: psycopg.AsyncConnection) -> StoredApiKey | None:
-            row = await (await conn.execute(f"SELECT scheme, salt, digest, {self._COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,))).fetchone()
-            if row is None:
-                return None
-            return StoredApiKey(record=self._record(row[3:]), scheme=row[0], salt=bytes(row[1]), digest=bytes(row[2]))
-
-        return self.pool.run_sync(run, "API key store")
+        (rows,) = self.pool.read_sync([(f"SELECT scheme, salt, digest, {self._COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,))], "API key store")
+        if not rows:
+            return None
+        row = rows[0]
+        return StoredApiKey(record=self._record(row[3:]), scheme=row[0], salt=bytes(row[1]), digest=bytes(row[2]))
 
     def revoke(self, key_id: str, at: float) -> bool:
         async def run(conn: psycopg.AsyncConnection) -> bool:
@@ -148,12 +150,9 @@ class PgApiKeyRepository(_OnPool):
         self.pool.run_sync(run, "API key store")
 
     def records(self, tenant_id: str | None = None) -> list[ApiKeyRecord]:
-        async def run(conn: psycopg.AsyncConnection) -> list[ApiKeyRecord]:
-            where, args = (" WHERE api_keys.tenant_id = %s", (tenant_id,)) if tenant_id is not None else ("", ())
-            cur = await conn.execute(f"SELECT {self._COLUMNS} FROM api_keys{where} ORDER BY created_at", args)
-            return [self._record(r) for r in await cur.fetchall()]
-
-        return self.pool.run_sync(run, "API key store")
+        where, args = (" WHERE api_keys.tenant_id = %s", (tenant_id,)) if tenant_id is not None else ("", ())
+        (rows,) = self.pool.read_sync([(f"SELECT {self._COLUMNS} FROM api_keys{where} ORDER BY created_at", args)], "API key store")
+        return [self._record(r) for r in rows]
 
 
 class PgNonceCache(_OnPool):

@@ -61,9 +61,10 @@ class PgReader:
             self._extra_configure(conn)
 
     def submit(self, statements: Sequence[tuple[str, Any]]) -> Future[Rows]:
-        return self._workers.submit(self._read, statements)
+        return self._workers.submit(self.read, statements)
 
-    def _read(self, statements: Sequence[tuple[str, Any]]) -> Rows:
+    def read(self, statements: Sequence[tuple[str, Any]]) -> Rows:
+        """The read, in the calling thread (a worker of `submit`'s, or a blocking caller's own)."""
         if not self._opened:
             with self._open_lock:
                 if not self._opened:

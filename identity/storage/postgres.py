@@ -9,7 +9,8 @@ package can use it without a dependency cycle; it knows nothing of identities.
 protocols are synchronous (they are called from inside the bridge's event loop), the bridge's
 state protocols are async; both submit coroutines to that thread (`run_sync` blocks the caller,
 `run` awaits from any loop), so one pool serves both and no caller can deadlock its own loop.
-`read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query):
+`read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query;
+the state's and the identity stores' lookups; `read_sync` for blocking callers):
 every statement queued at once in pipeline mode and one Sync after the last, so they run in ONE
 implicit transaction (a `set_config(..., true)` holds for the statements after it and ends with
 it) in one network round trip, without the BEGIN and COMMIT round trips of `run`, on blocking
@@ -168,6 +169,19 @@ class PgPool:
             return await asyncio.wrap_future(self._reads().submit(statements))
         except BaseException as exc:
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                raise
+            raise map_error(exc, self.where, what) from None
+
+    def read_sync(self, statements: Sequence[Statement], what: str = "PostgreSQL state") -> list[list[tuple[Any, ...]]]:
+        """`read` for blocking callers (the identity protocols): the same one round trip on one of
+        `read`'s blocking connections, in the caller's own thread (no hop to a worker or to the
+        pool's loop), where `run_sync` would spend three round trips (BEGIN, the query, COMMIT)."""
+        if self._closed:
+            raise StorageUnavailable(f"{what} at {self.where} is closed", path=self.where)
+        try:
+            return self._reads().read(statements)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
                 raise
             raise map_error(exc, self.where, what) from None
 

@@ -10,6 +10,7 @@ import pytest
 from adapters.scopes import ScopeKey
 from bridge.state.memory import MemoryState
 from bridge.state.sqlite import SqliteState
+from bridge.state.sqlite.sharing import _TEAMS_PROBE, _shared_with_probes
 from bridge.roles.teams import TeamMembership, apply_team_membership
 from bridge.errors import InvalidInput
 
@@ -103,6 +104,31 @@ async def test_apply_team_membership_loads_role_file_data_and_refuses_bad_ids(st
     assert await state.teams.members("acme", "pilgrims") == {"bajie"}
 
 
+async def test_for_reader_is_shared_with_and_teams_of_in_one_answer(state):
+    """The recall's one sharing read answers exactly what the two lookups answer, for readers of
+    every kind (own user, another user, another tenant, every-agent and any-user rows, an agent
+    in several teams or none), over random shares and memberships."""
+    import random
+
+    from bridge.policy.sharing import narrowed_team
+
+    rng = random.Random(7)
+    tenants, users, agents = ("acme", "globex"), ("alice", "bob"), ("wukong", "bajie", "sha")
+    places = [ScopeKey.agent(t, a, u) for t in tenants for a in agents for u in users] + [narrowed_team(t, "red") for t in tenants]
+    for n in range(40):
+        audience = frozenset(rng.sample([*agents, "*"], rng.randint(0, 2)))
+        await state.shares.set_audience(rng.choice(places), f"m{n % 17}", audience, float(n))
+    for tenant in tenants:
+        for team in ("red", "blue", "green"):
+            await state.teams.set_members(tenant, team, frozenset(rng.sample(agents, rng.randint(0, 3))))
+    for tenant in (*tenants, "initech"):
+        for user in (*users, "carol"):
+            for agent in (*agents, "mallory"):
+                reach = await state.shares.for_reader(tenant, user, agent)
+                assert reach.shared == await state.shares.shared_with(tenant, user, agent), (tenant, user, agent)
+                assert reach.teams == await state.teams.teams_of(tenant, agent), (tenant, user, agent)
+
+
 def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
     """Scale: the per-recall lookup must use the reader index, never scan every share."""
     s = SqliteState(tmp_path / "bridge.sqlite3")
@@ -111,6 +137,7 @@ def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
             "shared_with": "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id = ? AND agent_id IN (?, ?)",
             "teams_of": "SELECT team_id FROM team_members WHERE tenant_id = ? AND agent_id = ?",
             "audience_of": "SELECT memory_id, agent_id FROM shares WHERE scope = ? AND memory_id IN (?)",
+            "for_reader": f"{_shared_with_probes('a', 'a', 'a')[0]} UNION ALL {_TEAMS_PROBE}",
         }
         for name, sql in plans.items():
             detail = " ".join(str(r[-1]) for r in s.db.query("EXPLAIN QUERY PLAN " + sql, ("a",) * sql.count("?")))

@@ -15,6 +15,7 @@ from tests.bridge.test_sharing_state import (  # noqa: F401  (re-run here over `
     test_a_forgotten_or_erased_memory_loses_its_share,
     test_a_share_reaches_exactly_its_audience_of_the_same_user,
     test_apply_team_membership_loads_role_file_data_and_refuses_bad_ids,
+    test_for_reader_is_shared_with_and_teams_of_in_one_answer,
     test_narrowing_a_share_is_visible_to_the_next_read,
     test_team_membership_is_per_tenant_and_replaced_whole,
 )

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 from adapters.scopes import ScopeKey
 from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
-from bridge.state.records import Share
+from bridge.state.records import ReaderSharing, Share
 from bridge.vocabulary import EVERY_AGENT
 from bridge.state.postgres.queries import Conn, count, fetch
 from identity.storage.postgres import PgPool
@@ -31,6 +31,10 @@ SHARING_PG_MIGRATION: tuple[str, tuple[str, ...]] = ("sharing", ("""
     CREATE INDEX team_members_by_agent ON team_members (tenant_id, agent_id);
     GRANT SELECT, INSERT, DELETE ON shares, team_members TO {runtime};
 """,))
+
+
+_SHARED_WITH = "SELECT scope, memory_id FROM shares WHERE tenant_id = %s AND user_id IN (%s, %s) AND agent_id IN (%s, %s)"
+_TEAMS_OF = "SELECT team_id FROM team_members WHERE tenant_id = %s AND agent_id = %s"
 
 
 class _Pg:
@@ -65,11 +69,13 @@ class PgShares(_Pg):
         return group_audience(await self._fetch("SELECT memory_id, agent_id FROM shares WHERE scope = %s AND memory_id = ANY(%s)", (str(scope), ids)))
 
     async def shared_with(self, tenant_id: str, user_id: str, agent_id: str) -> dict[ScopeKey, frozenset[str]]:
-        rows = await self._fetch(
-            "SELECT scope, memory_id FROM shares WHERE tenant_id = %s AND user_id IN (%s, %s) AND agent_id IN (%s, %s)",
-            (tenant_id, user_id, ANY_USER, agent_id, EVERY_AGENT),
-        )
-        return group_shares(rows)
+        return group_shares(await self._fetch(_SHARED_WITH, (tenant_id, user_id, ANY_USER, agent_id, EVERY_AGENT)))
+
+    async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
+        """Both statements in one `PgPool.read`: one round trip."""
+        shares, teams = await self.pool.read(
+            [(_SHARED_WITH, (tenant_id, user_id, ANY_USER, agent_id, EVERY_AGENT)), (_TEAMS_OF, (tenant_id, agent_id))], self.what)
+        return ReaderSharing(group_shares(shares), frozenset([r[0] for r in teams]))
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
         if not memory_ids:
@@ -103,7 +109,7 @@ class PgTeams(_Pg):
         return frozenset(r[0] for r in await self._fetch("SELECT agent_id FROM team_members WHERE tenant_id = %s AND team_id = %s", (tenant_id, team_id)))
 
     async def teams_of(self, tenant_id: str, agent_id: str) -> frozenset[str]:
-        return frozenset(r[0] for r in await self._fetch("SELECT team_id FROM team_members WHERE tenant_id = %s AND agent_id = %s", (tenant_id, agent_id)))
+        return frozenset(r[0] for r in await self._fetch(_TEAMS_OF, (tenant_id, agent_id)))
 
     async def knows_agent(self, tenant_id: str, agent_id: str) -> bool:
         return bool(await self._fetch("SELECT 1 FROM team_members WHERE tenant_id = %s AND agent_id = %s LIMIT 1", (tenant_id, agent_id)))

@@ -11,7 +11,7 @@ from typing import Iterable
 from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
 from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
-from bridge.state.records import Share
+from bridge.state.records import ReaderSharing, Share
 from bridge.vocabulary import EVERY_AGENT
 
 __all__ = ["SHARING_MIGRATIONS", "SqliteShares", "SqliteTeams"]
@@ -34,6 +34,8 @@ SHARING_MIGRATIONS: tuple[str, ...] = (
 
 
 _SHARED_WITH_PROBE = "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AND user_id = ? AND agent_id = ?"
+#: the reader's teams, as rows of the shares' shape: no scope (a share's is never NULL), the team id
+_TEAMS_PROBE = "SELECT NULL, team_id FROM team_members WHERE tenant_id = ? AND agent_id = ?"
 
 
 class SqliteShares:
@@ -59,12 +61,13 @@ class SqliteShares:
         probe of `shares_by_reader` per pair. Written as UNION ALL of equality probes because
         SQLite 3.40 spent ~85 us on `user_id IN (?, ?) AND agent_id IN (?, ?)` (measured on its
         own, an empty table included) against ~12 us for the four probes, and every recall asks."""
-        pairs = list(dict.fromkeys((user, agent) for user in (user_id, ANY_USER) for agent in (agent_id, EVERY_AGENT)))
-        rows = self.db.query(
-            " UNION ALL ".join([_SHARED_WITH_PROBE] * len(pairs)),
-            [value for user, agent in pairs for value in (tenant_id, user, agent)],
-        )
-        return group_shares(rows)
+        return group_shares(self.db.query(*_shared_with_probes(tenant_id, user_id, agent_id)))
+
+    async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
+        """One statement: the shares' probes and the team probe, told apart by the NULL scope."""
+        text, params = _shared_with_probes(tenant_id, user_id, agent_id)
+        rows = self.db.query(f"{text} UNION ALL {_TEAMS_PROBE}", [*params, tenant_id, agent_id])
+        return ReaderSharing(group_shares([r for r in rows if r[0] is not None]), frozenset([r[1] for r in rows if r[0] is None]))
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
         ids, changed = sorted(memory_ids), 0
@@ -80,6 +83,13 @@ class SqliteShares:
 
     async def of_tenant(self, tenant_id: str) -> list[Share]:
         return share_records(self.db.query("SELECT scope, memory_id, agent_id, shared_at FROM shares WHERE tenant_id = ?", (tenant_id,)))
+
+
+def _shared_with_probes(tenant_id: str, user_id: str, agent_id: str) -> tuple[str, list[str]]:
+    """The reader's shares as UNION ALL of exact probes of `shares_by_reader`, one per (user or
+    any user) x (agent or every agent) pair, and their parameters."""
+    pairs = list(dict.fromkeys((user, agent) for user in (user_id, ANY_USER) for agent in (agent_id, EVERY_AGENT)))
+    return " UNION ALL ".join([_SHARED_WITH_PROBE] * len(pairs)), [value for user, agent in pairs for value in (tenant_id, user, agent)]
 
 
 class SqliteTeams:
