@@ -335,12 +335,8 @@ class PostgresBackend:
         return found
 
     async def _one(self, scope: ScopeKey, memory_id: str) -> StoredMemory | None:
-        async def run(conn: Conn) -> Any:
-            await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))).fetchone()
-
-        row = await self._run(run)
-        return None if row is None else self._decode(row, scope)
+        rows = await self._read_scope(scope, f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND id = %s", (str(scope), memory_id))
+        return self._decode(rows[0], scope) if rows else None
 
     async def update(self, scope: ScopeKey, memory_id: str, patch: MemoryPatch) -> StoredMemory:
         require_scope(scope)
@@ -474,18 +470,20 @@ class PostgresBackend:
     async def _read(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
         return await self._ready().read(statements, "memory store")
 
+    async def _read_scope(self, scope: ScopeKey, text: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of one statement over one scope, declared for row-level security first: one
+        read, one round trip (a transaction would add BEGIN and COMMIT around the two)."""
+        return (await self._read([declaration([str(scope)]), (text, params)]))[1]
+
     async def list(self, scope: ScopeKey, *, statuses: frozenset[Status] | None = None, limit: int = 1000) -> list[StoredMemory]:
         require_scope(scope)
         allowed = checked_statuses(statuses, allow_none=True)
         checked_limit(limit)
 
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, [str(scope)])
-            where = " AND status = ANY(%s)" if allowed is not None else ""
-            params = (str(scope), *((allowed,) if allowed is not None else ()), limit)
-            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)).fetchall()
-
-        return [m for m in (self._decode(r, scope) for r in await self._run(run)) if m is not None]
+        where = " AND status = ANY(%s)" if allowed is not None else ""
+        params = (str(scope), *((allowed,) if allowed is not None else ()), limit)
+        rows = await self._read_scope(scope, f"SELECT {COLUMNS} FROM memories WHERE scope = %s{where} ORDER BY created_at DESC, seq DESC LIMIT %s", params)
+        return [m for m in (self._decode(r, scope) for r in rows) if m is not None]
 
     async def list_page(self, scope: ScopeKey, *, cursor: str | None = None, limit: int = 500, statuses: frozenset[Status] | None = None) -> ListPage:
         require_scope(scope)
@@ -499,13 +497,9 @@ class PostgresBackend:
         if isinstance(after, bool) or not isinstance(after, int):
             raise InvalidRequest("the cursor is not one this backend issued for this scope", backend=self.name, scope=scope)
 
-        async def run(conn: Conn) -> list[Any]:
-            await declare(conn, [str(scope)])
-            where = " AND status = ANY(%s)" if allowed is not None else ""
-            params = (str(scope), after, *((allowed,) if allowed is not None else ()), limit + 1)
-            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)).fetchall()
-
-        rows = await self._run(run)
+        where = " AND status = ANY(%s)" if allowed is not None else ""
+        params = (str(scope), after, *((allowed,) if allowed is not None else ()), limit + 1)
+        rows = await self._read_scope(scope, f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND seq > %s{where} ORDER BY seq LIMIT %s", params)
         more, rows = len(rows) > limit, rows[:limit]
         memories = tuple(m for m in (self._decode(r, scope) for r in rows) if m is not None)
         return ListPage(memories=memories, next_cursor=codec.mint(scope, {"after": int(rows[-1][0])}) if more else None)
@@ -514,25 +508,21 @@ class PostgresBackend:
         require_scope(scope)
         key = _text(idempotency_key, "idempotency_key")
 
-        async def run(conn: Conn) -> Any:
-            await declare(conn, [str(scope)])
-            return await (await conn.execute(f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))).fetchone()
-
-        row = await self._run(run)
-        return None if row is None else self._decode(row, scope)
+        rows = await self._read_scope(scope, f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND idempotency_key = %s", (str(scope), key))
+        return self._decode(rows[0], scope) if rows else None
 
     async def list_scopes(self, tenant_id: str) -> list[ScopeKey]:
         """From the per-scope counts (never a memory row); another tenant's scopes never."""
         if not isinstance(tenant_id, str) or not tenant_id:
             raise InvalidRequest("tenant_id must be a non-empty string", backend=self.name)
 
-        async def run(conn: Conn) -> list[Any]:
-            tenant = _text(tenant_id, "tenant_id")
-            await conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))  # the table's policy shows this tenant only
-            return await (await conn.execute("SELECT scope FROM memory_scopes WHERE tenant_id = %s AND rows > 0 ORDER BY scope", (tenant,))).fetchall()
-
+        tenant = _text(tenant_id, "tenant_id")
+        _, rows = await self._read([
+            ("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant)),  # the table's policy shows this tenant only
+            ("SELECT scope FROM memory_scopes WHERE tenant_id = %s AND rows > 0 ORDER BY scope", (tenant,)),
+        ])
         keys: list[ScopeKey] = []
-        for (text,) in await self._run(run):
+        for (text,) in rows:
             try:
                 key = ScopeKey.parse(text)
             except (ValueError, TypeError):
@@ -544,10 +534,8 @@ class PostgresBackend:
 
     async def count(self) -> int:
         """Every row (an operator view over `memory_scopes`, no memory read)."""
-        async def run(conn: Conn) -> int:
-            return int((await (await conn.execute("SELECT COALESCE(memory_row_count(), 0)")).fetchone())[0])  # type: ignore[index]
-
-        return await self._run(run)
+        ((count,),) = (await self._read([("SELECT COALESCE(memory_row_count(), 0)", None)]))[0]
+        return int(count)
 
     async def create_ann_index(self, scope: ScopeKey, *, m: int = 16, ef_construction: int = 64) -> str:
         """Opt-in approximate search for one very large scope: a partial HNSW index on its rows
