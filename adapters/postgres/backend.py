@@ -5,8 +5,9 @@ ScopeSet it is given — twice over. Every statement (1) names the ScopeSet in i
 (2) runs in a transaction that first declares the same ScopeSet to the database
 (`set_config(..., true)`, i.e. `SET LOCAL`), which the table's row-level-security policy
 enforces (adapters/postgres/schema.py). A query that lost its filter (a bug, a refactor) still
-returns nothing outside the ScopeSet. A search sends its declaration and its queries together
-(`PgPool.read`: pipelined, one implicit transaction, one round trip). For that second wall to hold, the runtime role must not be
+returns nothing outside the ScopeSet. A read (a search, a get, a listing, the idempotency check
+of a write) sends its declaration and its queries together (`PgPool.read`: pipelined, one
+implicit transaction, one round trip); writes run in transactions. For that second wall to hold, the runtime role must not be
 a superuser, must not have BYPASSRLS and must not own the table (nor be a member of its owner);
 `open()` checks all three and refuses with `BackendMisconfigured`.
 
