@@ -11,32 +11,21 @@ security would then show it nothing) fails here as well.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from adapters.errors import BackendNotFound
 from adapters.postgres import PostgresBackend
 from adapters.scopes import ScopeKey
-from contract_tests.postgres_server import TestDatabase
 from tests.postgres.pgkit import note
+from tests.postgres.test_rls import backend  # noqa: F401  (the opened backend fixture)
 
 ALICE = ScopeKey.private("acme", "alice")
 BOB = ScopeKey.private("acme", "bob")
 
 
-@pytest_asyncio.fixture
-async def backend(pg_db: TestDatabase) -> AsyncIterator[PostgresBackend]:
-    b = PostgresBackend(pg_db.app_url, migrate_url=pg_db.owner_url, pool_size=2)
-    await b.open()
-    try:
-        yield b
-    finally:
-        await b.aclose()
-
-
-async def test_reads_by_reference_are_one_read_each(backend: PostgresBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reads_by_reference_are_one_read_each(backend: PostgresBackend, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     mine = await backend.put(ALICE, note("alice likes green tea"), idempotency_key="k1")
     theirs = await backend.put(BOB, note("bob's salary is 93k"), idempotency_key="k2")
     pool = backend._ready()
