@@ -94,18 +94,28 @@ class LocalLexical(LocalScan):
                         slice_sizes.append(hi - lo)
         if not found_positions:
             return None
-        rows = np.concatenate(found_positions) + np.array(slice_offsets, dtype=np.int64).repeat(slice_sizes)
+        # each posting's partition offset and term number: both repeated by one call
+        offset_of, term_of = np.array([slice_offsets, slice_terms], dtype=np.intp).repeat(slice_sizes, axis=1)
+        rows = np.concatenate(found_positions) + offset_of
         keep = returnable[rows]
-        if not keep.any():
-            return None
-        term_of = np.array(slice_terms, dtype=np.intp).repeat(slice_sizes)
-        counts = np.concatenate(found_counts, dtype=np.float64)
         held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
-        idf = np.log1p((n_docs - held_by + 0.5) / (held_by + 0.5))
+        if not held_by.any():
+            return None
+        half = held_by + 0.5
+        idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
         # the mean length of the returnable rows, as ndarray.mean computes it: float32 sum, over the count, as float32
         avg_length = float(np.float32(float(lengths[returnable].sum()) / n_docs)) or 1.0
-        norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
-        weights = idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm)
+        norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
+        norm *= lexical.B
+        norm /= avg_length
+        norm += 1.0 - lexical.B
+        norm *= lexical.K1
+        counts = np.concatenate(found_counts, dtype=np.float64)
+        weights = idf[term_of]  # in place: idf * count * (K1 + 1) / (count + norm), in that order
+        weights *= counts
+        weights *= lexical.K1 + 1.0
+        counts += norm
+        weights /= counts
         weights *= keep  # a masked row's postings add nothing: it stays at 0, below
         bm25 = np.bincount(rows, weights=weights, minlength=scan.size)
         bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word (or masked) is no candidate

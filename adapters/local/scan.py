@@ -55,7 +55,7 @@ class Scan:
         return [(keys[w], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
 
     @staticmethod
-    def best(values: np.ndarray, limit: int) -> np.ndarray:
+    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False) -> np.ndarray:
         """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
         values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
         one's order, and the same scan always ranks alike). Only the kept values are sorted.
@@ -64,12 +64,17 @@ class Scan:
         then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
         the first tied rows in buffer order are kept; if that value is -inf, fewer than `limit`
         rows are returnable and all of them are. (Array methods, not numpy's module functions:
-        on arrays of a few thousand rows their dispatch is a good part of the cost.)"""
+        on arrays of a few thousand rows their dispatch is a good part of the cost.)
+
+        `few_distinct`: the values are a few distinct ones in long runs (BM25: a word most rows
+        hold gives them the same few scores, the rest are -inf). numpy's partition slows down
+        several times on such arrays, where its vectorised sort stays fast: the cut is read from
+        a sorted copy instead. Same cut, same result; only the cost differs."""
         if limit <= 0:
             return np.zeros(0, dtype=np.intp)
         n = len(values)
         if n > limit:
-            cut = np.partition(values, n - limit)[n - limit]
+            cut = (np.sort(values) if few_distinct else np.partition(values, n - limit))[n - limit]
             if cut > -np.inf:
                 top = (values >= cut).nonzero()[0]
                 if len(top) > limit:
