@@ -99,7 +99,7 @@ class LocalLexical(LocalScan):
         rows = np.concatenate(found_positions) + offset_of
         keep = returnable[rows]
         held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
-        if not held_by.any():
+        if not np.count_nonzero(held_by):  # no returnable row holds a query word
             return None
         half = held_by + 0.5
         idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
