@@ -66,8 +66,9 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    """Harman's S-stemmer: plurals only, so "shifts" meets "shift" and little else moves."""
-    if len(word) > 3 and word.isascii():
+    """Harman's S-stemmer: plurals only, so "shifts" meets "shift" and little else moves. Every
+    rule needs a final "s": any other word is returned before the suffix tests."""
+    if len(word) > 3 and word[-1] == "s" and word.isascii():
         if word.endswith("ies") and not word.endswith(("eies", "aies")):
             return word[:-3] + "y"
         if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):

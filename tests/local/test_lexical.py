@@ -257,3 +257,27 @@ def test_postings_leave_out_a_stored_row_of_any_other_shape_and_count_repeats():
     assert postings.lookup(digest_value("bbbbbbbbbbbb"))[0].tolist() == [0]
     assert len(postings.digests) == 2  # nothing of rows 1-5
     assert postings.lengths.tolist() == [3.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # an ignored token still counts in its row's length
+
+
+def test_the_plural_stemmer_is_harmans_s_stemmer_for_any_word():
+    """The stemmer returns early for a word without a final "s"; the index's stored terms depend
+    on it, so it must stem every word exactly as the rules written out in full do."""
+    import random
+
+    from adapters.local.lexical import _stem
+
+    def harman(word: str) -> str:
+        if len(word) <= 3 or not word.isascii():
+            return word
+        if word.endswith("ies") and not word.endswith(("eies", "aies")):
+            return word[:-3] + "y"
+        if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+            return word[:-1]
+        if word.endswith("s") and not word.endswith(("us", "ss")):
+            return word[:-1]
+        return word
+
+    rng = random.Random(3)
+    words = ["shifts", "ponies", "goes", "bus", "glass", "toes", "eies", "aies", "cafés", "series", "yes", "s"]
+    words += ["".join(rng.choice("aeiosuy血") for _ in range(rng.randint(0, 7))) for _ in range(20000)]
+    assert [_stem(w) for w in words] == [harman(w) for w in words]
