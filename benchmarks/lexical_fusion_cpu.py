@@ -15,6 +15,13 @@ Thread CPU (`time.thread_time_ns`), medians in microseconds, and fused / matmul,
 
 It also prints a digest of every query's fused rows (scope, rowid, score as its float bits), so
 two versions of the code can be checked to rank exactly alike on the same store.
+
+`--against DIR` (a tree of another commit, e.g. `git archive main | tar -x -C DIR`): the same
+steps of that tree (its adapters/local/lexical.py, lexical_search.py, scan.py and
+adapters/shared/fusion.py, loaded beside this one's) run on the same scans in the same process,
+alternating query by query with this tree's, after checking both give the same rows and the same
+BM25 bits for every query. Fresh processes on a shared 2-core machine move by more than a change
+of this size; within one process both sides see the same load.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -29,12 +37,15 @@ import struct
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import local_recall as lr  # noqa: E402
+import numpy as np  # noqa: E402
 
 from adapters.base import SearchQuery  # noqa: E402
 from adapters.local import LocalBackend  # noqa: E402
@@ -43,6 +54,40 @@ from bridge.policy import Policy, PolicyConfig  # noqa: E402
 from bridge.vocabulary import Purpose  # noqa: E402
 
 DEPTH = LIMIT = 50
+
+
+def _module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def other_fused(tree: Path) -> tuple[Callable, Callable]:
+    """`_fused` and `_bm25` as the tree at `tree` writes them, run on this tree's store and scans."""
+    local, shared = tree / "adapters" / "local", tree / "adapters" / "shared"
+    lexical = _module("other_lexical", local / "lexical.py")
+    lexical_search = _module("other_lexical_search", local / "lexical_search.py")
+    lexical_search.lexical = lexical  # its query digests and terms, not this tree's
+    scan_module = _module("other_scan", local / "scan.py")
+    fusion = _module("other_fusion", shared / "fusion.py")
+    bm25 = lexical_search.LocalLexical._bm25
+
+    def fused(backend, scan, text: str, depth: int, limit: int):  # search.py's _fused, on the other tree's parts
+        scan = scan_module.Scan(scan.scores, scan.segments, scan.rowids)
+        vector = scan.best(scan.scores, depth)
+        scores = bm25(backend, scan, text) if backend.lexical_channel else None
+        lexical_ranking = scan.best(scores, depth) if scores is not None else None
+        if lexical_ranking is None or not len(lexical_ranking):
+            vector = vector[:limit]
+            return scan.ranked(vector, scan.scores[vector].tolist())
+        both = np.concatenate([vector, lexical_ranking])
+        picked, fused_scores = fusion.fused_order(scan.rowids[both], scan.scores[both], len(vector), limit)
+        return scan.ranked(both[picked], fused_scores)
+
+    return fused, bm25
 
 
 def _median_us(samples: list[int]) -> float:
@@ -94,15 +139,50 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     t = clock()
                     await backend.search(SearchQuery(scopes, text, limit=LIMIT))
                     samples[path].append(clock() - t)
+    against = compare(backend, queries, Path(args.against), args.rounds) if args.against else None
     await backend.aclose()
     medians = {path: round(_median_us(s), 1) for path, s in samples.items()}
     return {
+        "against": against,
         "median_us": medians,
         "fused_over_matmul": round(medians["fused"] / medians["matmul"], 3),
         "search_over_matmul": round(medians["search"] / medians["matmul"], 3),
         "samples": len(samples["fused"]),
         "fused_rows_digest": digest.hexdigest()[:16],
         "load": os.getloadavg(),
+    }
+
+
+def compare(backend: LocalBackend, queries: list, tree: Path, rounds: int) -> dict[str, object]:
+    """This tree's `_fused` and `_bm25` against another tree's, alternating on the same scans."""
+    fused, bm25 = other_fused(tree)
+    mine = {"fused": type(backend)._fused, "bm25": type(backend)._bm25}
+    theirs = {"fused": fused, "bm25": bm25}
+    scans = []
+    with backend._lock:
+        for scopes, text, vector in queries:
+            scan = backend._scan(scopes, vector, statuses=SearchQuery(scopes, text).statuses, kinds=None, now=None)
+            assert mine["fused"](backend, scan, text, DEPTH, LIMIT) == theirs["fused"](backend, scan, text, DEPTH, LIMIT), text
+            a, b = mine["bm25"](backend, scan, text), theirs["bm25"](backend, scan, text)
+            assert (a is None and b is None) or a.tobytes() == b.tobytes(), text
+            scans.append((scan, text))
+        samples: dict[str, list[int]] = {f"{side}_{step}": [] for side in ("this", "other") for step in ("fused", "bm25")}
+        clock = time.thread_time_ns
+        for round_ in range(rounds):
+            for at, (scan, text) in enumerate(scans):
+                sides = (("this", mine), ("other", theirs)) if (round_ + at) % 2 else (("other", theirs), ("this", mine))
+                for side, steps in sides:
+                    t = clock()
+                    steps["fused"](backend, scan, text, DEPTH, LIMIT)
+                    samples[f"{side}_fused"].append(clock() - t)
+                    t = clock()
+                    steps["bm25"](backend, scan, text)
+                    samples[f"{side}_bm25"].append(clock() - t)
+    medians = {name: round(_median_us(s), 1) for name, s in samples.items()}
+    return {
+        "tree": str(tree), "same_rows_and_bm25_bits": True, "median_us": medians,
+        "fused_this_over_other": round(medians["this_fused"] / medians["other_fused"], 3),
+        "bm25_this_over_other": round(medians["this_bm25"] / medians["other_bm25"], 3),
     }
 
 
@@ -116,6 +196,7 @@ def main() -> int:
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seed", type=int, default=20240603)
+    p.add_argument("--against", help="another commit's tree: its _fused and _bm25 timed beside this one's, in this process")
     print(json.dumps(asyncio.run(run(p.parse_args()))))
     return 0
 

@@ -266,15 +266,13 @@ def test_the_plural_stemmer_is_harmans_s_stemmer_for_any_word():
 
     from adapters.local.lexical import _stem
 
-    def harman(word: str) -> str:
-        if len(word) <= 3 or not word.isascii():
-            return word
-        if word.endswith("ies") and not word.endswith(("eies", "aies")):
-            return word[:-3] + "y"
-        if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
-            return word[:-1]
-        if word.endswith("s") and not word.endswith(("us", "ss")):
-            return word[:-1]
+    rules = (("ies", ("eies", "aies"), "y"), ("es", ("aes", "ees", "oes"), "e"), ("s", ("us", "ss"), ""))  # suffix, unless, becomes
+
+    def harman(word: str) -> str:  # the first rule that applies, as a table
+        if len(word) > 3 and word.isascii():
+            for suffix, unless, becomes in rules:
+                if word.endswith(suffix) and not word.endswith(unless):
+                    return word[: -len(suffix)] + becomes
         return word
 
     rng = random.Random(3)
