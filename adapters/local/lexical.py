@@ -40,9 +40,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from adapters.local.postings import digest_value
-
-__all__ = ["SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "scope_tag", "query_digests", "FUSION_DEPTH", "K1", "B"]
+__all__ = ["SCHEMA", "terms", "index_rows", "unindex_rows", "rebuild", "in_step", "scope_tag", "query_probes", "FUSION_DEPTH", "K1", "B"]
 
 #: candidates each channel hands to the fusion (the vector scan costs the same for any k)
 FUSION_DEPTH = 50
@@ -68,8 +66,9 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    """Harman's S-stemmer: plurals only, so "shifts" meets "shift" and little else moves."""
-    if len(word) > 3 and word.isascii():
+    """Harman's S-stemmer: plurals only, so "shifts" meets "shift" and little else moves. Every
+    rule needs a final "s": any other word is returned before the suffix tests."""
+    if len(word) > 3 and word[-1] == "s" and word.isascii():
         if word.endswith("ies") and not word.endswith(("eies", "aies")):
             return word[:-3] + "y"
         if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
@@ -106,8 +105,13 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def _hashed(term: str) -> "hashlib.blake2b":
+    return hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=6)
+
+
 def _digest(term: str) -> str:
-    return hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    """A term as the index stores it (12 hex digits)."""
+    return _hashed(term).hexdigest()
 
 
 def _tags(db: sqlite3.Connection, scope_texts: Iterable[str]) -> dict[str, int]:
@@ -165,10 +169,16 @@ def scope_tag(db: sqlite3.Connection, scope_text: str) -> int | None:
     return int(row[0]) if row else None
 
 
-def query_digests(text: str) -> np.ndarray:
-    """The digests of a question's distinct terms (at most MAX_QUERY_TERMS of them), as the
-    integers the in-memory postings are sorted by (adapters/local/postings.py). Not kept between
-    questions: a digest cache shared by every tenant's questions would make one tenant's recall
-    a little faster for the words another tenant asked about lately, a timing side channel."""
+def query_probes(text: str) -> np.ndarray:
+    """What the in-memory postings (adapters/local/postings.py) are searched for: the digests of a
+    question's distinct terms (at most MAX_QUERY_TERMS of them), ascending, as the integers the
+    postings are sorted by, followed by each of them plus one, so a single `searchsorted` gives
+    every term's first posting and the first posting after its own. Digests are 48-bit: plus one
+    never wraps.
+
+    Not kept between questions: a digest cache shared by every tenant's questions would make one
+    tenant's recall a little faster for the words another tenant asked about lately, a timing
+    side channel."""
     distinct = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
-    return np.asarray(sorted({digest_value(_digest(t)) for t in distinct}), dtype=np.uint64)
+    digests = sorted({int.from_bytes(_hashed(t).digest(), "big") for t in distinct})  # = digest_value(_digest(t))
+    return np.array(digests + [d + 1 for d in digests], dtype=np.uint64)

@@ -53,14 +53,21 @@ class LocalLexical(LocalScan):
 
     def _bm25(self, scan: Scan, text: str) -> np.ndarray | None:
         """The BM25 score of every row of the scan's buffer for `text`, -inf for a row that holds
-        no query word or may not be returned; None when no row can score. Caller holds the lock."""
-        digests = lexical.query_digests(text)
+        no query word or may not be returned; None when no row can score. Caller holds the lock.
+
+        Its cost is a fixed number of array operations per search plus one binary search per
+        postings piece, whatever the words: each array is built once over every posting found
+        (no filtering copies: a masked row's postings are weighed 0, so it scores -inf like a row
+        without the words, and are left out of the document frequencies), and numpy's methods
+        are called rather than its module functions, whose dispatch costs more than the work on
+        arrays this small. The arithmetic is the plain formula's, operation for operation
+        (tests/local/test_bm25_reference.py compares every score to the bit)."""
+        probes = lexical.query_probes(text)
+        terms = len(probes) // 2
         returnable = np.isfinite(scan.scores)
-        n_docs = int(returnable.sum())
-        if not len(digests) or n_docs == 0:
+        n_docs = np.count_nonzero(returnable)
+        if not terms or n_docs == 0:
             return None
-        probes = np.concatenate([digests, digests + np.uint64(1)])  # digests are 48-bit: +1 never wraps
-        terms = len(digests)
         lengths = np.empty(scan.size, dtype=np.float32)
         # every posting found, as slices of the pieces (views, no copy) and per slice its term
         # number and the buffer offset of its partition: one concatenation at the end
@@ -71,9 +78,12 @@ class LocalLexical(LocalScan):
         slice_sizes: list[int] = []
         for key, part, offset, n in scan.segments:
             pieces = self._postings(key, part)
-            lengths[offset : offset + n] = pieces[0].lengths if len(pieces) == 1 else np.concatenate([p.lengths for p in pieces])
+            if len(pieces) == 1:
+                lengths[offset : offset + n] = pieces[0].lengths
+            else:
+                np.concatenate([p.lengths for p in pieces], out=lengths[offset : offset + n])
             for piece in pieces:
-                bounds = np.searchsorted(piece.digests, probes).tolist()  # each term's first posting, then the next term's
+                bounds = piece.digests.searchsorted(probes).tolist()  # each term's first posting, then the next term's
                 for term in range(terms):
                     lo, hi = bounds[term], bounds[terms + term]
                     if hi > lo:
@@ -84,19 +94,31 @@ class LocalLexical(LocalScan):
                         slice_sizes.append(hi - lo)
         if not found_positions:
             return None
-        rows = np.concatenate(found_positions) + np.repeat(np.asarray(slice_offsets, dtype=np.int64), slice_sizes)
+        # each posting's partition offset and term number: both repeated by one call
+        offset_of, term_of = np.array([slice_offsets, slice_terms], dtype=np.intp).repeat(slice_sizes, axis=1)
+        rows = np.concatenate(found_positions) + offset_of
         keep = returnable[rows]
-        rows = rows[keep]
-        if not len(rows):
+        held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
+        if not np.count_nonzero(held_by):  # no returnable row holds a query word
             return None
-        term_of = np.repeat(np.asarray(slice_terms, dtype=np.intp), slice_sizes)[keep]
-        counts = np.concatenate(found_counts)[keep].astype(np.float64)
-        held_by = np.bincount(term_of, minlength=len(digests)).astype(np.float64)  # document frequency per term
-        idf = np.log1p((n_docs - held_by + 0.5) / (held_by + 0.5))
-        avg_length = float(lengths[returnable].mean()) or 1.0
-        norm = lexical.K1 * (1.0 - lexical.B + lexical.B * lengths[rows] / avg_length)
-        bm25 = np.bincount(rows, weights=idf[term_of] * counts * (lexical.K1 + 1.0) / (counts + norm), minlength=scan.size)
-        bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word is no candidate
+        half = held_by + 0.5
+        idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
+        # the mean length of the returnable rows, as ndarray.mean computes it: float32 sum, over the count, as float32
+        avg_length = float(np.float32(float(lengths[returnable].sum()) / n_docs)) or 1.0
+        norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
+        norm *= lexical.B
+        norm /= avg_length
+        norm += 1.0 - lexical.B
+        norm *= lexical.K1
+        counts = np.concatenate(found_counts, dtype=np.float64)
+        weights = idf[term_of]  # in place: idf * count * (K1 + 1) / (count + norm), in that order
+        weights *= counts
+        weights *= lexical.K1 + 1.0
+        counts += norm
+        weights /= counts
+        weights *= keep  # a masked row's postings add nothing: it stays at 0, below
+        bm25 = np.bincount(rows, weights=weights, minlength=scan.size)
+        bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word (or masked) is no candidate
         return bm25
 
     def _postings(self, key: ScopeKey, part: Partition) -> list[Postings]:

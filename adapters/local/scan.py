@@ -47,12 +47,15 @@ class Scan:
 
     def rows(self, indices: np.ndarray) -> list[tuple[ScopeKey, int]]:
         """(scope, rowid) of buffer indices; under the store's lock, before any partition changes."""
-        ends = np.asarray([offset + n for _, _, offset, n in self.segments])
-        which = np.searchsorted(ends, indices, side="right").tolist()
-        return [(self.segments[w][0], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
+        keys = [key for key, _, _, _ in self.segments]
+        if len(keys) == 1:
+            return [(keys[0], rowid) for rowid in self.rowids[indices].tolist()]
+        ends = np.array([offset + n for _, _, offset, n in self.segments])
+        which = ends.searchsorted(indices, side="right").tolist()
+        return [(keys[w], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
 
     @staticmethod
-    def best(values: np.ndarray, limit: int) -> np.ndarray:
+    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False) -> np.ndarray:
         """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
         values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
         one's order, and the same scan always ranks alike). Only the kept values are sorted.
@@ -60,21 +63,28 @@ class Scan:
         Two passes over `values`: the `limit`-th largest value (a partition, no index array),
         then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
         the first tied rows in buffer order are kept; if that value is -inf, fewer than `limit`
-        rows are returnable and all of them are."""
+        rows are returnable and all of them are. (Array methods, not numpy's module functions:
+        on arrays of a few thousand rows their dispatch is a good part of the cost.)
+
+        `few_distinct`: the values are a few distinct ones in long runs (BM25: a word most rows
+        hold gives them the same few scores, the rest are -inf). numpy's partition slows down
+        several times on such arrays, where its vectorised sort stays fast: the cut is read from
+        a sorted copy instead. Same cut, same result; only the cost differs."""
         if limit <= 0:
             return np.zeros(0, dtype=np.intp)
         n = len(values)
         if n > limit:
-            cut = np.partition(values, n - limit)[n - limit]
+            cut = (np.sort(values) if few_distinct else np.partition(values, n - limit))[n - limit]
             if cut > -np.inf:
-                top = np.flatnonzero(values >= cut)
+                top = (values >= cut).nonzero()[0]
                 if len(top) > limit:
                     kept = values[top]
                     above = top[kept > cut]
-                    top = np.sort(np.concatenate([above, top[kept == cut][: limit - len(above)]]))
-                return top[np.argsort(-values[top], kind="stable")]
-        candidates = np.flatnonzero(values > -np.inf)  # at most `limit` of them
-        return candidates[np.argsort(-values[candidates], kind="stable")][:limit]
+                    top = np.concatenate([above, top[kept == cut][: limit - len(above)]])
+                    top.sort()
+                return top[(-values[top]).argsort(kind="stable")]
+        candidates = (values > -np.inf).nonzero()[0]  # at most `limit` of them
+        return candidates[(-values[candidates]).argsort(kind="stable")][:limit]
 
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
         """The best `limit` rows by `values` (one per buffer row), best first: (scope, rowid, value)."""

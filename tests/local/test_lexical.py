@@ -257,3 +257,25 @@ def test_postings_leave_out_a_stored_row_of_any_other_shape_and_count_repeats():
     assert postings.lookup(digest_value("bbbbbbbbbbbb"))[0].tolist() == [0]
     assert len(postings.digests) == 2  # nothing of rows 1-5
     assert postings.lengths.tolist() == [3.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # an ignored token still counts in its row's length
+
+
+def test_the_plural_stemmer_is_harmans_s_stemmer_for_any_word():
+    """The stemmer returns early for a word without a final "s"; the index's stored terms depend
+    on it, so it must stem every word exactly as the rules written out in full do."""
+    import random
+
+    from adapters.local.lexical import _stem
+
+    rules = (("ies", ("eies", "aies"), "y"), ("es", ("aes", "ees", "oes"), "e"), ("s", ("us", "ss"), ""))  # suffix, unless, becomes
+
+    def harman(word: str) -> str:  # the first rule that applies, as a table
+        if len(word) > 3 and word.isascii():
+            for suffix, unless, becomes in rules:
+                if word.endswith(suffix) and not word.endswith(unless):
+                    return word[: -len(suffix)] + becomes
+        return word
+
+    rng = random.Random(3)
+    words = ["shifts", "ponies", "goes", "bus", "glass", "toes", "eies", "aies", "cafés", "series", "yes", "s"]
+    words += ["".join(rng.choice("aeiosuy血") for _ in range(rng.randint(0, 7))) for _ in range(20000)]
+    assert [_stem(w) for w in words] == [harman(w) for w in words]

@@ -1,8 +1,8 @@
 """`Scan.best`, the top-k of both channels of a local search, against the order it promises.
 
 The promise: the best `limit` finite values, best first, equal values in buffer order (also
-when the tie straddles the cut), never a -inf row. The fast path (a partition, then the rows at
-or above the cut) and the general path must both keep it, so the arrays here are made of few
+when the tie straddles the cut), never a -inf row. The fast path (a partition or a sorted copy,
+then the rows at or above the cut) and the general path must all keep it, so the arrays here are made of few
 distinct values (many ties), -inf rows, and limits around the number of returnable rows.
 """
 
@@ -19,15 +19,16 @@ def _expected(values: np.ndarray, limit: int) -> list[int]:
     return sorted(finite, key=lambda i: (-float(values[i]), i))[:limit]
 
 
+@pytest.mark.parametrize("few_distinct", [False, True])  # the cut by partition, or by a sorted copy
 @pytest.mark.parametrize("seed", range(4))
-def test_best_is_the_stable_top_k_of_the_finite_values(seed: int) -> None:
+def test_best_is_the_stable_top_k_of_the_finite_values(seed: int, few_distinct: bool) -> None:
     rng = np.random.default_rng(seed)
     for _ in range(3000):
         n = int(rng.integers(0, 40))
         values = rng.integers(-3, 4, n).astype(np.float32) if rng.random() < 0.7 else rng.standard_normal(n).astype(np.float32)
         values[rng.random(n) < rng.random()] = -np.inf
         limit = int(rng.integers(1, n + 3))
-        assert Scan.best(values, limit).tolist() == _expected(values, limit), (values.tolist(), limit)
+        assert Scan.best(values, limit, few_distinct=few_distinct).tolist() == _expected(values, limit), (values.tolist(), limit)
 
 
 def test_a_smaller_limit_gives_a_prefix_of_a_larger_ones_order() -> None:
@@ -36,3 +37,4 @@ def test_a_smaller_limit_gives_a_prefix_of_a_larger_ones_order() -> None:
     assert orders[-1] == [1, 4, 0, 2, 6, 5]
     for shorter, longer in zip(orders, orders[1:]):
         assert longer[: len(shorter)] == shorter
+    assert [Scan.best(values, k, few_distinct=True).tolist() for k in range(1, 8)] == orders
