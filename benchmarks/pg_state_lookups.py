@@ -7,10 +7,11 @@ in the same run:
 - the session binding (`PgSessionRepository.get`) and the API key (`PgApiKeyRepository.lookup`)
   against the same SELECT in a `run_sync` transaction.
 
-    python benchmarks/pg_state_lookups.py [--url postgresql://OWNER@host/db] [--calls 500]
+    python benchmarks/pg_state_lookups.py --url postgresql://ROLE@host/db [--calls 500]
 
-Without `--url` it starts its own PostgreSQL (contract_tests/postgres_server.py, as the tests
-do). Prints, per lookup and path, p50 of wall time and of the calling thread's CPU, and the
+The role of URL creates a fresh schema for the run (dropped after); a throw-away server for it:
+`python -m contract_tests.postgres_server` prints its admin URL. Prints, per lookup and path,
+p50 of wall time and of the calling thread's CPU, and the
 whole process's CPU per call (the pool's loop thread and the read workers do the driver's work);
 the paths alternate in rounds. The server's own CPU is not counted.
 """
@@ -23,12 +24,15 @@ import os
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
 
 from adapters.scopes import ScopeKey  # noqa: E402
 from identity.state.protocols import SessionBinding  # noqa: E402
@@ -44,13 +48,13 @@ def _in_transaction(pool: Any, text: str, params: tuple) -> Callable[[], Any]:
     return lambda: pool.run_sync(run, "benchmark")
 
 
-async def measure(url: str, migrate_url: str | None, calls: int) -> dict[str, dict[str, float]]:
+async def measure(url: str, schema: str, calls: int) -> dict[str, dict[str, float]]:
     from bridge.state.postgres import PostgresState
     from bridge.state.postgres.sharing import _SHARED_WITH, _TEAMS_OF
     from bridge.state.common import ANY_USER
     from bridge.vocabulary import EVERY_AGENT
 
-    state = PostgresState(url, migrate_url=migrate_url, pool_size=4)
+    state = PostgresState(url, schema=schema, pool_size=4)
     for n in range(20):
         await state.shares.set_audience(ScopeKey.agent("acme", "wukong", f"u{n}"), f"m{n}", frozenset({"bajie"}), 1.0)
     await state.teams.set_members("acme", "red", frozenset({"bajie", "wukong"}))
@@ -100,18 +104,16 @@ async def measure(url: str, migrate_url: str | None, calls: int) -> dict[str, di
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", help="a database URL whose role may create the state schema (default: start a server)")
+    parser.add_argument("--url", required=True, help="postgresql://ROLE@host/db (the role creates the schema)")
     parser.add_argument("--calls", type=int, default=500, help="calls per path")
     args = parser.parse_args()
-    if args.url:
-        url, migrate_url = args.url, None
-    else:
-        from contract_tests.postgres_server import shared_server
-
-        db = shared_server().create_database()
-        url, migrate_url = db.app_url, db.owner_url
+    schema = f"lookups_bench_{uuid.uuid4().hex[:8]}"
     load = os.getloadavg()
-    results = asyncio.run(measure(url, migrate_url, args.calls))
+    try:
+        results = asyncio.run(measure(args.url, schema, args.calls))
+    finally:
+        with psycopg.connect(args.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     print(f"{'lookup':34s} {'wall p50 us':>12s} {'caller CPU p50':>15s} {'process CPU':>12s}   (load {load[0]:.2f} -> {os.getloadavg()[0]:.2f})")
     for name, r in results.items():
         print(f"{name:34s} {r['wall_p50_us']:12.0f} {r['caller_cpu_p50_us']:15.0f} {r['process_cpu_us']:12.0f}")
