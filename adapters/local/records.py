@@ -14,14 +14,14 @@ import functools
 import hashlib
 import json
 import sqlite3
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from adapters.base import NewMemory, Provenance, Status, StoredMemory
 from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -151,3 +151,53 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         updated_at=updated,
         expires_at=None if expires is None else float(expires),
     )
+
+
+def _decoded_or_none(decode: Callable[[Any], Any], text: Any, *failures: type[BaseException]) -> Any:
+    try:
+        return decode(text)
+    except (RowDamage, *failures):
+        return None
+
+
+def memories_of_columns(
+    scope_key: ScopeKey, ids: Sequence[Any], contents: Sequence[Any], kinds: Sequence[Any], statuses: Sequence[Any],
+    confidences: Sequence[Any], provenances: Sequence[Any], subjects: Sequence[Any], metadatas: Sequence[Any],
+    created: Sequence[Any], updated: Sequence[Any], expiries: Sequence[Any],
+) -> list[StoredMemory | None]:
+    """`row_to_memory` for a whole scope's rows at once, given column by column (one sequence
+    per column of `COLUMNS` but rowid and scope, all rows of `scope_key`): each row's record,
+    or None where `row_to_memory` would raise `RowDamage` (the caller leaves that row to the
+    path that quarantines it, so the reason is worked out there, once). Rows read with
+    `lenient_text` are not for this function: the caller does not decode them in bulk.
+
+    Why a variant: a partition load decodes every row of its scope, so the per-row work is
+    hoisted out of the loop: each distinct provenance and metadata text is parsed once per
+    call, equal kind and subject texts become one shared string, the ScopeKey is one object.
+    The checks are those of `row_to_memory`, and tests hold the two equal on sound and
+    damaged rows alike."""
+    provenance_of = {t: _decoded_or_none(_provenance_from_json, t, ValueError, TypeError, KeyError, AttributeError) for t in set(provenances)}
+    template_of = {t: _decoded_or_none(_metadata_template, t, ValueError, TypeError, RecursionError) for t in set(metadatas)}
+    shared_text = {t: t for t in (*set(kinds), *set(subjects)) if type(t) is str}  # one object per distinct kind / subject
+    state_of = _STATUS_BY_VALUE.get
+    out: list[StoredMemory | None] = []
+    for mid, content, kind, status, confidence, prov, subject, meta, made, changed, expires in zip(
+        ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries,
+    ):
+        state = state_of(status)
+        provenance = provenance_of[prov]
+        template = template_of[meta]
+        if (
+            state is None or provenance is None or template is None
+            or not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str)
+            or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0
+            or (expires is not None and not isinstance(expires, (int, float)))
+        ):
+            out.append(None)
+            continue
+        out.append(StoredMemory(
+            mid, scope_key, content, shared_text[kind], state, float(confidence), provenance,
+            shared_text.get(subject, subject), {} if meta == "{}" else dict(template), made, changed,
+            None if expires is None else float(expires),
+        ))
+    return out
