@@ -85,6 +85,11 @@ def _metadata_from_json(text: str) -> dict:
     return {} if text == "{}" else dict(_metadata_template(text))
 
 
+#: what parsing a damaged provenance / metadata text raises (a JSON nested too deep: RecursionError)
+_PROVENANCE_FAILURES = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
+_METADATA_FAILURES = (ValueError, TypeError, RecursionError)
+
+
 def clear_decode_caches() -> None:
     """Erasure: the caches may hold a subject's provenance or metadata in this process."""
     _provenance_from_json.cache_clear()
@@ -121,11 +126,11 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         raise RowDamage("unknown status")
     try:
         provenance = _provenance_from_json(prov)
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except _PROVENANCE_FAILURES:
         raise RowDamage("provenance does not decode") from None
     try:
         metadata = _metadata_from_json(meta)
-    except (ValueError, TypeError, RecursionError):
+    except _METADATA_FAILURES:
         raise RowDamage("metadata does not decode") from None
     if not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str):
         raise RowDamage("a text column holds another type")
@@ -153,7 +158,7 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
     )
 
 
-def _decoded_or_none(decode: Callable[[Any], Any], text: Any, *failures: type[BaseException]) -> Any:
+def _decoded_or_none(decode: Callable[[Any], Any], text: Any, failures: tuple[type[BaseException], ...]) -> Any:
     try:
         return decode(text)
     except (RowDamage, *failures):
@@ -176,8 +181,8 @@ def memories_of_columns(
     call, equal kind and subject texts become one shared string, the ScopeKey is one object.
     The checks are those of `row_to_memory`, and tests hold the two equal on sound and
     damaged rows alike."""
-    provenance_of = {t: _decoded_or_none(_provenance_from_json, t, ValueError, TypeError, KeyError, AttributeError) for t in set(provenances)}
-    template_of = {t: _decoded_or_none(_metadata_template, t, ValueError, TypeError, RecursionError) for t in set(metadatas)}
+    provenance_of = {t: _decoded_or_none(_provenance_from_json, t, _PROVENANCE_FAILURES) for t in set(provenances)}
+    template_of = {t: _decoded_or_none(_metadata_template, t, _METADATA_FAILURES) for t in set(metadatas)}
     shared_text = {t: t for t in (*set(kinds), *set(subjects)) if type(t) is str}  # one object per distinct kind / subject
     state_of = _STATUS_BY_VALUE.get
     out: list[StoredMemory | None] = []
