@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import sqlite3
 from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 from adapters.base import NewMemory, Provenance, Status, StoredMemory
 from adapters.errors import InvalidRequest
@@ -178,18 +181,43 @@ def memories_of_columns(
 
     Why a variant: a partition load decodes every row of its scope, so the per-row work is
     hoisted out of the loop: each distinct provenance and metadata text is parsed once per
-    call, equal kind and subject texts become one shared string, the ScopeKey is one object.
-    The checks are those of `row_to_memory`, and tests hold the two equal on sound and
-    damaged rows alike."""
+    call, equal kind and subject texts become one shared string, the ScopeKey is one object,
+    and when every row passes the checks column by column (the common case) the records are
+    built without a Python-level loop. The checks are those of `row_to_memory`; tests hold
+    the two equal on sound and damaged rows alike."""
     provenance_of = {t: _decoded_or_none(_provenance_from_json, t, _PROVENANCE_FAILURES) for t in set(provenances)}
     template_of = {t: _decoded_or_none(_metadata_template, t, _METADATA_FAILURES) for t in set(metadatas)}
     shared_text = {t: t for t in (*set(kinds), *set(subjects)) if type(t) is str}  # one object per distinct kind / subject
-    state_of = _STATUS_BY_VALUE.get
+    states = list(map(_STATUS_BY_VALUE.get, statuses))
+    sound = (
+        None not in states and None not in provenance_of.values() and None not in template_of.values()
+        and {str}.issuperset(map(type, ids)) and {str}.issuperset(map(type, contents)) and {str}.issuperset(map(type, kinds))
+        and {float, int}.issuperset(map(type, confidences)) and {float, int, type(None)}.issuperset(map(type, expiries))
+    )
+    if sound:
+        scores = np.fromiter(confidences, dtype=np.float64, count=len(confidences))
+        sound = bool(((scores >= 0.0) & (scores <= 1.0)).all())  # NaN fails both
+    if not sound:
+        return _memories_row_by_row(scope_key, ids, contents, kinds, states, confidences, provenances, subjects, metadatas, created, updated, expiries, provenance_of, template_of, shared_text)
+    ends = expiries if {float, type(None)}.issuperset(map(type, expiries)) else [None if e is None else float(e) for e in expiries]
+    return list(itertools.starmap(StoredMemory, zip(
+        ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, scores.tolist(),
+        map(provenance_of.__getitem__, provenances), [shared_text.get(t, t) for t in subjects], map(dict, map(template_of.__getitem__, metadatas)),
+        created, updated, ends,
+    )))
+
+
+def _memories_row_by_row(
+    scope_key: ScopeKey, ids: Sequence[Any], contents: Sequence[Any], kinds: Sequence[Any], states: Sequence[Status | None],
+    confidences: Sequence[Any], provenances: Sequence[Any], subjects: Sequence[Any], metadatas: Sequence[Any],
+    created: Sequence[Any], updated: Sequence[Any], expiries: Sequence[Any],
+    provenance_of: dict, template_of: dict, shared_text: dict,
+) -> list[StoredMemory | None]:
+    """`memories_of_columns` when some row fails a check: each row checked on its own."""
     out: list[StoredMemory | None] = []
-    for mid, content, kind, status, confidence, prov, subject, meta, made, changed, expires in zip(
-        ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries,
+    for mid, content, kind, state, confidence, prov, subject, meta, made, changed, expires in zip(
+        ids, contents, kinds, states, confidences, provenances, subjects, metadatas, created, updated, expiries,
     ):
-        state = state_of(status)
         provenance = provenance_of[prov]
         template = template_of[meta]
         if (
@@ -202,7 +230,7 @@ def memories_of_columns(
             continue
         out.append(StoredMemory(
             mid, scope_key, content, shared_text[kind], state, float(confidence), provenance,
-            shared_text.get(subject, subject), {} if meta == "{}" else dict(template), made, changed,
+            shared_text.get(subject, subject), dict(template), made, changed,
             None if expires is None else float(expires),
         ))
     return out
