@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 import sqlite3
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -200,10 +201,18 @@ def memories_of_columns(
     if not sound:
         return _memories_row_by_row(scope_key, ids, contents, kinds, states, confidences, provenances, subjects, metadatas, created, updated, expiries, provenance_of, template_of, shared_text)
     ends = expiries if {float, type(None)}.issuperset(map(type, expiries)) else [None if e is None else float(e) for e in expiries]
+    # Equal values share one object: the records of a partition stay resident as long as it
+    # does, so each byte a row saves counts. A metadata mapping is shared read-only (a
+    # `MappingProxyType`, as `put` returns it), so no record's metadata can change another's.
+    metadata_of = {t: MappingProxyType(dict(template)) for t, template in template_of.items()}
+    shares = scores.tolist()
+    if not np.signbit(scores).any():  # -0.0 == 0.0: never let one stand for the other
+        shares = list(map({v: v for v in set(shares)}.__getitem__, shares))
+    stamps = [c if type(c) is type(u) and c == u else u for c, u in zip(created, updated)]  # updated_at of a row never edited
     return list(itertools.starmap(StoredMemory, zip(
-        ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, scores.tolist(),
-        map(provenance_of.__getitem__, provenances), [shared_text.get(t, t) for t in subjects], map(dict, map(template_of.__getitem__, metadatas)),
-        created, updated, ends,
+        ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, shares,
+        map(provenance_of.__getitem__, provenances), [shared_text.get(t, t) for t in subjects], map(metadata_of.__getitem__, metadatas),
+        created, stamps, ends,
     )))
 
 
