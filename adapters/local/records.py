@@ -15,8 +15,9 @@ import hashlib
 import itertools
 import json
 import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -184,7 +185,7 @@ def memories_of_columns(
     hoisted out of the loop: each distinct provenance and metadata text is parsed once per
     call, equal kind and subject texts become one shared string, the ScopeKey is one object,
     and when every row passes the checks column by column (the common case) the records are
-    built without a Python-level loop. The checks are those of `row_to_memory`; tests hold
+    built by `map`, without a Python-level loop. The checks are those of `row_to_memory`; tests hold
     the two equal on sound and damaged rows alike."""
     provenance_of = {t: _decoded_or_none(_provenance_from_json, t, _PROVENANCE_FAILURES) for t in set(provenances)}
     template_of = {t: _decoded_or_none(_metadata_template, t, _METADATA_FAILURES) for t in set(metadatas)}
@@ -209,11 +210,11 @@ def memories_of_columns(
     if not np.signbit(scores).any():  # -0.0 == 0.0: never let one stand for the other
         shares = list(map({v: v for v in set(shares)}.__getitem__, shares))
     stamps = [c if type(c) is type(u) and c == u else u for c, u in zip(created, updated)]  # updated_at of a row never edited
-    return list(itertools.starmap(StoredMemory, zip(
-        ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, shares,
+    return list(map(
+        StoredMemory, ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, shares,
         map(provenance_of.__getitem__, provenances), [shared_text.get(t, t) for t in subjects], map(metadata_of.__getitem__, metadatas),
         created, stamps, ends,
-    )))
+    ))
 
 
 def _memories_row_by_row(

@@ -14,10 +14,23 @@ import time
 import numpy as np
 import pytest
 
-from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status, StoredMemory
+from adapters.base import (
+    MemoryPatch,
+    NewMemory,
+    Provenance,
+    SearchQuery,
+    Status,
+    StoredMemory,
+)
 from adapters.local import LocalBackend, blas
 from adapters.local.partitions import Partition
-from adapters.local.records import COLUMNS, RowDamage, memories_of_columns, provenance_json, row_to_memory
+from adapters.local.records import (
+    COLUMNS,
+    RowDamage,
+    memories_of_columns,
+    provenance_json,
+    row_to_memory,
+)
 from adapters.local.schema import db_path
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
