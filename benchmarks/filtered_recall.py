@@ -390,15 +390,17 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
         system.search(q)
     gc.collect()
     rss1 = vm_rss_bytes()
-    samples, recalls, first_touch = [], [], []
+    samples, recalls, first_touch, thread_cpu, process_cpu = [], [], [], [], []
     loads = getattr(system, "partition_loads", None)  # local: a query that loads a partition is a scope's first touch
     server_cpu = getattr(system, "server_cpu_s", None)  # postgres: the server's CPU, apart from the client's
     server0, client0 = server_cpu() if server_cpu else None, time.process_time()
     for q in queries:
         before = loads() if loads else 0
-        start = time.perf_counter_ns()
+        start, thread0, process0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         found = system.search(q)
         samples.append(time.perf_counter_ns() - start)
+        thread_cpu.append(time.thread_time_ns() - thread0)
+        process_cpu.append(time.process_time_ns() - process0)
         first_touch.append(loads is not None and loads() > before)
         recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
     client_cpu = time.process_time() - client0
@@ -408,10 +410,16 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
     split = {}
     if loads is not None and cold.any() and not cold.all():
         split = {"first_touch_queries": int(cold.sum()), "warm_p50_ms": float(np.percentile(ms[~cold], 50)), "warm_p95_ms": float(np.percentile(ms[~cold], 95)),
-                 "first_touch_p50_ms": float(np.percentile(ms[cold], 50))}
+                 "first_touch_p50_ms": float(np.percentile(ms[cold], 50)), "first_touch_p95_ms": float(np.percentile(ms[cold], 95))}
+        tcpu = np.asarray(thread_cpu) / 1e6
+        split |= {"first_touch_thread_cpu_p50_ms": float(np.percentile(tcpu[cold], 50)), "first_touch_thread_cpu_p95_ms": float(np.percentile(tcpu[cold], 95)),
+                  "warm_thread_cpu_p50_ms": float(np.percentile(tcpu[~cold], 50)), "warm_thread_cpu_p95_ms": float(np.percentile(tcpu[~cold], 95))}
     if server0 is not None and server1 is not None:  # CPU a query, every thread of this process / the server's processes
         split |= {"client_cpu_ms": 1e3 * client_cpu / len(queries), "server_cpu_ms": 1e3 * (server1 - server0) / len(queries)}
-    return split | {
+    # CPU a query (a shared machine's load moves wall time; CPU much less): this thread's, and
+    # the whole process's (a library's own threads, BLAS's, counted too)
+    cpu = {f"{what}_cpu_{pct}_ms": float(np.percentile(np.asarray(v) / 1e6, pct)) for what, v in (("thread", thread_cpu), ("process", process_cpu)) for pct in (50, 95)}
+    return split | cpu | {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
         "recall_at_10": float(np.mean(recalls)),
         "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) and not getattr(system, "reused", False) else None,
@@ -484,11 +492,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
         print(f"{r['system']:40} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
               f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
+        print(f"{'  CPU p50 / p95 ms: thread':40} {r['thread_cpu_50_ms']:8.3f} {r['thread_cpu_95_ms']:8.3f}   process {r['process_cpu_50_ms']:.3f} / {r['process_cpu_95_ms']:.3f}")
         if "server_cpu_ms" in r:
             print(f"{'  CPU a query: client / server ms':40} {r['client_cpu_ms']:8.3f} {r['server_cpu_ms']:8.3f}")
         if "first_touch_queries" in r:
-            print(f"{'  of which first touch of a scope':40} {r['first_touch_p50_ms']:8.3f} {'':8} ({r['first_touch_queries']} queries);"
+            print(f"{'  of which first touch of a scope':40} {r['first_touch_p50_ms']:8.3f} {r['first_touch_p95_ms']:8.3f} ({r['first_touch_queries']} queries);"
                   f" the others {r['warm_p50_ms']:.3f} / {r['warm_p95_ms']:.3f}")
+            print(f"{'    thread CPU p50 / p95: first touch':40} {r['first_touch_thread_cpu_p50_ms']:8.3f} {r['first_touch_thread_cpu_p95_ms']:8.3f};"
+                  f" the others {r['warm_thread_cpu_p50_ms']:.3f} / {r['warm_thread_cpu_p95_ms']:.3f}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"machine": machine_info(), "args": vars(args) | {"out": str(args.out)}, "results": results}, indent=2, default=str))

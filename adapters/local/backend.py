@@ -129,9 +129,6 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
         self._closed = True  # until the store is open and checked
         self._on_quarantine = on_quarantine
         self._partitions: dict[ScopeKey, Partition] = {}
-        #: scope text -> the partition holding decoded rows of recalled hits (see `_load_hits`)
-        self._decoded_parts: dict[str, Partition] = {}
-        self._decoded_rows = 0
         self._kind_codes: dict[str, int] = {}
         #: partition loads per ScopeKey since open (a reload after another process's write counts)
         self.partition_loads: collections.Counter[ScopeKey] = collections.Counter()

@@ -47,7 +47,8 @@ class LocalMaintenance(LocalStoreBase):
     @guarded
     def warm(self, *, max_bytes: int | None = None, stop: threading.Event | None = None) -> int:
         """Load the partitions of the store's scopes, largest first, while the resident vectors
-        stay within `max_bytes` (None: every scope); returns how many were loaded now.
+        and records (`Partition.RECORD_BYTES` a record, an estimate) stay within `max_bytes`
+        (None: every scope); returns how many were loaded now.
 
         Why: a scope's first search reads its rows from SQLite, one scattered B-tree lookup per
         row (about 5-15 us a row on a 2-core machine), so the first recall of each scope after a
@@ -63,8 +64,10 @@ class LocalMaintenance(LocalStoreBase):
             raise InvalidRequest(f"max_bytes must be a non-negative integer or None, got {max_bytes!r}", backend=self.name)
         with self._lock:
             sizes, _ = self._fetchall("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY count(*) DESC, scope")
-        row_bytes = Partition.bytes_per_row(self.embedder.dimension)
-        resident = self.resident_vector_bytes  # summed once, then kept up to date: not once per scope
+        # a loaded row holds its vector and codes and, about, its decoded record
+        row_bytes = Partition.bytes_per_row(self.embedder.dimension) + Partition.RECORD_BYTES
+        with self._lock:  # summed once, then kept up to date: not once per scope
+            resident = self.resident_vector_bytes + Partition.RECORD_BYTES * sum(len(p.decoded) for p in self._partitions.values())
         loaded = 0
         for scope_text, rows in sizes:
             if self._closed or (stop is not None and stop.is_set()):  # shutting down: stop, nothing half-loaded
@@ -78,7 +81,8 @@ class LocalMaintenance(LocalStoreBase):
             with self._lock:
                 self._refresh_if_changed_elsewhere()
                 if key not in self._partitions:
-                    resident += self._partition(key).nbytes
+                    part = self._partition(key)
+                    resident += part.nbytes + Partition.RECORD_BYTES * len(part.decoded)
                     loaded += 1
         return loaded
 

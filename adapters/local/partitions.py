@@ -33,8 +33,9 @@ class Partition:
     size: int = 0
     # allowed status codes -> float32 0 / -inf per row (None: every row allowed); any mutation clears it
     _bias: dict[tuple[int, ...], np.ndarray | None] = field(default_factory=dict, repr=False, compare=False)
-    # rowid -> the decoded record, filled by the store when it loads hits of this partition;
-    # any mutation clears it, and so does every write transaction touching the scope
+    # rowid -> the decoded record: every sound row's, filled by the store when it loads the
+    # partition, then the rows it reads for hits since. Any mutation clears it, and so does every
+    # write transaction touching the scope; it lives and dies with the partition (no other bound)
     decoded: "dict[int, StoredMemory]" = field(default_factory=dict, repr=False, compare=False)
     # the earliest `expires_at` of any row loaded or appended (inf: none expires). A search at a
     # time before it has no expired row to mask and skips the expiry query. Removing a row never
@@ -148,6 +149,11 @@ class Partition:
     @property
     def nbytes(self) -> int:
         return 0 if self.matrix is None else self.matrix.nbytes + self.rowids.nbytes + self.status.nbytes + self.kind.nbytes
+
+    #: what one decoded record held with its row costs in memory, about: ~600 bytes measured with
+    #: ~90-character contents (shared scope key, kind, provenance and metadata; benchmarks/README.md,
+    #: "Records held with their partition"); more for longer texts. `warm` budgets with it.
+    RECORD_BYTES = 600
 
     @staticmethod
     def bytes_per_row(dimension: int) -> int:

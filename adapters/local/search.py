@@ -89,7 +89,7 @@ class LocalSearch(LocalLexical):
                     found[rowid] = memory
                     part = parts.get(key)
                     if part is not None and not lenient:
-                        self._keep_decoded(key_text[key], part, rowid, memory)
+                        part.decoded[rowid] = memory
         hits = []
         for key, rowid, score in ranked:
             memory = found.get(rowid)

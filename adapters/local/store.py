@@ -30,7 +30,7 @@ from adapters.base import Status, StoredMemory
 from adapters.errors import BackendError, EmbedderMismatch, BackendNotFound, BackendUnavailable
 from adapters.local.errors import CorruptStore, DamagedRecord, storage_error, storage_errors
 from adapters.local.partitions import Partition
-from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RowDamage, encodable_text, lenient_text, row_to_memory
+from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RowDamage, encodable_text, lenient_text, memories_of_columns, row_to_memory
 from adapters.local.schema import recorded_embedder
 from adapters.scopes import ScopeKey
 
@@ -39,6 +39,14 @@ log = logging.getLogger("adapters.local.backend")
 
 
 _STATUS_CODE_BY_VALUE = {s.value: code for s, code in _STATUS_CODES.items()}
+
+#: What a partition load reads of each row of its scope: what the scan needs (rowid, id, status,
+#: kind, vector, expiry) and then the record's other columns, so the row's page, read anyway for
+#: its vector, also yields the record a recall returns (`Partition.decoded`).
+_PARTITION_COLUMNS = (
+    "m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at,"
+    " m.content, m.confidence, m.provenance, m.subject_user_id, m.metadata, m.created_at, m.updated_at"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,6 +101,14 @@ def guarded(method: Callable) -> Callable:
 
 def vector_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _scope_key_or_none(scope_text: str) -> ScopeKey | None:
+    """The key a stored scope text names; None for a text no partition can be loaded for."""
+    try:
+        return ScopeKey.parse(scope_text)
+    except (ValueError, TypeError):
+        return None
 
 
 @functools.lru_cache(maxsize=64)
@@ -172,37 +188,21 @@ class LocalStoreBase:
                     del self._partitions[key]
         self._seen_changes = max(self._seen_changes, max(v for _, v in changed))
 
-    # -- decoded rows of the hits a recall loads ----------------------------------------------
-    #: decoded rows kept over all partitions (`_decoded_rows` counts them, an upper bound: a
-    #: partition's own mutation clears its rows without counting down); past it, all are dropped
-    DECODED_ROWS_MAX = 20_000
-
+    # -- decoded records, held by their partitions ------------------------------------------
+    # A partition load decodes every sound row of its scope (`_partition_of`), and `_load_hits`
+    # adds the rows it had to read from SQLite since; they live exactly as long as their
+    # partition, so the resident partitions bound them (no separate cap to evict by).
     def _forget_decoded(self, scope_texts: Iterable[str] | None = None) -> None:
-        """Drop the decoded rows of these scopes (all scopes: None). Called by every write
-        transaction for the scopes it touched, so a forgotten, changed or moved memory is read
-        from SQLite again; a partition that is dropped or reloaded takes its own rows with it."""
+        """Drop the decoded rows of these scopes' partitions (all partitions: None). Called by
+        every write transaction for the scopes it touched, committed or not, so a forgotten,
+        changed or moved memory is read from SQLite again (and kept again from there); a
+        partition that is dropped or reloaded takes its own rows with it."""
         if scope_texts is None:
-            parts = list(self._decoded_parts.values())
-            self._decoded_parts.clear()
+            parts = list(self._partitions.values())
         else:
-            parts = [p for p in (self._decoded_parts.pop(t, None) for t in scope_texts) if p is not None]
+            parts = [p for p in map(self._partitions.get, filter(None, map(_scope_key_or_none, scope_texts))) if p is not None]
         for part in parts:
-            self._decoded_rows -= len(part.decoded)
             part.decoded.clear()
-        if scope_texts is None or self._decoded_rows < 0:
-            self._decoded_rows = 0
-
-    def _keep_decoded(self, scope_text: str, part: Partition, rowid: int, memory: StoredMemory) -> None:
-        if self._decoded_rows >= self.DECODED_ROWS_MAX:
-            self._forget_decoded()
-        previous = self._decoded_parts.get(scope_text)
-        if previous is not part:
-            if previous is not None:  # a reloaded partition: the old object's rows are unreachable
-                self._decoded_rows -= len(previous.decoded)
-                previous.decoded.clear()
-            self._decoded_parts[scope_text] = part
-        part.decoded[rowid] = memory
-        self._decoded_rows += 1
 
     def _refresh_if_changed_elsewhere(self) -> None:
         if self._current_data_version() != self._data_version:
@@ -248,13 +248,13 @@ class LocalStoreBase:
         self.partition_loads[scope] += 1
         dim = self.embedder.dimension
         rows, lenient = self._fetchall(
-            "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at FROM memories m WHERE m.scope = ?"
+            f"SELECT {_PARTITION_COLUMNS} FROM memories m WHERE m.scope = ?"
             " AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.row_ref = m.rowid AND q.memory_id = m.id)",
             (str(scope),),
         )
         part, damaged = None, []
         if rows and not lenient:  # the common case, all rows sound: built column by column
-            part = self._sound_partition(rows, dim)
+            part = self._sound_partition(scope, rows, dim)
         if part is None:
             part, damaged = self._checked_partition(scope, rows, lenient, dim)
         self._partitions[scope] = part
@@ -262,21 +262,23 @@ class LocalStoreBase:
             self._quarantine(damaged)
         return part
 
-    def _sound_partition(self, rows: list[tuple], dim: int) -> Partition | None:
+    def _sound_partition(self, scope: ScopeKey, rows: list[tuple], dim: int) -> Partition | None:
         """The partition of `rows` when every row is sound (known status, a vector blob of the
         right size holding finite floats); None if any row is not (then `_checked_partition`
         sorts them one by one)."""
-        _, _, statuses, _, blobs, is_blob, _ = zip(*rows)
+        _, _, statuses, _, blobs, is_blob, *_ = zip(*rows)
         if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(statuses) <= _STATUS_CODE_BY_VALUE.keys():
             return None
         matrix = np.frombuffer(bytearray().join(blobs), dtype=np.float32).reshape(len(rows), dim)  # writable: no copy in from_rows
         if not np.isfinite(matrix).all():
             return None
-        return self._partition_of(rows, matrix, dim)
+        return self._partition_of(scope, rows, matrix, dim, lenient=False)
 
-    def _partition_of(self, rows: Sequence[tuple], matrix: np.ndarray, dim: int) -> Partition:
-        """The partition of sound rows and their vectors (`matrix`, one row each), column by column."""
-        rowids, _, statuses, kinds, _, _, expiries = zip(*rows)
+    def _partition_of(self, scope: ScopeKey, rows: Sequence[tuple], matrix: np.ndarray, dim: int, *, lenient: bool) -> Partition:
+        """The partition of sound rows and their vectors (`matrix`, one row each), column by
+        column, holding the decoded record of every row whose record columns decode too (the
+        others, and rows read `lenient`ly, are left to `_load_hits`, which quarantines them)."""
+        rowids, ids, statuses, kinds, _, _, expiries, contents, confidences, provenances, subjects, metadatas, created, updated = zip(*rows)
         codes = {k: self._kind_code(k) for k in set(kinds)}
         part = Partition.from_rows(
             dim, np.fromiter(rowids, dtype=np.int64, count=len(rows)),
@@ -284,6 +286,9 @@ class LocalStoreBase:
             np.fromiter(map(codes.__getitem__, kinds), dtype=np.int32, count=len(rows)), matrix,
         )
         part.next_expiry = min((float(e) for e in expiries if isinstance(e, (int, float))), default=part.next_expiry)
+        if not lenient:  # text read with surrogate escapes is never kept: the lazy path checks and quarantines it
+            memories = memories_of_columns(scope, ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries)
+            part.decoded = {rowid: memory for rowid, memory in zip(rowids, memories) if memory is not None}
         return part
 
     def _checked_partition(self, scope: ScopeKey, rows: list[tuple], lenient: bool, dim: int) -> tuple[Partition, list[tuple[int, str, str, str]]]:
@@ -309,7 +314,7 @@ class LocalStoreBase:
                 damaged += [(good[i][0], str(scope), good[i][1], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
                 good = [r for r, bad in zip(good, broken.tolist()) if not bad]
                 matrix = matrix[~broken]
-        return (self._partition_of(good, matrix, dim) if good else Partition(dim)), damaged
+        return (self._partition_of(scope, good, matrix, dim, lenient=lenient) if good else Partition(dim)), damaged
 
     # -- quarantine ---------------------------------------------------------
     def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:

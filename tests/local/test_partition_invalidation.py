@@ -122,3 +122,20 @@ async def test_expiry_query_runs_only_once_a_partition_row_can_have_expired(tmp_
     assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=1_999.0)) == 2 and calls == []
     assert len(backend.search_vector(ScopeSet.of(scope), query, limit=5, now=2_500.0)) == 1 and calls == [2_500.0]
     await backend.aclose()
+
+
+async def test_a_foreign_edit_reloads_its_scope_with_the_new_records_and_leaves_the_other_scope_in_memory(tmp_path):
+    """Records are decoded with their partition: after another process edits a memory of A
+    (no new vector, so only its record changed), A is reloaded and serves the edited record, from
+    the reload's own decode; B's records are still served from memory, without any SQL."""
+    reader = LocalBackend(tmp_path / "s")
+    writer = LocalBackend(tmp_path / "s")
+    stored = await writer.put_many([(A, mem(f"alpha {i}"), f"a{i}") for i in range(4)] + [(B, mem(f"beta {i}"), f"b{i}") for i in range(4)])
+    assert len(await ids(reader, A, "alpha")) == 4 and len(await ids(reader, B, "beta")) == 4
+    reads: list[str] = []
+    reader._db.set_trace_callback(lambda sql: reads.append(sql) if "FROM memories WHERE rowid IN" in sql else None)
+    await writer.update(A, stored[0].id, MemoryPatch(confidence=0.25, metadata={"edited": True}))
+    hits = {h.memory.id: h.memory for h in (await reader.search(SearchQuery(ScopeSet.of(A, B), "alpha beta", limit=50))).hits}
+    assert (hits[stored[0].id].confidence, dict(hits[stored[0].id].metadata)) == (0.25, {"edited": True})
+    assert reads == [] and reader.partition_loads == {A: 2, B: 1}  # A reloaded with its records, B untouched
+    await reader.aclose(); await writer.aclose()

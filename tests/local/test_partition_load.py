@@ -10,6 +10,8 @@ import numpy as np
 
 from adapters.base import NewMemory, Provenance, Status
 from adapters.local import LocalBackend
+from adapters.local.records import COLUMNS, row_to_memory
+from adapters.local.store import _PARTITION_COLUMNS
 from adapters.scopes import ScopeKey, ScopeSet
 
 A = ScopeKey.workspace("acme", "alpha")
@@ -29,10 +31,7 @@ async def _filled(tmp_path) -> LocalBackend:
 
 
 def _rows(backend: LocalBackend):
-    return backend._db.execute(
-        "SELECT m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at FROM memories m WHERE m.scope = ?",
-        (str(A),),
-    ).fetchall()
+    return backend._db.execute(f"SELECT {_PARTITION_COLUMNS} FROM memories m WHERE m.scope = ?", (str(A),)).fetchall()
 
 
 async def test_the_column_load_equals_the_row_by_row_checks(tmp_path):
@@ -46,6 +45,9 @@ async def test_the_column_load_equals_the_row_by_row_checks(tmp_path):
     assert np.array_equal(fast.matrix[: fast.size], slow.matrix[: slow.size])
     assert fast.next_expiry == slow.next_expiry == 4_000_000_000.0
     assert fast.matrix.flags.writeable and fast.matrix.flags.c_contiguous  # appends and swap-removes write into it
+    # both hold every row's record, and it is the record the hits' own SELECT decodes
+    records = {r[0]: row_to_memory(r, A) for r in backend._db.execute(f"SELECT {COLUMNS} FROM memories")}
+    assert fast.decoded == slow.decoded == records and len(records) == 40
     await backend.aclose()
 
 

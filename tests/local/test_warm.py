@@ -54,7 +54,7 @@ async def test_a_warmed_store_answers_as_a_cold_one_and_loads_nothing_more(tmp_p
 
 async def test_the_budget_bounds_what_is_loaded_largest_first_then_whatever_still_fits(tmp_path):
     backend = await _filled(tmp_path)
-    row = Partition.bytes_per_row(backend.embedder.dimension)
+    row = Partition.bytes_per_row(backend.embedder.dimension) + Partition.RECORD_BYTES  # a row's vector, codes and record
     assert backend.warm(max_bytes=(SIZES[MID] + SIZES[SMALL]) * row) == 2  # BIG does not fit; MID, then SMALL do
     assert set(backend.partition_loads) == {MID, SMALL}
     assert backend.resident_vector_bytes <= (SIZES[MID] + SIZES[SMALL]) * row
