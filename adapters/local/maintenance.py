@@ -128,7 +128,7 @@ class LocalMaintenance(LocalStoreBase):
             pass
         try:
             return _provenance_from_json(provenance).author_user_id == subject_user_id  # type: ignore[arg-type]
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):  # nested too deep to parse: names no author
             return False
 
     # -- re-embedding (an explicit, whole-store change of vector space) -------------------

@@ -149,3 +149,19 @@ async def test_erasure_removes_the_subjects_undecodable_quarantined_rows(tmp_pat
     assert [q.memory_id for q in await b.quarantined()] == [alices.id]  # another author's row is not erased
     assert b.count() == 1
     await b.aclose()
+
+
+async def test_erasure_goes_on_past_a_provenance_nested_too_deep_to_parse(tmp_path):
+    """json.loads raises RecursionError (not ValueError) on deep nesting: one such damaged row
+    must not make a subject's erasure fail."""
+    b = LocalBackend(tmp_path / "s")
+    deep = await b.put(ALPHA, mem("deeply damaged"), idempotency_key="k1")
+    by_bob = await b.put(ALPHA, NewMemory("bob wrote this", "note", Provenance("bob", "assistant")), idempotency_key="k2")
+    conn = raw(tmp_path)
+    conn.execute("UPDATE memories SET provenance = ? WHERE id = ?", ("[" * 100_000 + "]" * 100_000, deep.id))
+    _damage(conn, "unknown status", by_bob.id)
+    conn.close()
+    assert await b.list(ALPHA) == []  # both quarantined
+    assert await b.erase_subject_traces("acme", "bob") == 1
+    assert [q.memory_id for q in await b.quarantined()] == [deep.id]
+    await b.aclose()
