@@ -119,6 +119,16 @@ def encodable_text(text: object) -> bool:
     return True
 
 
+def _check_values(mid: Any, content: Any, kind: Any, confidence: Any, expires: Any) -> None:
+    """The checks of a row's plain columns; `RowDamage` names the first that fails."""
+    if not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str):
+        raise RowDamage("a text column holds another type")
+    if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+        raise RowDamage("confidence outside [0, 1]")
+    if expires is not None and not isinstance(expires, (int, float)):
+        raise RowDamage("expires_at is not a number")
+
+
 def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *, check_text: bool = False) -> StoredMemory:
     """Decode one row of `COLUMNS`. `scope_key`, when given, must already be verified equal to
     the row's stored scope. Raises `RowDamage` (never KeyError/ValueError) for a damaged row.
@@ -137,12 +147,7 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         metadata = _metadata_from_json(meta)
     except _METADATA_FAILURES:
         raise RowDamage("metadata does not decode") from None
-    if not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str):
-        raise RowDamage("a text column holds another type")
-    if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
-        raise RowDamage("confidence outside [0, 1]")
-    if expires is not None and not isinstance(expires, (int, float)):
-        raise RowDamage("expires_at is not a number")
+    _check_values(mid, content, kind, confidence, expires)
     try:
         key = scope_key if scope_key is not None else ScopeKey.parse(scope)
     except (ValueError, TypeError):
@@ -230,12 +235,12 @@ def _memories_row_by_row(
     ):
         provenance = provenance_of[prov]
         template = template_of[meta]
-        if (
-            state is None or provenance is None or template is None
-            or not isinstance(content, str) or not isinstance(kind, str) or not isinstance(mid, str)
-            or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0
-            or (expires is not None and not isinstance(expires, (int, float)))
-        ):
+        if state is None or provenance is None or template is None:
+            out.append(None)
+            continue
+        try:
+            _check_values(mid, content, kind, confidence, expires)  # row_to_memory's own checks
+        except RowDamage:
             out.append(None)
             continue
         out.append(StoredMemory(
