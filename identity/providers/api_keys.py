@@ -18,6 +18,7 @@ What it must never do: store or log the plaintext key, or accept a revoked one.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import itertools
 import logging
@@ -186,26 +187,47 @@ class ApiKeyStore:
     def verify(self, key: str) -> ApiKeyRecord:
         """The record bound to `key`, or `InvalidCredential` (unknown, wrong secret, revoked)."""
         key_id, secret = parse_api_key(key)
-        found = self.repository.lookup(key_id)
+        record = self._checked(key_id, secret, self.repository.lookup(key_id))
+        due = self._use_due(key_id)
+        if due is not None:
+            self._note_use(key_id, due)
+        return record
+
+    async def verify_async(self, key: str) -> ApiKeyRecord:
+        """`verify` for a caller on an event loop (the service's door): the lookup is the
+        repository's `lookup_async` and the once-a-minute use note runs in a worker thread, so a
+        store over the network (PostgreSQL) or a write waiting on a file lock never stalls the
+        other requests the loop is serving. The same checks, in the same order."""
+        key_id, secret = parse_api_key(key)
+        record = self._checked(key_id, secret, await self.repository.lookup_async(key_id))
+        due = self._use_due(key_id)
+        if due is not None:
+            await asyncio.to_thread(self._note_use, key_id, due)
+        return record
+
+    def _checked(self, key_id: str, secret: str, found: StoredApiKey | None) -> ApiKeyRecord:
         stored = found if found is not None else self._dummy  # same work either way: no oracle
         matches = _compare(_digest(stored.salt, secret), stored.digest)
         if found is None or not matches or found.scheme != _SCHEME:
             raise InvalidCredential("unknown API key")  # same message: no oracle for valid key ids
         if found.record.revoked:
             raise InvalidCredential(f"API key {key_id} has been revoked")
-        self._note_use(key_id)
         return found.record
 
-    def _note_use(self, key_id: str) -> None:
-        """Record the key's last use for `keys list`, at most once a minute per key and process
-        (one small write, never on every request). Bookkeeping only: a failure to record it is
-        logged and never refuses a valid key."""
+    def _use_due(self, key_id: str) -> float | None:
+        """Now, if the key's last use is to be recorded (at most once a minute per key and
+        process: one small write, never on every request); None otherwise."""
         now = time.time()
         if now - self._touched.get(key_id, 0.0) < _TOUCH_EVERY_S:
-            return
+            return None
         self._touched[key_id] = now
         if len(self._touched) > 65536:
             self._touched.clear()
+        return now
+
+    def _note_use(self, key_id: str, now: float) -> None:
+        """Record the key's last use for `keys list`. Bookkeeping only: a failure to record it
+        is logged and never refuses a valid key."""
         try:
             self.repository.touch(key_id, now)
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not turn a valid key away
@@ -265,16 +287,16 @@ class ApiKeyProvider:
         self._identities: dict[tuple[object, ...], MemoryIdentity] = {}
 
     async def authenticate(self, credential: ApiKey) -> MemoryIdentity:
-        identity = self.bound_identity(credential)
+        identity = await self.bound_identity(credential)
         return identity.model_copy(update={"session_id": new_session_id()})  # the same validated fields; only the session is new (ours, valid by construction)
 
-    def bound_identity(self, credential: ApiKey) -> MemoryIdentity:
+    async def bound_identity(self, credential: ApiKey) -> MemoryIdentity:
         """The identity `credential` is bound to, verified in full (lookup, hash, revocation) on
         this call, in whatever session it was first built with: for a caller that puts it in a
         session of its own at once (the service's default session), so that no fresh session id
         is made only to be replaced. `authenticate` is this plus a fresh session."""
         require_credential(credential, ApiKey, "API key provider")
-        record = self.store.verify(credential.key)
+        record = await self.store.verify_async(credential.key)
         binding = (record.tenant_id, record.user_id, record.department_ids, record.workspace_id, record.agent_id, record.roles, record.permission_version)
         try:
             known = self._identities.get(binding)

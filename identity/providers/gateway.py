@@ -242,7 +242,7 @@ class GatewayProvider:
         if -age > self._max_future_skew:
             raise ExpiredCredential(f"gateway request is dated {int(-age)} s in the future")
         self._check_body(values.get(H_CONTENT), credential.content_sha256)
-        self._check_nonce(values.get(H_NONCE), int(timestamp))
+        await self._check_nonce(values.get(H_NONCE), int(timestamp))
         return self._identity(values)
 
     def _check_body(self, signed_digest: str | None, body_digest: str | None) -> None:
@@ -272,7 +272,7 @@ class GatewayProvider:
             values[key] = value
         return values
 
-    def _check_nonce(self, nonce: str | None, timestamp: int) -> None:
+    async def _check_nonce(self, nonce: str | None, timestamp: int) -> None:
         if nonce is None or nonce == "":
             if self._require_nonce:
                 raise InvalidCredential("gateway request has no X-VB-Nonce (required)")
@@ -281,7 +281,7 @@ class GatewayProvider:
             raise InvalidCredential("X-VB-Nonce must be 8-128 characters of A-Z a-z 0-9 _ -")
         # live for as long as a request with this timestamp can be accepted, plus a second
         expires = timestamp + self._max_age + self._max_future_skew + 1
-        if not self._nonces.check_and_remember(nonce, expires):
+        if not await self._nonces.check_and_remember_async(nonce, expires):
             raise InvalidCredential("gateway request replayed (nonce already used)")
 
     @staticmethod

@@ -54,6 +54,9 @@ class InMemoryApiKeyRepository:
         with self._lock:
             return self._keys.get(key_id)
 
+    async def lookup_async(self, key_id: str) -> StoredApiKey | None:
+        return self.lookup(key_id)  # a dict read: nothing to wait for
+
     def revoke(self, key_id: str, at: float) -> bool:
         with self._lock:
             stored = self._keys.get(key_id)

@@ -20,6 +20,7 @@ What it must never do: forget a live nonce, or answer True twice for one live no
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sqlite3
 import threading
@@ -79,6 +80,9 @@ class InMemoryNonceCache:
 
     def __len__(self) -> int:
         return len(self._live)
+
+    async def check_and_remember_async(self, nonce: str, expires_at: float) -> bool:
+        return self.check_and_remember(nonce, expires_at)  # in memory: nothing to wait for
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
         nonce, expires_at = checked_nonce(nonce, expires_at)
@@ -173,6 +177,12 @@ class SqliteNonceCache:
     def __len__(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT n FROM nonce_count").fetchone()[0])
+
+    async def check_and_remember_async(self, nonce: str, expires_at: float) -> bool:
+        """In a worker thread: the transaction commits with a sync to disk, and waits up to the
+        busy timeout while another process holds the file's write lock; neither may stall an
+        event loop. The connection is shared under `_lock`, so any thread may run it."""
+        return await asyncio.to_thread(self.check_and_remember, nonce, expires_at)
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
         nonce, expires_at = checked_nonce(nonce, expires_at)

@@ -17,7 +17,7 @@ may do what.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -126,8 +126,19 @@ class PgApiKeyRepository(_OnPool):
         if not self.pool.run_sync(run, "API key store"):
             raise Conflict(f"API key id {r.key_id} already exists")
 
+    _LOOKUP = f"SELECT scheme, salt, digest, {_COLUMNS} FROM api_keys WHERE key_id = %s"
+
     def lookup(self, key_id: str) -> StoredApiKey | None:
-        (rows,) = self.pool.read_sync([(f"SELECT scheme, salt, digest, {self._COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,))], "API key store")
+        (rows,) = self.pool.read_sync([(self._LOOKUP, (key_id,))], "API key store")
+        return self._stored(rows)
+
+    async def lookup_async(self, key_id: str) -> StoredApiKey | None:
+        """The same one-round-trip read, awaited: the door's event loop serves other requests
+        while it is on the wire."""
+        (rows,) = await self.pool.read([(self._LOOKUP, (key_id,))], "API key store")
+        return self._stored(rows)
+
+    def _stored(self, rows: Sequence[Sequence[Any]]) -> StoredApiKey | None:
         if not rows:
             return None
         row = rows[0]
@@ -169,6 +180,14 @@ class PgNonceCache(_OnPool):
         self._clock, self._max, self._batch = clock, max_entries, purge_batch
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool:
+        return self.pool.run_sync(self._checking(nonce, expires_at), "nonce cache")
+
+    async def check_and_remember_async(self, nonce: str, expires_at: float) -> bool:
+        """The same transaction, awaited from the caller's loop (the pool runs it on its own)."""
+        return await self.pool.run(self._checking(nonce, expires_at), "nonce cache")
+
+    def _checking(self, nonce: str, expires_at: float) -> Callable[[psycopg.AsyncConnection], Awaitable[bool]]:
+        """The check-and-insert of `nonce` as one transaction's body, its arguments checked now."""
         nonce, expires_at = checked_nonce(nonce, expires_at)
         if "\x00" in nonce:
             raise InvalidInput("a nonce must not contain NUL")
@@ -197,7 +216,7 @@ class PgNonceCache(_OnPool):
             )
             return (await cur.fetchone()) is not None
 
-        return self.pool.run_sync(run, "nonce cache")
+        return run
 
     def __len__(self) -> int:
         async def run(conn: psycopg.AsyncConnection) -> int:

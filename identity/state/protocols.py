@@ -109,6 +109,11 @@ class ApiKeyRepository(Protocol):
 
     def lookup(self, key_id: str) -> StoredApiKey | None: ...
 
+    async def lookup_async(self, key_id: str) -> StoredApiKey | None:
+        """`lookup` for a caller on an event loop (the service's door): a repository over the
+        network awaits its read instead of blocking the loop; a local one may answer inline."""
+        ...
+
     def revoke(self, key_id: str, at: float) -> bool: ...
 
     def touch(self, key_id: str, at: float) -> None:
@@ -135,3 +140,9 @@ class NonceCache(Protocol):
     """
 
     def check_and_remember(self, nonce: str, expires_at: float) -> bool: ...
+
+    async def check_and_remember_async(self, nonce: str, expires_at: float) -> bool:
+        """`check_and_remember` for a caller on an event loop (the gateway provider in the
+        service's door): a cache that writes to disk or over the network does it without
+        blocking the loop; the same atomic step."""
+        ...

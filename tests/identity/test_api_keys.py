@@ -199,19 +199,19 @@ async def test_bound_identity_verifies_the_key_on_every_call_like_authenticate(s
     """`bound_identity` (what the service's edge asks when the caller names no session) skips only
     the fresh session id: the row is read, the secret checked and revocation seen on each call."""
     provider = ApiKeyProvider(store)
-    bound = provider.bound_identity(ApiKey(issued.key))
+    bound = await provider.bound_identity(ApiKey(issued.key))
     full = await provider.authenticate(ApiKey(issued.key))
     assert bound.fingerprint == full.fingerprint and bound.principal == full.principal
     with pytest.raises(InvalidCredential):
-        provider.bound_identity(ApiKey(issued.key[:-2] + ("AA" if not issued.key.endswith("AA") else "BB")))
+        await provider.bound_identity(ApiKey(issued.key[:-2] + ("AA" if not issued.key.endswith("AA") else "BB")))
     with sqlite3.connect(store.path) as db:
         db.execute("UPDATE api_keys SET roles = '[\"reader\"]' WHERE key_id = ?", (issued.record.key_id,))
-    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"reader"})  # re-bound: seen at once
+    assert (await provider.bound_identity(ApiKey(issued.key))).roles == frozenset({"reader"})  # re-bound: seen at once
     store.revoke(issued.record.key_id)
     with pytest.raises(InvalidCredential, match="revoked"):
-        provider.bound_identity(ApiKey(issued.key))
+        await provider.bound_identity(ApiKey(issued.key))
     with pytest.raises(Unauthenticated):
-        provider.bound_identity(BearerToken("not-a-key"))  # type: ignore[arg-type]
+        await provider.bound_identity(BearerToken("not-a-key"))  # type: ignore[arg-type]
 
 
 async def test_decoded_rows_never_outlive_a_change_made_by_another_process(tmp_path):
@@ -223,22 +223,22 @@ async def test_decoded_rows_never_outlive_a_change_made_by_another_process(tmp_p
     issued = admin.issue(tenant_id="t", user_id="u", agent_id="a", roles=["writer"])
     provider = ApiKeyProvider(server)
     for _ in range(5):
-        assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"writer"})
+        assert (await provider.bound_identity(ApiKey(issued.key))).roles == frozenset({"writer"})
     assert server.repository.lookup(issued.record.key_id) is server.repository.lookup(issued.record.key_id)  # decoded once
     with sqlite3.connect(path) as db:
         db.execute("UPDATE api_keys SET roles = '[\"reader\"]' WHERE key_id = ?", (issued.record.key_id,))
-    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"reader"})
+    assert (await provider.bound_identity(ApiKey(issued.key))).roles == frozenset({"reader"})
     with sqlite3.connect(path) as db:  # back to the row as it was: the same decode, never a stale verdict
         db.execute("UPDATE api_keys SET roles = '[\"writer\"]' WHERE key_id = ?", (issued.record.key_id,))
-    assert provider.bound_identity(ApiKey(issued.key)).roles == frozenset({"writer"})
+    assert (await provider.bound_identity(ApiKey(issued.key))).roles == frozenset({"writer"})
     admin.revoke(issued.record.key_id)
     with pytest.raises(InvalidCredential, match="revoked"):
-        provider.bound_identity(ApiKey(issued.key))
+        await provider.bound_identity(ApiKey(issued.key))
     with pytest.raises(InvalidCredential, match="revoked"):
         await provider.authenticate(ApiKey(issued.key))
     with sqlite3.connect(path) as db:  # a key whose row is gone is unknown at once
         db.execute("DELETE FROM api_keys WHERE key_id = ?", (issued.record.key_id,))
     with pytest.raises(InvalidCredential, match="unknown API key"):
-        provider.bound_identity(ApiKey(issued.key))
+        await provider.bound_identity(ApiKey(issued.key))
     admin.close()
     server.close()

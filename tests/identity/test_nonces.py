@@ -3,7 +3,9 @@ and shareable between processes (SQLite) behind the `NonceCache` protocol."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -221,3 +223,43 @@ def test_settings_can_share_the_replay_cache_between_processes(tmp_path: Path) -
     provider = build_provider(settings)
     assert isinstance(provider._nonces, SqliteNonceCache) and provider._nonces.path == path
     assert isinstance(build_provider(load_settings(provider="gateway", gateway={"secret": "k" * 32}))._nonces, InMemoryNonceCache)
+
+
+def test_a_nonce_check_waiting_on_another_process_lock_leaves_the_event_loop_serving(tmp_path: Path) -> None:
+    """The gateway provider checks nonces on the service's event loop. On SQLite the check is a
+    write transaction that syncs to disk and, while another process holds the file's write lock,
+    waits up to the busy timeout: done inline, it would stall every request of the worker. The
+    loop must keep turning while the check waits, and the check must still be exact afterwards."""
+    path = tmp_path / "nonces.sqlite3"
+    cache = SqliteNonceCache(path, Clock())
+    other = sqlite3.connect(path, isolation_level=None)  # another process's connection, holding the write lock
+
+    async def scenario() -> list[int]:
+        other.execute("BEGIN IMMEDIATE")
+        check = asyncio.ensure_future(cache.check_and_remember_async("nonce-0001", T0 + 10))
+        turns = []
+        for i in range(10):  # the loop serves other work while the check waits for the lock
+            await asyncio.sleep(0.01)
+            turns.append(i)
+        assert not check.done()
+        other.execute("COMMIT")
+        assert await check is True
+        assert await cache.check_and_remember_async("nonce-0001", T0 + 10) is False
+        return turns
+
+    try:
+        assert asyncio.run(scenario()) == list(range(10))
+    finally:
+        other.close()
+        cache.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_async_check_is_the_same_atomic_step(kind: str, tmp_path: Path) -> None:
+    cache = _make(kind, tmp_path, Clock())
+
+    async def many() -> list[bool]:
+        return list(await asyncio.gather(*(cache.check_and_remember_async("nonce-0002", T0 + 10) for _ in range(8))))
+
+    assert sorted(asyncio.run(many())) == [False] * 7 + [True]
+    assert cache.check_and_remember("nonce-0002", T0 + 10) is False

@@ -19,6 +19,9 @@ import pytest
 from adapters.scopes import ScopeKey
 from bridge.state.postgres import PostgresState
 from contract_tests.postgres_server import TestDatabase
+from identity.errors import InvalidCredential
+from identity.providers.api_keys import ApiKeyProvider, ApiKeyStore
+from identity.providers.base import ApiKey
 from identity.state.protocols import SessionBinding
 from identity.storage.postgres import PgPool
 
@@ -73,3 +76,39 @@ def test_the_identity_lookups_of_every_request_are_one_read_each(state: Postgres
     assert keys.lookup("no-such-key") is None
     assert keys.records("acme") == []
     assert calls == Counter({"read_sync": 4})
+
+
+def test_the_doors_identity_checks_await_the_pool_and_never_block_the_loop(state: PostgresState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service's door verifies an API key and a gateway nonce on its event loop: on
+    PostgreSQL it awaits the pool (`read`, `run`) and never takes the blocking entry points, which
+    would stall every other request the loop serves for the round trips."""
+    store = ApiKeyStore(state.api_key_repository())
+    issued = store.issue(tenant_id="acme", user_id="alice", agent_id="wukong")
+    nonces = state.nonce_cache()
+    provider = ApiKeyProvider(store)
+    calls = _counting(state.pool, monkeypatch)
+    on_loop: Counter[str] = Counter()  # the blocking entry points, called from a thread running an event loop
+    for name in ("run_sync", "read_sync"):
+        counted = getattr(state.pool, name)
+
+        def watched(*args: Any, _name: str = name, _counted: Any = counted, **kwargs: Any) -> Any:
+            if asyncio._get_running_loop() is not None:
+                on_loop[_name] += 1
+            return _counted(*args, **kwargs)
+
+        monkeypatch.setattr(state.pool, name, watched)
+
+    async def door() -> None:
+        for _ in range(3):
+            identity = await provider.bound_identity(ApiKey(issued.key))
+            assert (identity.tenant_id, identity.user_id, identity.agent_id) == ("acme", "alice", "wukong")
+        with pytest.raises(InvalidCredential):
+            await provider.bound_identity(ApiKey(issued.key[:-2] + ("AA" if not issued.key.endswith("AA") else "BB")))
+        # many concurrent checks of one nonce: exactly one is first
+        firsts = await asyncio.gather(*(nonces.check_and_remember_async("nonce-0001", time.time() + 60) for _ in range(6)))
+        assert sorted(firsts) == [False] * 5 + [True]
+
+    asyncio.run(door())
+    assert not on_loop, on_loop
+    # four key lookups, six nonce transactions, and the key's last use noted once (a write, in a worker thread)
+    assert calls == Counter({"read": 4, "run": 6, "run_sync": 1}), calls

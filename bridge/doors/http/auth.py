@@ -115,7 +115,7 @@ class EdgeAuthenticator:
         # a provider that can say whom a credential is bound to without inventing a session for it
         # (API keys): the default session replaces that session anyway; the credential is verified
         # in full either way
-        identity = bound(credential) if bound is not None else await provider.authenticate(credential)
+        identity = await (bound(credential) if bound is not None else provider.authenticate(credential))
         if len(sessions) > 1:
             raise Unauthenticated("more than one X-Session-Id header")
         if sessions:
