@@ -101,7 +101,7 @@ class MemoryBridge(OperationMethods, ReadMethods):
             await self.aopen()
         try:
             if op.continues_session:
-                identity = self.runtime.sessions.continue_session(identity)
+                identity = await self.runtime.sessions.continue_session_async(identity)
             op.check(self.runtime.limits)
             if op.changes_ref:  # every path that changes a memory by reference: injected ones are read-only to the child
                 await self._check_not_injected(identity, op.ref)  # type: ignore[attr-defined]

@@ -31,5 +31,5 @@ async def establish_identity(
     if session_id is not None:
         identity = narrow(identity, {"session_id": session_id})
     if sessions is not None:
-        identity = sessions.continue_session(identity)
+        identity = await sessions.continue_session_async(identity)
     return identity

@@ -19,6 +19,7 @@ a `SessionRepository` (`identity.state.memory`, `identity.state.sqlite` or `iden
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -55,6 +56,15 @@ class SessionRegistry(Protocol):
         ...
 
     def binding(self, tenant_id: str, session_id: str) -> SessionBinding | None: ...
+
+    async def continue_session_async(self, identity: MemoryIdentity) -> MemoryIdentity:
+        """`continue_session` for a caller on an event loop: a binding to store is written
+        without blocking the loop."""
+        ...
+
+    async def start_session_async(self, identity: MemoryIdentity) -> MemoryIdentity: ...
+
+    async def fork_async(self, identity: MemoryIdentity, parent_session_id: str) -> MemoryIdentity: ...
 
 
 def _require_identity(identity: object, action: str) -> MemoryIdentity:
@@ -94,25 +104,49 @@ class SessionBinder:
             created_at=time.time(),
         )
 
+    def _confirmed_already(self, identity: MemoryIdentity) -> bool:
+        """True if this process has seen `identity`'s session stored with its fingerprint;
+        `SessionIdentityMismatch` if with another one; False if it must ask the repository."""
+        known = self._confirmed.get((identity.tenant_id, identity.session_id))
+        if known is None:
+            return False
+        if known != identity.fingerprint:
+            raise _mismatch("continue", identity.tenant_id, identity.session_id)
+        return True
+
     def continue_session(self, identity: MemoryIdentity) -> MemoryIdentity:
         identity = _require_identity(identity, "continue")
-        confirmed = self._confirmed
-        key = (identity.tenant_id, identity.session_id)
-        known = confirmed.get(key)
-        if known is not None:
-            if known != identity.fingerprint:
-                raise _mismatch("continue", identity.tenant_id, identity.session_id)
+        if self._confirmed_already(identity):
             return identity
         stored = self.repository.bind_if_absent(self._new_binding(identity, identity.session_id, None))
         _require_owner(stored, identity, "continue")
+        confirmed = self._confirmed
         if len(confirmed) >= self._CONFIRMED_MAX:
             confirmed.clear()
-        confirmed[key] = stored.fingerprint
+        confirmed[(identity.tenant_id, identity.session_id)] = stored.fingerprint
         return identity
+
+    async def continue_session_async(self, identity: MemoryIdentity) -> MemoryIdentity:
+        """A known session is answered on the loop; a first use stores its binding in a worker
+        thread: a write that syncs to disk (SQLite, which may also wait for another process's
+        lock) or a transaction over the network (PostgreSQL), which would stall every other
+        request the loop serves. The repositories are safe to call from any thread."""
+        identity = _require_identity(identity, "continue")
+        if self._confirmed_already(identity):
+            return identity
+        return await asyncio.to_thread(self.continue_session, identity)
 
     def start_session(self, identity: MemoryIdentity) -> MemoryIdentity:
         identity = _require_identity(identity, "start")
         return self.continue_session(identity.with_session(new_session_id()))
+
+    async def start_session_async(self, identity: MemoryIdentity) -> MemoryIdentity:
+        identity = _require_identity(identity, "start")
+        return await self.continue_session_async(identity.with_session(new_session_id()))
+
+    async def fork_async(self, identity: MemoryIdentity, parent_session_id: str) -> MemoryIdentity:
+        """`fork` in a worker thread: it reads the parent's binding and stores the child's."""
+        return await asyncio.to_thread(self.fork, identity, parent_session_id)
 
     def fork(self, identity: MemoryIdentity, parent_session_id: str) -> MemoryIdentity:
         identity = _require_identity(identity, "fork")

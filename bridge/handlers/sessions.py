@@ -10,10 +10,10 @@ __all__ = ["start_session", "fork_session"]
 
 
 async def start_session(rt: BridgeRuntime, identity: MemoryIdentity, op: StartSession) -> MemoryIdentity:
-    return rt.sessions.start_session(identity)
+    return await rt.sessions.start_session_async(identity)
 
 
 async def fork_session(rt: BridgeRuntime, identity: MemoryIdentity, op: ForkSession) -> MemoryIdentity:
-    return rt.sessions.fork(identity, op.parent_session_id or identity.session_id)
+    return await rt.sessions.fork_async(identity, op.parent_session_id or identity.session_id)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -142,3 +143,68 @@ def test_two_registries_on_one_file_agree_on_first_binder(tmp_path):
         b.continue_session(ident(user_id="bob"))
     a.close()
     b.close()
+
+
+def test_a_first_binding_waiting_on_another_process_lock_leaves_the_event_loop_serving(tmp_path):
+    """The bridge continues a session on its event loop. Storing a first binding is a write that
+    syncs to disk and, while another process holds the file's write lock, waits for it: inline it
+    would stall every request of the worker. The loop keeps turning; the binding is exact after."""
+    registry = SqliteSessionRegistry(tmp_path / "sessions.sqlite")
+    other = sqlite3.connect(tmp_path / "sessions.sqlite", isolation_level=None)
+    alice, mallory = ident(session_id="s-new"), ident(session_id="s-new", user_id="mallory")
+
+    async def scenario() -> int:
+        other.execute("BEGIN IMMEDIATE")
+        bind = asyncio.ensure_future(registry.continue_session_async(alice))
+        turns = 0
+        for _ in range(10):
+            await asyncio.sleep(0.01)
+            turns += 1
+        assert not bind.done()
+        other.execute("COMMIT")
+        assert await bind == alice
+        assert await registry.continue_session_async(alice) == alice  # known: answered on the loop
+        with pytest.raises(SessionIdentityMismatch):
+            await registry.continue_session_async(mallory)
+        forked = await registry.fork_async(alice, "s-new")
+        assert forked.session_id != "s-new" and (await registry.start_session_async(alice)).session_id not in ("s-new", forked.session_id)
+        return turns
+
+    try:
+        assert asyncio.run(scenario()) == 10
+        assert registry.binding("acme", "s-new").user_id == "alice"
+    finally:
+        other.close()
+        registry.close()
+
+
+async def test_the_bridge_never_stores_a_binding_on_its_event_loop(tmp_path, monkeypatch):
+    """Every session path of the bridge (continue on each operation, start, fork) reaches the
+    repository from a worker thread, never from the thread running the loop."""
+    from adapters.local import LocalBackend
+    from adapters.shared.embedding import HashingEmbedder
+    from bridge.facade import MemoryBridge
+    from bridge.state.sqlite import SqliteState
+
+    registry = SqliteSessionRegistry(tmp_path / "sessions.sqlite")
+    on_loop: list[str] = []
+    for name in ("bind_if_absent", "get"):
+        original = getattr(registry.repository, name)
+
+        def watched(*args, _name=name, _original=original):
+            if asyncio._get_running_loop() is not None:
+                on_loop.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(registry.repository, name, watched)
+    bridge = MemoryBridge(LocalBackend(tmp_path / "store", embedder=HashingEmbedder(64)), SqliteState(tmp_path / "state.sqlite3"), sessions=registry)
+    try:
+        alice = ident(session_id="s-bridge")
+        await bridge.recall(alice, "anything")
+        started = await bridge.start_session(alice)
+        await bridge.fork_session(started)
+        assert on_loop == []
+        assert registry.binding("acme", "s-bridge") is not None and registry.binding("acme", started.session_id) is not None
+    finally:
+        await bridge.aclose()
+        registry.close()
