@@ -6,9 +6,11 @@ the OpenViking key store on PostgreSQL. It lives in `identity`, the bottom layer
 package can use it without a dependency cycle; it knows nothing of identities.
 
 `PgPool` is ONE async psycopg pool running on a private event-loop thread. The identity
-protocols are synchronous (they are called from inside the bridge's event loop), the bridge's
-state protocols are async; both submit coroutines to that thread (`run_sync` blocks the caller,
-`run` awaits from any loop), so one pool serves both and no caller can deadlock its own loop.
+protocols are synchronous (admin commands, the CLI, worker threads), with async twins for what
+the service's door asks on its event loop (an API key's lookup, a gateway nonce's check), and
+the bridge's state protocols are async; all submit coroutines to that thread (`run_sync` blocks
+the caller, `run` awaits from any loop), so one pool serves both and no caller can deadlock its
+own loop, and none on an event loop has to block it.
 `read` is the short path for a fixed list of reads (a recall: declare the ScopeSet, then query;
 the state's and the identity stores' lookups; `read_sync` for blocking callers):
 every statement queued at once in pipeline mode and one Sync after the last, so they run in ONE
