@@ -55,27 +55,31 @@ class Scan:
         return [(keys[w], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
 
     @staticmethod
-    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False) -> np.ndarray:
-        """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
-        values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
-        one's order, and the same scan always ranks alike). Only the kept values are sorted.
+    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:
+        """Buffer indices of the best `limit` values, best first; a value at or below `floor`
+        (-inf unless told) is never returned and equal values keep buffer order, also at the cut
+        (so a smaller limit gives a prefix of a larger one's order, and the same scan always ranks
+        alike). Only the kept values are sorted.
 
         Two passes over `values`: the `limit`-th largest value (a partition, no index array),
         then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
-        the first tied rows in buffer order are kept; if that value is -inf, fewer than `limit`
-        rows are returnable and all of them are. (Array methods, not numpy's module functions:
-        on arrays of a few thousand rows their dispatch is a good part of the cost.)
+        the first tied rows in buffer order are kept; if that value is at or below `floor`, fewer
+        than `limit` rows can be returned and all of them are. (Array methods, not numpy's module
+        functions: on arrays of a few thousand rows their dispatch is a good part of the cost.)
 
         `few_distinct`: the values are a few distinct ones in long runs (BM25: a word most rows
         hold gives them the same few scores, the rest are -inf). numpy's partition slows down
         several times on such arrays, where its vectorised sort stays fast: the cut is read from
-        a sorted copy instead. Same cut, same result; only the cost differs."""
+        a sorted copy instead. Same cut, same result; only the cost differs.
+
+        `floor`: BM25 sums are 0 exactly where a row is no candidate (adapters/local/lexical_search.py);
+        ranking them with `floor=0.0` spares the pass that would write -inf there first."""
         if limit <= 0:
             return np.zeros(0, dtype=np.intp)
         n = len(values)
         if n > limit:
             cut = (np.sort(values) if few_distinct else np.partition(values, n - limit))[n - limit]
-            if cut > -np.inf:
+            if cut > floor:
                 top = (values >= cut).nonzero()[0]
                 if len(top) > limit:
                     kept = values[top]
@@ -83,7 +87,7 @@ class Scan:
                     top = np.concatenate([above, top[kept == cut][: limit - len(above)]])
                     top.sort()
                 return top[(-values[top]).argsort(kind="stable")]
-        candidates = (values > -np.inf).nonzero()[0]  # at most `limit` of them
+        candidates = (values > floor).nonzero()[0]  # at most `limit` of them
         return candidates[(-values[candidates]).argsort(kind="stable")][:limit]
 
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
