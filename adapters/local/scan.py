@@ -47,12 +47,16 @@ class Scan:
 
     def rows(self, indices: np.ndarray) -> list[tuple[ScopeKey, int]]:
         """(scope, rowid) of buffer indices; under the store's lock, before any partition changes."""
+        return list(zip(*self._scopes_and_rowids(indices)))
+
+    def _scopes_and_rowids(self, indices: np.ndarray) -> tuple[list[ScopeKey], list[int]]:
+        """The scope and the rowid of each buffer index, as two lists (zipped by the callers in C)."""
         keys = [key for key, _, _, _ in self.segments]
+        rowids = self.rowids[indices].tolist()
         if len(keys) == 1:
-            return [(keys[0], rowid) for rowid in self.rowids[indices].tolist()]
+            return keys * len(rowids), rowids
         ends = np.array([offset + n for _, _, offset, n in self.segments])
-        which = ends.searchsorted(indices, side="right").tolist()
-        return [(keys[w], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
+        return [keys[w] for w in ends.searchsorted(indices, side="right").tolist()], rowids
 
     @staticmethod
     def best(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:
@@ -97,7 +101,7 @@ class Scan:
 
     def ranked(self, indices: np.ndarray, scores: list[float]) -> list[tuple[ScopeKey, int, float]]:
         """(scope, rowid, score) of buffer indices, in their order, each with its score."""
-        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(indices), scores)]
+        return list(zip(*self._scopes_and_rowids(indices), scores))
 
 
 class LocalScan(LocalStoreBase):
