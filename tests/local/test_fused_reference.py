@@ -26,6 +26,7 @@ import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, Status
 from adapters.local import LocalBackend
+from adapters.local.lexical_search import _returnable_length
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
 from tests.local.test_bm25_reference import _reference as plain_bm25
@@ -134,3 +135,19 @@ async def test_the_fused_ranking_is_the_fusion_of_both_channels_scored_and_sorte
         db.close()
         await store.aclose()
     assert compared == 14 * 8 and lexical_ties_at_cut > 10  # the cut fell inside a tie often, not once
+
+
+def test_the_summed_length_of_the_returnable_rows_is_the_float32_sums_also_past_float32s_whole_numbers() -> None:
+    """BM25's mean length takes the returnable rows' summed length as their float32 sum gives it;
+    the shortcut (one dot product) is exact only below 2**24, and past it must give way."""
+    rng = np.random.default_rng(7)
+    past = 0
+    for _ in range(400):
+        n = int(rng.integers(1, 3000))
+        high = int(rng.choice([40, 3000, 30_000]))
+        lengths = rng.integers(0, high, n).astype(np.float32)
+        returnable = rng.random(n) < rng.random()
+        want = float(lengths[returnable].sum())
+        past += want >= 2**24
+        assert _returnable_length(lengths, returnable) == want, (n, high)
+    assert past > 20
