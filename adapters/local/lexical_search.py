@@ -60,9 +60,10 @@ class LocalLexical(LocalScan):
         return sums
 
     def _bm25_sums(self, scan: Scan, text: str) -> np.ndarray | None:
-        """`_bm25` with 0 where it has -inf: every candidate scores above 0 (each of its words
-        weighs idf > 0), so `Scan.best_positive` ranks these sums as `Scan.best` ranks `_bm25`'s
-        scores, without the pass that writes -inf. Caller holds the lock.
+        """`_bm25` with 0 where it has -inf: every candidate sums to more than 0 (each of its
+        words weighs idf > 0; a masked row's postings weigh 0), so `Scan.best(..., floor=0.0)`
+        ranks these sums exactly as `Scan.best` ranks `_bm25`'s scores, without the pass over
+        the whole buffer that writes -inf (the fused search ranks them so). Caller holds the lock.
 
         Its cost is a fixed number of array operations per search plus one binary search per
         postings piece, whatever the words: each array is built once over every posting found
