@@ -24,29 +24,33 @@ import time
 import numpy as np
 import pytest
 
-from adapters.base import MemoryPatch, NewMemory, Provenance, Status
+from adapters.base import Status
 from adapters.local import LocalBackend
 from adapters.local.lexical_search import _returnable_length
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
 from tests.local.test_bm25_reference import _reference as plain_bm25
+from tests.local.test_bm25_reference import grow_world
 from tests.local.test_fusion_order import _reference as plain_fusion
 
 SCOPES = (ScopeKey.private("acme", "alice"), ScopeKey.private("acme", "bob"), ScopeKey.workspace("acme", "core"), ScopeKey.workspace("acme", "ops"))
 #: one word nearly every row holds, a few common ones, many rare ones (BM25 then has few distinct values)
 COMMON, USUAL, RARE = ("about",), ("deploy", "budget", "retro", "note"), tuple(f"w{i}" for i in range(24)) + ("血压", "西湖")
-PROV = Provenance("alice", "assistant", "s1")
 
 
 def _text(rng: random.Random, seen: list[str]) -> str:
+    """A row's content (noted in `seen`): often a text written before, which scores alike in both channels."""
     if seen and rng.random() < 0.2:
         return rng.choice(seen)  # the same text again: the same BM25, the same cosine
     if rng.random() < 0.03:
-        return "…"  # no word at all
-    words = [COMMON[0]] if rng.random() < 0.9 else []
-    words += rng.sample(USUAL, rng.randint(0, 2)) + rng.sample(RARE, rng.randint(0, 2))
-    rng.shuffle(words)
-    return " ".join(words * rng.choice([1, 1, 2])) or "…"
+        text = "…"  # no word at all
+    else:
+        words = [COMMON[0]] if rng.random() < 0.9 else []
+        words += rng.sample(USUAL, rng.randint(0, 2)) + rng.sample(RARE, rng.randint(0, 2))
+        rng.shuffle(words)
+        text = " ".join(words * rng.choice([1, 1, 2])) or "…"
+    seen.append(text)
+    return text
 
 
 def _question(rng: random.Random) -> str:
@@ -97,22 +101,8 @@ async def test_the_fused_ranking_is_the_fusion_of_both_channels_scored_and_sorte
     compared = lexical_ties_at_cut = 0
     try:
         for step in range(14):
-            batch = []
-            for i in range(rng.randint(20, 70)):
-                expires = time.time() + rng.choice([-100.0, 3600.0]) if rng.random() < 0.1 else None
-                status = rng.choice([Status.ACTIVE] * 4 + [Status.PENDING])
-                text = _text(rng, seen)
-                seen.append(text)
-                memory = NewMemory(content=text, kind=rng.choice(["note", "fact"]), provenance=PROV, status=status, expires_at=expires)
-                batch.append((rng.choice(SCOPES), memory, f"{step}-{i}"))
-            made = await store.put_many(batch)
-            scope_of.update((memory.id, scope) for memory, (scope, _, _) in zip(made, batch))
-            if step % 4 == 3:  # edits and deletions: positions move, partitions reload
-                for memory_id in rng.sample(sorted(scope_of), min(6, len(scope_of))):
-                    if rng.random() < 0.5:
-                        await store.update(scope_of[memory_id], memory_id, MemoryPatch(content=_text(rng, seen)))
-                    else:
-                        await store.delete(scope_of.pop(memory_id), memory_id)
+            await grow_world(store, rng, scope_of, step, text=lambda: _text(rng, seen), scopes=SCOPES, batch_size=(20, 70), expiring=0.1,
+                             churn_every=4, churned=6)
             for _ in range(8):
                 scopes = _scope_set(rng, db)
                 statuses = rng.choice([frozenset({Status.ACTIVE}), frozenset({Status.ACTIVE, Status.PENDING})])
