@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import random
@@ -74,12 +75,14 @@ def other_fused(tree: Path) -> tuple[Callable, Callable]:
     scan_module = _module("other_scan", local / "scan.py")
     fusion = _module("other_fusion", shared / "fusion.py")
     bm25 = lexical_search.LocalLexical._bm25
+    # the cut of the lexical ranking as that tree's search.py asks for it (a sorted copy, where it has one)
+    lexical_cut = {"few_distinct": True} if "few_distinct" in inspect.signature(scan_module.Scan.best).parameters else {}
 
     def fused(backend, scan, text: str, depth: int, limit: int):  # search.py's _fused, on the other tree's parts
         scan = scan_module.Scan(scan.scores, scan.segments, scan.rowids)
         vector = scan.best(scan.scores, depth)
         scores = bm25(backend, scan, text) if backend.lexical_channel else None
-        lexical_ranking = scan.best(scores, depth) if scores is not None else None
+        lexical_ranking = scan.best(scores, depth, **lexical_cut) if scores is not None else None
         if lexical_ranking is None or not len(lexical_ranking):
             vector = vector[:limit]
             return scan.ranked(vector, scan.scores[vector].tolist())

@@ -105,8 +105,15 @@ def terms(text: str) -> list[str]:
     return out
 
 
+#: an empty 6-byte blake2b, never updated: each term's hash starts as a copy of it, which costs
+#: less than the constructor's parameter handling (a question hashes every one of its terms)
+_EMPTY_HASH = hashlib.blake2b(digest_size=6)
+
+
 def _hashed(term: str) -> "hashlib.blake2b":
-    return hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=6)
+    hashed = _EMPTY_HASH.copy()
+    hashed.update(term.encode("utf-8", "surrogatepass"))
+    return hashed
 
 
 def _digest(term: str) -> str:

@@ -53,11 +53,21 @@ class LocalLexical(LocalScan):
 
     def _bm25(self, scan: Scan, text: str) -> np.ndarray | None:
         """The BM25 score of every row of the scan's buffer for `text`, -inf for a row that holds
-        no query word or may not be returned; None when no row can score. Caller holds the lock.
+        no query word or may not be returned; None when no row can score. Caller holds the lock."""
+        sums = self._bm25_sums(scan, text)
+        if sums is not None:
+            sums[sums <= 0.0] = -np.inf  # a row holding no query word (or masked) is no candidate
+        return sums
+
+    def _bm25_sums(self, scan: Scan, text: str) -> np.ndarray | None:
+        """`_bm25` with 0 where it has -inf: every candidate sums to more than 0 (each of its
+        words weighs idf > 0; a masked row's postings weigh 0), so `Scan.best(..., floor=0.0)`
+        ranks these sums exactly as `Scan.best` ranks `_bm25`'s scores, without the pass over
+        the whole buffer that writes -inf (the fused search ranks them so). Caller holds the lock.
 
         Its cost is a fixed number of array operations per search plus one binary search per
         postings piece, whatever the words: each array is built once over every posting found
-        (no filtering copies: a masked row's postings are weighed 0, so it scores -inf like a row
+        (no filtering copies: a masked row's postings are weighed 0, so it stays at 0 like a row
         without the words, and are left out of the document frequencies), and numpy's methods
         are called rather than its module functions, whose dispatch costs more than the work on
         arrays this small. The arithmetic is the plain formula's, operation for operation
@@ -103,8 +113,7 @@ class LocalLexical(LocalScan):
             return None
         half = held_by + 0.5
         idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
-        # the mean length of the returnable rows, as ndarray.mean computes it: float32 sum, over the count, as float32
-        avg_length = float(np.float32(float(lengths[returnable].sum()) / n_docs)) or 1.0
+        avg_length = float(np.float32(_returnable_length(lengths, returnable) / n_docs)) or 1.0
         norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
         norm *= lexical.B
         norm /= avg_length
@@ -117,9 +126,7 @@ class LocalLexical(LocalScan):
         counts += norm
         weights /= counts
         weights *= keep  # a masked row's postings add nothing: it stays at 0, below
-        bm25 = np.bincount(rows, weights=weights, minlength=scan.size)
-        bm25[bm25 <= 0.0] = -np.inf  # a row holding no query word (or masked) is no candidate
-        return bm25
+        return np.bincount(rows, weights=weights, minlength=scan.size)
 
     def _postings(self, key: ScopeKey, part: Partition) -> list[Postings]:
         """The partition's postings covering exactly its rows: built at the first lexical search
@@ -149,3 +156,19 @@ class LocalLexical(LocalScan):
             fetched, _ = self._fetchall(f"SELECT rowid, terms FROM memories_lexical WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
             rows += [(position_of[rowid], terms) for rowid, terms in fetched if rowid in position_of]
         return Postings.build(start, end, tag, rows)
+
+
+#: float32 holds every integer up to here exactly
+_EXACT_FLOAT32 = float(2**24)
+
+
+def _returnable_length(lengths: np.ndarray, returnable: np.ndarray) -> float:
+    """The summed length of the returnable rows, as `lengths[returnable].sum()` gives it (a float32
+    sum: the mean length is ndarray.mean's arithmetic, that sum over the count, as float32).
+
+    Lengths are word counts, whole numbers: while a total stays below 2**24 every partial sum is
+    a whole number float32 holds exactly, so any order of adding gives the same, exact total, and
+    one dot product (no copy of the returnable lengths) gives it. A dot of 2**24 or more may
+    have rounded (it can only reach there if the true total does): the float32 sum decides then."""
+    total = float(lengths.dot(returnable))
+    return total if total < _EXACT_FLOAT32 else float(lengths[returnable].sum())

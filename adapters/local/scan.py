@@ -47,35 +47,43 @@ class Scan:
 
     def rows(self, indices: np.ndarray) -> list[tuple[ScopeKey, int]]:
         """(scope, rowid) of buffer indices; under the store's lock, before any partition changes."""
+        return list(zip(*self._scopes_and_rowids(indices)))
+
+    def _scopes_and_rowids(self, indices: np.ndarray) -> tuple[list[ScopeKey], list[int]]:
+        """The scope and the rowid of each buffer index, as two lists (zipped by the callers in C)."""
         keys = [key for key, _, _, _ in self.segments]
+        rowids = self.rowids[indices].tolist()
         if len(keys) == 1:
-            return [(keys[0], rowid) for rowid in self.rowids[indices].tolist()]
+            return keys * len(rowids), rowids
         ends = np.array([offset + n for _, _, offset, n in self.segments])
-        which = ends.searchsorted(indices, side="right").tolist()
-        return [(keys[w], rowid) for w, rowid in zip(which, self.rowids[indices].tolist())]
+        return [keys[w] for w in ends.searchsorted(indices, side="right").tolist()], rowids
 
     @staticmethod
-    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False) -> np.ndarray:
-        """Buffer indices of the best `limit` values, best first; -inf is never returned and equal
-        values keep buffer order, also at the cut (so a smaller limit gives a prefix of a larger
-        one's order, and the same scan always ranks alike). Only the kept values are sorted.
+    def best(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:
+        """Buffer indices of the best `limit` values, best first; a value at or below `floor`
+        (-inf unless told) is never returned and equal values keep buffer order, also at the cut
+        (so a smaller limit gives a prefix of a larger one's order, and the same scan always ranks
+        alike). Only the kept values are sorted.
 
         Two passes over `values`: the `limit`-th largest value (a partition, no index array),
         then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
-        the first tied rows in buffer order are kept; if that value is -inf, fewer than `limit`
-        rows are returnable and all of them are. (Array methods, not numpy's module functions:
-        on arrays of a few thousand rows their dispatch is a good part of the cost.)
+        the first tied rows in buffer order are kept; if that value is at or below `floor`, fewer
+        than `limit` rows can be returned and all of them are. (Array methods, not numpy's module
+        functions: on arrays of a few thousand rows their dispatch is a good part of the cost.)
 
         `few_distinct`: the values are a few distinct ones in long runs (BM25: a word most rows
         hold gives them the same few scores, the rest are -inf). numpy's partition slows down
         several times on such arrays, where its vectorised sort stays fast: the cut is read from
-        a sorted copy instead. Same cut, same result; only the cost differs."""
+        a sorted copy instead. Same cut, same result; only the cost differs.
+
+        `floor`: BM25 sums are 0 exactly where a row is no candidate (adapters/local/lexical_search.py);
+        ranking them with `floor=0.0` spares the pass that would write -inf there first."""
         if limit <= 0:
             return np.zeros(0, dtype=np.intp)
         n = len(values)
         if n > limit:
             cut = (np.sort(values) if few_distinct else np.partition(values, n - limit))[n - limit]
-            if cut > -np.inf:
+            if cut > floor:
                 top = (values >= cut).nonzero()[0]
                 if len(top) > limit:
                     kept = values[top]
@@ -83,7 +91,7 @@ class Scan:
                     top = np.concatenate([above, top[kept == cut][: limit - len(above)]])
                     top.sort()
                 return top[(-values[top]).argsort(kind="stable")]
-        candidates = (values > -np.inf).nonzero()[0]  # at most `limit` of them
+        candidates = (values > floor).nonzero()[0]  # at most `limit` of them
         return candidates[(-values[candidates]).argsort(kind="stable")][:limit]
 
     def top(self, values: np.ndarray, limit: int) -> list[tuple[ScopeKey, int, float]]:
@@ -93,7 +101,7 @@ class Scan:
 
     def ranked(self, indices: np.ndarray, scores: list[float]) -> list[tuple[ScopeKey, int, float]]:
         """(scope, rowid, score) of buffer indices, in their order, each with its score."""
-        return [(scope, rowid, score) for (scope, rowid), score in zip(self.rows(indices), scores)]
+        return list(zip(*self._scopes_and_rowids(indices), scores))
 
 
 class LocalScan(LocalStoreBase):

@@ -105,8 +105,8 @@ class LocalSearch(LocalLexical):
         (adapters/shared/fusion.py) with no tuple built before the fusion has chosen; the vector
         channel alone when the lexical one has no candidate or is off. Caller holds the lock."""
         vector = scan.best(scan.scores, depth)
-        bm25 = self._bm25(scan, text) if self.lexical_channel else None
-        lexical = scan.best(bm25, depth, few_distinct=True) if bm25 is not None else None
+        bm25 = self._bm25_sums(scan, text) if self.lexical_channel else None  # 0 where `_bm25` has -inf
+        lexical = scan.best(bm25, depth, few_distinct=True, floor=0.0) if bm25 is not None else None
         if lexical is None or not len(lexical):
             vector = vector[:limit]  # `best` ranks a prefix of a longer ranking the same
             return scan.ranked(vector, scan.scores[vector].tolist())

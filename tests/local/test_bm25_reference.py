@@ -21,6 +21,7 @@ import random
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -88,6 +89,28 @@ def _scope_set(rng: random.Random, db: sqlite3.Connection) -> ScopeSet:
     return ScopeSet(tuple(entries))
 
 
+async def grow_world(store: LocalBackend, rng: random.Random, scope_of: dict[str, ScopeKey], step: int, *, text: Callable[[], str],
+                     scopes: tuple[ScopeKey, ...], batch_size: tuple[int, int] = (1, 40), expiring: float = 0.15, churn_every: int = 5,
+                     churned: int = 4) -> None:
+    """One step of a random world: a batch of new rows in random scopes (some pending, some
+    expiring, some already expired, two kinds), and every `churn_every` steps edits and
+    deletions, so positions move and partitions reload. `scope_of` (memory id -> scope) is kept."""
+    batch = []
+    for i in range(rng.randint(*batch_size)):
+        expires = time.time() + rng.choice([-100.0, 3600.0]) if rng.random() < expiring else None
+        status = rng.choice([Status.ACTIVE, Status.ACTIVE, Status.ACTIVE, Status.PENDING])
+        memory = NewMemory(content=text(), kind=rng.choice(["note", "fact"]), provenance=PROV, status=status, expires_at=expires)
+        batch.append((rng.choice(scopes), memory, f"{step}-{i}"))
+    made = await store.put_many(batch)
+    scope_of.update((memory.id, scope) for memory, (scope, _, _) in zip(made, batch))
+    if step % churn_every == churn_every - 1:
+        for memory_id in rng.sample(sorted(scope_of), min(churned, len(scope_of))):
+            if rng.random() < 0.5:
+                await store.update(scope_of[memory_id], memory_id, MemoryPatch(content=text()))
+            else:
+                await store.delete(scope_of.pop(memory_id), memory_id)
+
+
 @pytest.mark.parametrize("seed", range(3))
 async def test_bm25_over_a_scan_is_the_plain_bm25_of_its_returnable_rows_to_the_bit(tmp_path, seed: int) -> None:
     rng = random.Random(seed)
@@ -97,20 +120,7 @@ async def test_bm25_over_a_scan_is_the_plain_bm25_of_its_returnable_rows_to_the_
     scope_of: dict[str, ScopeKey] = {}
     try:
         for step in range(24):
-            batch = []
-            for i in range(rng.randint(1, 40)):
-                expires = time.time() + rng.choice([-100.0, 3600.0]) if rng.random() < 0.15 else None
-                status = rng.choice([Status.ACTIVE, Status.ACTIVE, Status.ACTIVE, Status.PENDING])
-                memory = NewMemory(content=_text(rng), kind=rng.choice(["note", "fact"]), provenance=PROV, status=status, expires_at=expires)
-                batch.append((rng.choice(SCOPES), memory, f"{step}-{i}"))
-            made = await store.put_many(batch)
-            scope_of.update((memory.id, scope) for memory, (scope, _, _) in zip(made, batch))
-            if step % 5 == 4:  # edits and deletions: positions move, partitions reload
-                for memory_id in rng.sample(sorted(scope_of), min(4, len(scope_of))):
-                    if rng.random() < 0.5:
-                        await store.update(scope_of[memory_id], memory_id, MemoryPatch(content=_text(rng)))
-                    else:
-                        await store.delete(scope_of.pop(memory_id), memory_id)
+            await grow_world(store, rng, scope_of, step, text=lambda: _text(rng), scopes=SCOPES)
             for _ in range(6):
                 scopes = _scope_set(rng, db)
                 statuses = rng.choice([frozenset({Status.ACTIVE}), frozenset({Status.ACTIVE, Status.PENDING})])

@@ -9,13 +9,14 @@ the vector channel alone; the index is built for an older store and rebuilt when
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 
 import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
-from adapters.local import LocalBackend
+from adapters.local import LocalBackend, lexical
 from adapters.local.lexical import terms
 from adapters.shared.fusion import fuse
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
@@ -279,3 +280,15 @@ def test_the_plural_stemmer_is_harmans_s_stemmer_for_any_word():
     words = ["shifts", "ponies", "goes", "bus", "glass", "toes", "eies", "aies", "cafés", "series", "yes", "s"]
     words += ["".join(rng.choice("aeiosuy血") for _ in range(rng.randint(0, 7))) for _ in range(20000)]
     assert [_stem(w) for w in words] == [harman(w) for w in words]
+
+
+def test_term_digests_stay_the_6_byte_blake2b_of_the_term_that_stores_already_hold() -> None:
+    """Stores on disk hold `<tag>x<digest>` tokens written by earlier code; a question's probes
+    must be those very digests (a changed hash would find nothing in an existing index, and
+    `in_step` compares rows, not digests, so no rebuild would mend it)."""
+    for term in ("about", "t21", "血压", "x" * 300, "\udcff", ""):
+        plain = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=6)
+        assert lexical._digest(term) == plain.hexdigest() == f"{int.from_bytes(plain.digest(), 'big'):012x}"
+    probes = lexical.query_probes("Curlews about 血压")
+    wanted = sorted(int(lexical._digest(t), 16) for t in set(lexical.terms("Curlews about 血压")))
+    assert probes.tolist() == wanted + [d + 1 for d in wanted]

@@ -38,3 +38,18 @@ def test_a_smaller_limit_gives_a_prefix_of_a_larger_ones_order() -> None:
     for shorter, longer in zip(orders, orders[1:]):
         assert longer[: len(shorter)] == shorter
     assert [Scan.best(values, k, few_distinct=True).tolist() for k in range(1, 8)] == orders
+
+
+@pytest.mark.parametrize("few_distinct", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_best_with_a_floor_ranks_as_if_every_value_at_or_below_it_were_minus_inf(seed: int, few_distinct: bool) -> None:
+    """The lexical ranking reads BM25 sums with 0 for "no candidate" (`floor=0.0`): it must rank
+    exactly as `best` ranks the same sums with -inf written where they are 0."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(3000):
+        n = int(rng.integers(0, 40))
+        sums = rng.integers(0, 4, n).astype(np.float64) * rng.choice([1.0, 0.37])
+        limit = int(rng.integers(1, n + 3))
+        with_minus_inf = np.where(sums > 0.0, sums, -np.inf)
+        expected = _expected(with_minus_inf, limit)
+        assert Scan.best(sums, limit, few_distinct=few_distinct, floor=0.0).tolist() == expected, (sums.tolist(), limit)
