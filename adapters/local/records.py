@@ -26,7 +26,7 @@ from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "RecordColumns", "shared_texts", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -166,6 +166,53 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
         updated_at=updated,
         expires_at=None if expires is None else float(expires),
     )
+
+
+class RecordColumns:
+    """The record columns of a partition's rows as its load read them (one sequence per column
+    of `COLUMNS` but rowid and scope, in that order), each row decoded by `row_to_memory` only
+    when it is first asked for: when it becomes a hit.
+
+    Why not decode every row at the load: a scope's first touch then pays for the records of
+    all its rows, while a recall returns ten of them; keeping the values SQLite returned costs
+    no more memory than the records would (equal short texts are shared, `shared_values`) and
+    makes the load cheaper by the decoding. The checks are `row_to_memory`'s own, so a row that
+    would not decode gives None here and is left to the path that reads it again and
+    quarantines it. Holds nothing but values read from one scope's rows: the partition that
+    owns it drops it on any change, exactly as it drops its decoded records."""
+
+    __slots__ = ("_scope_text", "_position", "_columns")
+
+    def __init__(self, scope_text: str, rowids: Sequence[int], columns: Sequence[Sequence[Any]]) -> None:
+        self._scope_text = scope_text
+        self._position = dict(zip(rowids, range(len(rowids))))
+        self._columns = tuple(columns)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def memory(self, rowid: int, scope_key: ScopeKey) -> StoredMemory | None:
+        """The record of `rowid` (`scope_key` is the scope its load selected), None for a row
+        not held here or one `row_to_memory` refuses."""
+        at = self._position.get(rowid)
+        if at is None:
+            return None
+        ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = self._columns
+        row = (rowid, ids[at], self._scope_text, contents[at], kinds[at], statuses[at], confidences[at], provenances[at],
+               subjects[at], metadatas[at], created[at], updated[at], expiries[at])
+        try:
+            return row_to_memory(row, scope_key)
+        except RowDamage:
+            return None
+
+
+def shared_texts(column: Sequence[Any]) -> tuple[Any, ...]:
+    """`column` with equal strings as one object: SQLite returns a new string per row, and a
+    scope's rows repeat a few kinds, statuses, authors and metadata texts over and over; what a
+    partition holds for as long as it lives should hold each of them once. Only strings are
+    shared (a damaged 1 and 1.0 are equal but not the same value), everything else is kept as is."""
+    one = {text: text for text in set(column) if type(text) is str}
+    return tuple(map(one.get, column, column))
 
 
 def _decoded_or_none(decode: Callable[[Any], Any], text: Any, failures: tuple[type[BaseException], ...]) -> Any:
