@@ -30,7 +30,7 @@ from adapters.base import Status, StoredMemory
 from adapters.errors import BackendError, EmbedderMismatch, BackendNotFound, BackendUnavailable
 from adapters.local.errors import CorruptStore, DamagedRecord, storage_error, storage_errors
 from adapters.local.partitions import Partition
-from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RecordColumns, RowDamage, encodable_text, lenient_text, row_to_memory, shared_texts
+from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RecordColumns, RowDamage, encodable_text, lenient_text, row_to_memory
 from adapters.local.schema import recorded_embedder
 from adapters.scopes import ScopeKey
 
@@ -49,7 +49,7 @@ _PARTITION_COLUMNS = (
     " m.confidence, m.provenance, m.subject_user_id, m.metadata, m.created_at, m.updated_at, m.expires_at"
 )
 #: positions in a row of `_PARTITION_COLUMNS`
-_ROWID, _VECTOR, _IS_BLOB, _ID, _KIND, _STATUS = 0, 1, 2, 3, 5, 6
+_ROWID, _VECTOR, _IS_BLOB, _ID, _KIND, _STATUS = 0, 1, 2, 3, 5, 6  # record columns from _ID on
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -271,7 +271,7 @@ class LocalStoreBase:
         right size holding finite floats); None if any row is not (then `_checked_partition`
         sorts them one by one)."""
         rowids, blobs, is_blob, *record = zip(*rows)
-        if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(record[_STATUS - 3]) <= _STATUS_CODE_BY_VALUE.keys():
+        if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(record[3]) <= _STATUS_CODE_BY_VALUE.keys():  # record: ids, contents, kinds, statuses, ...
             return None
         matrix = np.frombuffer(bytearray().join(blobs), dtype=np.float32).reshape(len(rows), dim)  # writable: no copy in from_rows
         if not np.isfinite(matrix).all():
@@ -284,7 +284,7 @@ class LocalStoreBase:
         row each). It holds the record columns to decode a row's record on its first hit
         (`Partition.record`), unless the rows were read `lenient`ly: text read with surrogate
         escapes is never kept, `_load_hits` reads such rows again, checks and quarantines them."""
-        ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = record
+        _, _, kinds, statuses, *_, expiries = record
         n = len(rowids)
         codes = {k: self._kind_code(k) for k in set(kinds)}
         part = Partition.from_rows(
@@ -294,10 +294,7 @@ class LocalStoreBase:
         )
         part.next_expiry = min((float(e) for e in expiries if isinstance(e, (int, float))), default=part.next_expiry)
         if not lenient:
-            part.records = RecordColumns(str(scope), rowids, (
-                ids, contents, shared_texts(kinds), shared_texts(statuses), confidences, shared_texts(provenances),
-                shared_texts(subjects), shared_texts(metadatas), created, updated, expiries,
-            ))
+            part.records = RecordColumns(str(scope), rowids, record)
         return part
 
     def _checked_partition(self, scope: ScopeKey, rows: list[tuple], lenient: bool, dim: int) -> tuple[Partition, list[tuple[int, str, str, str]]]:
