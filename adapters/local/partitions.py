@@ -176,10 +176,12 @@ class Partition:
     def nbytes(self) -> int:
         return 0 if self.matrix is None else self.matrix.nbytes + self.rowids.nbytes + self.status.nbytes + self.kind.nbytes
 
-    #: what one decoded record held with its row costs in memory, about: ~600 bytes measured with
-    #: ~90-character contents (shared scope key, kind, provenance and metadata; benchmarks/README.md,
-    #: "Records held with their partition"); more for longer texts. `warm` budgets with it.
-    RECORD_BYTES = 600
+    #: what one record held with its row costs in memory, about: ~700 bytes for a row's record
+    #: columns as loaded (one tuple a row, its texts as SQLite returned them, equal kinds, statuses,
+    #: provenance and metadata texts shared), measured with ~90-character contents
+    #: (benchmarks/README.md, "A first touch decodes no record"); a decoded record is about as
+    #: much again; more for longer texts. `warm` budgets with it (`held_records` of each partition).
+    RECORD_BYTES = 700
 
     @staticmethod
     def bytes_per_row(dimension: int) -> int:

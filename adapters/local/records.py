@@ -177,7 +177,7 @@ class RecordColumns:
     quarantines it. Holds nothing but values read from one scope's rows: the partition that
     owns it drops it on any change, exactly as it drops its decoded records."""
 
-    __slots__ = ("_scope_text", "_rows")
+    __slots__ = ("_rows", "_scope_text")
 
     def __init__(self, scope_text: str, rowids: Sequence[int], columns: Sequence[Sequence[Any]]) -> None:
         ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = columns
