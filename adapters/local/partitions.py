@@ -19,7 +19,6 @@ import numpy as np
 if TYPE_CHECKING:
     from adapters.base import StoredMemory
     from adapters.local.records import RecordColumns
-    from adapters.scopes import ScopeKey
     from adapters.local.postings import Postings
 
 _GROWTH = 1.25  # spare capacity on append; keeps resident memory close to the raw vector bytes
@@ -42,6 +41,8 @@ class Partition:
     # the record columns of every row as the load read them, decoded one row at a time on its
     # first hit (`record`); dropped with `decoded`, so after any change hits are read again
     records: "RecordColumns | None" = field(default=None, repr=False, compare=False)
+    # set once a recall has taken records from this partition: its next one decodes the rest
+    recalled: bool = field(default=False, repr=False, compare=False)
     # the earliest `expires_at` of any row loaded or appended (inf: none expires). A search at a
     # time before it has no expired row to mask and skips the expiry query. Removing a row never
     # raises it (an earlier value only costs that query); a reload recomputes it.
@@ -99,13 +100,22 @@ class Partition:
         self.decoded.clear()
         self.records = None
 
-    def record(self, rowid: int, scope: ScopeKey) -> StoredMemory | None:
-        """The record of `rowid` (a row of this partition, whose scope is `scope`) from memory:
-        decoded before, or decoded now from `records` and kept; None when neither holds it or
-        its columns do not decode (the caller reads the row from SQLite, which quarantines it)."""
+    def record(self, rowid: int) -> StoredMemory | None:
+        """The record of `rowid` (a row of this partition) from memory: decoded before, or
+        decoded now from `records` and kept; None when neither holds it or its columns do not
+        decode (the caller reads the row from SQLite, which quarantines it).
+
+        The first recall of a loaded partition decodes its hits alone; from its next recall on
+        (`recalled`), the rest of the rows are decoded at once, in bulk: a scope read once pays
+        for its hits only, a scope in use pays for its records once and then finds every hit
+        decoded, so no later recall of it decodes anything."""
         memory = self.decoded.get(rowid)
         if memory is None and self.records is not None:
-            memory = self.records.memory(rowid, scope)
+            if self.recalled:
+                self.decoded = self.records.memories() | self.decoded
+                self.records = None
+                return self.decoded.get(rowid)
+            memory = self.records.memory(rowid)
             if memory is not None:
                 self.decoded[rowid] = memory
         return memory

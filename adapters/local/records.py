@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from adapters.base import NewMemory, Provenance, Status, StoredMemory
 from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "RecordColumns", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "RecordColumns", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -166,22 +170,22 @@ def _memory(
 
 class RecordColumns:
     """The record columns of a partition's rows as its load read them (one sequence per column
-    of `COLUMNS` but rowid and scope, in that order), each row decoded by `row_to_memory` only
-    when it is first asked for: when it becomes a hit.
+    of `COLUMNS` but rowid and scope, in that order), decoded when they are asked for: one row
+    by `memory` (a hit of the partition's first recall), all rows by `memories` (its next).
 
     Why not decode every row at the load: a scope's first touch then pays for the records of
-    all its rows, while a recall returns ten of them; keeping the values SQLite returned costs
-    no more memory than the records would (equal short texts are shared, `shared_values`) and
-    makes the load cheaper by the decoding. The checks are `row_to_memory`'s own, so a row that
-    would not decode gives None here and is left to the path that reads it again and
+    all its rows, while its first recall returns a few of them; decoding them at the next
+    recall instead keeps the first touch cheaper by the decoding, and the recalls after it as
+    cheap as before (every hit already decoded). The checks are `row_to_memory`'s own, so a
+    row that would not decode gives None here and is left to the path that reads it again and
     quarantines it. Holds nothing but values read from one scope's rows: the partition that
     owns it drops it on any change, exactly as it drops its decoded records."""
 
-    __slots__ = ("_rows", "_scope_text")
+    __slots__ = ("_rows", "_scope", "_scope_text")
 
-    def __init__(self, scope_text: str, rowids: Sequence[int], columns: Sequence[Sequence[Any]]) -> None:
+    def __init__(self, scope: ScopeKey, rowids: Sequence[int], columns: Sequence[Sequence[Any]]) -> None:
         ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = columns
-        self._scope_text = scope_text
+        self._scope, self._scope_text = scope, str(scope)
         # one tuple per row, not the columns: a hit reads its row's values together, objects
         # SQLite made one after the other, instead of one scattered slot of each of 11 columns
         self._rows = dict(zip(rowids, zip(
@@ -192,16 +196,23 @@ class RecordColumns:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def memory(self, rowid: int, scope_key: ScopeKey) -> StoredMemory | None:
-        """The record of `rowid` (`scope_key` is the scope its load selected), None for a row
-        not held here or one `row_to_memory` refuses."""
+    def memory(self, rowid: int) -> StoredMemory | None:
+        """The record of `rowid`, None for a row not held here or one `row_to_memory` refuses."""
         values = self._rows.get(rowid)
         if values is None:
             return None
         try:  # text read by the load's strict decoder: no UTF-8 check to repeat
-            return _memory(scope_key, self._scope_text, *values)
+            return _memory(self._scope, self._scope_text, *values)
         except RowDamage:
             return None
+
+    def memories(self) -> dict[int, StoredMemory]:
+        """Every held row's record (`memories_of_columns`: the same checks, in bulk), rowid ->
+        record; the rows `row_to_memory` would refuse are left out."""
+        if not self._rows:
+            return {}
+        records = memories_of_columns(self._scope, *zip(*self._rows.values()))
+        return {rowid: memory for rowid, memory in zip(self._rows, records) if memory is not None}
 
 
 def _shared_texts(column: Sequence[Any]) -> tuple[Any, ...]:
@@ -211,3 +222,86 @@ def _shared_texts(column: Sequence[Any]) -> tuple[Any, ...]:
     shared (a damaged 1 and 1.0 are equal but not the same value), everything else is kept as is."""
     one = {text: text for text in set(column) if type(text) is str}
     return tuple(map(one.get, column, column))
+
+
+def _decoded_or_none(decode: Callable[[Any], Any], text: Any, failures: tuple[type[BaseException], ...]) -> Any:
+    try:
+        return decode(text)
+    except (RowDamage, *failures):
+        return None
+
+
+def memories_of_columns(
+    scope_key: ScopeKey, ids: Sequence[Any], contents: Sequence[Any], kinds: Sequence[Any], statuses: Sequence[Any],
+    confidences: Sequence[Any], provenances: Sequence[Any], subjects: Sequence[Any], metadatas: Sequence[Any],
+    created: Sequence[Any], updated: Sequence[Any], expiries: Sequence[Any],
+) -> list[StoredMemory | None]:
+    """`row_to_memory` for a whole scope's rows at once, given column by column (one sequence
+    per column of `COLUMNS` but rowid and scope, all rows of `scope_key`): each row's record,
+    or None where `row_to_memory` would raise `RowDamage` (the caller leaves that row to the
+    path that quarantines it, so the reason is worked out there, once). Rows read with
+    `lenient_text` are not for this function: the caller does not decode them in bulk.
+
+    Why a variant: a partition load decodes every row of its scope, so the per-row work is
+    hoisted out of the loop: each distinct provenance and metadata text is parsed once per
+    call, equal kind and subject texts become one shared string, the ScopeKey is one object,
+    and when every row passes the checks column by column (the common case) the records are
+    built by `map`, without a Python-level loop. The checks are those of `row_to_memory`; tests hold
+    the two equal on sound and damaged rows alike."""
+    provenance_of = {t: _decoded_or_none(_provenance_from_json, t, _PROVENANCE_FAILURES) for t in set(provenances)}
+    template_of = {t: _decoded_or_none(_metadata_template, t, _METADATA_FAILURES) for t in set(metadatas)}
+    shared_text = {t: t for t in (*set(kinds), *set(subjects)) if type(t) is str}  # one object per distinct kind / subject
+    states = list(map(_STATUS_BY_VALUE.get, statuses))
+    sound = (
+        None not in states and None not in provenance_of.values() and None not in template_of.values()
+        and {str}.issuperset(map(type, ids)) and {str}.issuperset(map(type, contents)) and {str}.issuperset(map(type, kinds))
+        and {float, int}.issuperset(map(type, confidences)) and {float, int, type(None)}.issuperset(map(type, expiries))
+    )
+    if sound:
+        scores = np.fromiter(confidences, dtype=np.float64, count=len(confidences))
+        sound = bool(((scores >= 0.0) & (scores <= 1.0)).all())  # NaN fails both
+    if not sound:
+        return _memories_row_by_row(scope_key, ids, contents, kinds, states, confidences, provenances, subjects, metadatas, created, updated, expiries, provenance_of, template_of, shared_text)
+    ends = expiries if {float, type(None)}.issuperset(map(type, expiries)) else [None if e is None else float(e) for e in expiries]
+    # Equal values share one object: the records of a partition stay resident as long as it
+    # does, so each byte a row saves counts. A metadata mapping is shared read-only (a
+    # `MappingProxyType`, as `put` returns it), so no record's metadata can change another's.
+    metadata_of = {t: MappingProxyType(dict(template)) for t, template in template_of.items()}
+    shares = scores.tolist()
+    if not np.signbit(scores).any():  # -0.0 == 0.0: never let one stand for the other
+        shares = list(map({v: v for v in set(shares)}.__getitem__, shares))
+    stamps = [c if type(c) is type(u) and c == u else u for c, u in zip(created, updated)]  # updated_at of a row never edited
+    return list(map(
+        StoredMemory, ids, itertools.repeat(scope_key), contents, map(shared_text.__getitem__, kinds), states, shares,
+        map(provenance_of.__getitem__, provenances), [shared_text.get(t, t) for t in subjects], map(metadata_of.__getitem__, metadatas),
+        created, stamps, ends,
+    ))
+
+
+def _memories_row_by_row(
+    scope_key: ScopeKey, ids: Sequence[Any], contents: Sequence[Any], kinds: Sequence[Any], states: Sequence[Status | None],
+    confidences: Sequence[Any], provenances: Sequence[Any], subjects: Sequence[Any], metadatas: Sequence[Any],
+    created: Sequence[Any], updated: Sequence[Any], expiries: Sequence[Any],
+    provenance_of: dict, template_of: dict, shared_text: dict,
+) -> list[StoredMemory | None]:
+    """`memories_of_columns` when some row fails a check: each row checked on its own."""
+    out: list[StoredMemory | None] = []
+    for mid, content, kind, state, confidence, prov, subject, meta, made, changed, expires in zip(
+        ids, contents, kinds, states, confidences, provenances, subjects, metadatas, created, updated, expiries,
+    ):
+        provenance = provenance_of[prov]
+        template = template_of[meta]
+        if state is None or provenance is None or template is None:
+            out.append(None)
+            continue
+        try:
+            _check_values(mid, content, kind, confidence, expires)  # row_to_memory's own checks
+        except RowDamage:
+            out.append(None)
+            continue
+        out.append(StoredMemory(
+            mid, scope_key, content, shared_text[kind], state, float(confidence), provenance,
+            shared_text.get(subject, subject), dict(template), made, changed,
+            None if expires is None else float(expires),
+        ))
+    return out

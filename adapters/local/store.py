@@ -294,7 +294,7 @@ class LocalStoreBase:
         )
         part.next_expiry = min((float(e) for e in expiries if isinstance(e, (int, float))), default=part.next_expiry)
         if not lenient:
-            part.records = RecordColumns(str(scope), rowids, record)
+            part.records = RecordColumns(scope, rowids, record)
         return part
 
     def _checked_partition(self, scope: ScopeKey, rows: list[tuple], lenient: bool, dim: int) -> tuple[Partition, list[tuple[int, str, str, str]]]:

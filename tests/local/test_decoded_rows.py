@@ -237,6 +237,58 @@ async def test_a_held_row_whose_columns_do_not_decode_is_quarantined_on_its_firs
     await backend.aclose()
 
 
+async def test_a_partitions_second_recall_decodes_the_rest_and_a_damaged_row_is_still_quarantined(tmp_path):
+    """The first recall of a loaded partition decodes its hits alone; the next one decodes
+    every other held row at once (then no recall of it decodes again), leaving out a row whose
+    columns do not decode: that row's hit reads it from SQLite and quarantines it."""
+    writer = LocalBackend(tmp_path / "s", HashingEmbedder())
+    stored = await writer.put_many([(A, mem(f"apple note {i}"), f"k{i}") for i in range(8)])
+    await writer.aclose()
+    victim = stored[5]
+    with sqlite3.connect(db_path(tmp_path / "s")) as conn:
+        conn.execute("UPDATE memories SET confidence = 2.0 WHERE id = ?", (victim.id,))
+        rowid_of = dict(conn.execute("SELECT id, rowid FROM memories"))
+    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
+    part = backend._partition(A)
+    statements = loads_of_hits(backend)
+    first = backend.load_hits([(A, rowid_of[stored[0].id], 0.9), (A, rowid_of[stored[1].id], 0.8)])
+    assert [h.memory.id for h in first] == [stored[0].id, stored[1].id]
+    assert part.records is not None and set(part.decoded) == {rowid_of[stored[0].id], rowid_of[stored[1].id]}  # those two only
+    second = backend.load_hits([(A, rowid_of[stored[2].id], 0.9), (A, rowid_of[victim.id], 0.8)])
+    assert [h.memory.id for h in second] == [stored[2].id]
+    assert statements == [statements[0]] and statements[0].endswith(f"WHERE rowid IN ({rowid_of[victim.id]})")  # the victim alone
+    assert [q.memory_id for q in await backend.quarantined()] == [victim.id]
+    part = backend._partition(A)  # quarantining it changed the partition: records go, read again
+    sound = sorted(rowid_of[m.id] for m in stored if m.id != victim.id)
+    third = backend.load_hits([(A, r, 0.5) for r in sound])
+    assert sorted(h.memory.id for h in third) == sorted(m.id for m in stored if m.id != victim.id)
+    rows = sqlite3.connect(db_path(tmp_path / "s")).execute(f"SELECT {COLUMNS} FROM memories WHERE id != ?", (victim.id,)).fetchall()
+    reference = {r[0]: row_to_memory(r, A) for r in rows}
+    assert all(h.memory == reference[rowid_of[h.memory.id]] for h in first + second + third)
+    await backend.aclose()
+
+
+async def test_the_second_recall_of_a_fresh_partition_decodes_every_row_once(tmp_path):
+    """A scope in use ends with every sound row decoded and its columns dropped: no later recall
+    decodes anything, and every record is the one SQLite holds."""
+    writer = LocalBackend(tmp_path / "s", HashingEmbedder())
+    stored = await writer.put_many([(A, mem(f"apple note {i}", metadata={"n": i}), f"k{i}") for i in range(8)])
+    await writer.aclose()
+    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
+    statements = loads_of_hits(backend)
+    query = SearchQuery(ScopeSet.of(A), "apple note", limit=2)
+    await backend.search(query)
+    part = backend._partitions[A]
+    assert part.records is not None and len(part.decoded) == 2
+    await backend.search(query)  # the same two hits: decoded already, nothing more to decode
+    assert part.records is not None and len(part.decoded) == 2
+    hits = (await backend.search(SearchQuery(ScopeSet.of(A), "apple note", limit=5))).hits
+    assert len(hits) == 5 and part.records is None and len(part.decoded) == 8 and statements == []
+    assert sorted(m.id for m in part.decoded.values()) == sorted(m.id for m in stored)
+    assert {m.id: dict(m.metadata) for m in part.decoded.values()} == {m.id: dict(m.metadata) for m in await _all_records(backend, A)}
+    await backend.aclose()
+
+
 _SOUND_PROVENANCE = provenance_json(PROV)
 _COLUMN_CHOICES: dict[str, tuple] = {  # per column of `COLUMNS` (rowid and scope aside): sound values, then damaged ones
     "id": ("m1", "m2", b"m3", 7),
@@ -264,10 +316,11 @@ def _reference_records(rows: list[tuple], scope: ScopeKey) -> list[StoredMemory 
 
 
 @pytest.mark.parametrize("seed, sound_share", [(0, 0.5), (1, 0.5), (2, 0.5), (3, 0.99), (4, 1.0)])
-def test_the_lazy_decoder_equals_row_to_memory_on_sound_and_damaged_rows(seed, sound_share):
+def test_the_held_columns_decode_as_row_to_memory_on_sound_and_damaged_rows(seed, sound_share):
     """A partition keeps its rows' record columns (`RecordColumns`, equal texts shared) and
-    decodes a row on its first hit: each record is `row_to_memory`'s of its row, value and type,
-    or None where `row_to_memory` refuses it (the hit then goes the path that quarantines it)."""
+    decodes a row on its first hit, or all rows at once: each record is `row_to_memory`'s of its
+    row (one by one: value and type), or None / left out where `row_to_memory` refuses it (the
+    hit then goes the path that quarantines it)."""
     rng = random.Random(seed)
     rows = []
     for rowid in range(600):
@@ -281,10 +334,13 @@ def test_the_lazy_decoder_equals_row_to_memory_on_sound_and_damaged_rows(seed, s
         rows.append((1000 + rowid, pick["id"], str(A), pick["content"], pick["kind"], pick["status"], pick["confidence"], pick["provenance"],
                      pick["subject_user_id"], pick["metadata"], pick["created_at"], pick["updated_at"], pick["expires_at"]))
     rowids, ids, _, *others = zip(*rows)
-    held = RecordColumns(str(A), rowids, (ids, *others))
-    lazy = [held.memory(rowid, A) for rowid in rowids]
+    held = RecordColumns(A, rowids, (ids, *others))
+    lazy = [held.memory(rowid) for rowid in rowids]
     want = _reference_records(rows, A)
     assert lazy == want and len(held) == len(rows)
+    bulk = held.memories()  # the same records, decoded all at once (a partition's second recall)
+    assert bulk == {rowid: m for rowid, m in zip(rowids, want) if m is not None}
+    assert all(type(m.confidence) is float and (m.expires_at is None or type(m.expires_at) is float) for m in bulk.values())
     if sound_share < 1.0:
         assert sum(m is not None for m in want) > 250 and sum(m is None for m in want) > 0  # both kinds of row were tried
     else:
@@ -292,7 +348,7 @@ def test_the_lazy_decoder_equals_row_to_memory_on_sound_and_damaged_rows(seed, s
     for got, ref in zip(lazy, want):  # equal is not enough: 1 == 1.0 == True
         if ref is not None:
             assert [type(getattr(got, f)) for f in ref.__slots__] == [type(getattr(ref, f)) for f in ref.__slots__]
-    assert held.memory(999, A) is None  # a rowid the load did not read
+    assert held.memory(999) is None  # a rowid the load did not read
     kept = [m for m in lazy if m is not None]
     assert len({id(m.metadata) for m in kept}) == len(kept)  # every record its own metadata, as row_to_memory's
 

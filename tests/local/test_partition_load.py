@@ -49,7 +49,7 @@ async def test_the_column_load_equals_the_row_by_row_checks(tmp_path):
     # hits' own SELECT decodes
     records = {r[0]: row_to_memory(r, A) for r in backend._db.execute(f"SELECT {COLUMNS} FROM memories")}
     assert fast.decoded == slow.decoded == {} and len(records) == 40
-    assert {rowid: fast.record(rowid, A) for rowid in records} == {rowid: slow.record(rowid, A) for rowid in records} == records
+    assert {rowid: fast.record(rowid) for rowid in records} == {rowid: slow.record(rowid) for rowid in records} == records
     assert fast.decoded == records  # each kept once decoded
     await backend.aclose()
 
