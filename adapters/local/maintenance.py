@@ -64,10 +64,10 @@ class LocalMaintenance(LocalStoreBase):
             raise InvalidRequest(f"max_bytes must be a non-negative integer or None, got {max_bytes!r}", backend=self.name)
         with self._lock:
             sizes, _ = self._fetchall("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY count(*) DESC, scope")
-        # a loaded row holds its vector and codes and, about, its record's columns
+        # a loaded row holds its vector and codes and, about, its decoded record
         row_bytes = Partition.bytes_per_row(self.embedder.dimension) + Partition.RECORD_BYTES
         with self._lock:  # summed once, then kept up to date: not once per scope
-            resident = self.resident_vector_bytes + Partition.RECORD_BYTES * sum(p.held_records for p in self._partitions.values())
+            resident = self.resident_vector_bytes + Partition.RECORD_BYTES * sum(len(p.decoded) for p in self._partitions.values())
         loaded = 0
         for scope_text, rows in sizes:
             if self._closed or (stop is not None and stop.is_set()):  # shutting down: stop, nothing half-loaded
@@ -82,7 +82,7 @@ class LocalMaintenance(LocalStoreBase):
                 self._refresh_if_changed_elsewhere()
                 if key not in self._partitions:
                     part = self._partition(key)
-                    resident += part.nbytes + Partition.RECORD_BYTES * part.held_records
+                    resident += part.nbytes + Partition.RECORD_BYTES * len(part.decoded)
                     loaded += 1
         return loaded
 

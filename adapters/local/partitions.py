@@ -18,7 +18,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     from adapters.base import StoredMemory
-    from adapters.local.records import RecordColumns
     from adapters.local.postings import Postings
 
 _GROWTH = 1.25  # spare capacity on append; keeps resident memory close to the raw vector bytes
@@ -34,15 +33,10 @@ class Partition:
     size: int = 0
     # allowed status codes -> float32 0 / -inf per row (None: every row allowed); any mutation clears it
     _bias: dict[tuple[int, ...], np.ndarray | None] = field(default_factory=dict, repr=False, compare=False)
-    # rowid -> the decoded record of a row that was a hit: decoded from `records` or read from
-    # SQLite by the store. Any mutation clears it, and so does every write transaction touching
-    # the scope; it lives and dies with the partition (no other bound)
+    # rowid -> the decoded record: every sound row's, filled by the store when it loads the
+    # partition, then the rows it reads for hits since. Any mutation clears it, and so does every
+    # write transaction touching the scope; it lives and dies with the partition (no other bound)
     decoded: "dict[int, StoredMemory]" = field(default_factory=dict, repr=False, compare=False)
-    # the record columns of every row as the load read them, decoded one row at a time on its
-    # first hit (`record`); dropped with `decoded`, so after any change hits are read again
-    records: "RecordColumns | None" = field(default=None, repr=False, compare=False)
-    # set once a recall has taken records from this partition: its next one decodes the rest
-    recalled: bool = field(default=False, repr=False, compare=False)
     # the earliest `expires_at` of any row loaded or appended (inf: none expires). A search at a
     # time before it has no expired row to mask and skips the expiry query. Removing a row never
     # raises it (an earlier value only costs that query); a reload recomputes it.
@@ -93,37 +87,7 @@ class Partition:
         self.kind[s : s + n] = kind
         self.size = s + n
         self._bias.clear()
-        self.forget_records()
-
-    def forget_records(self) -> None:
-        """Drop every record this partition holds, decoded or not: the next hits read SQLite."""
         self.decoded.clear()
-        self.records = None
-
-    def record(self, rowid: int) -> StoredMemory | None:
-        """The record of `rowid` (a row of this partition) from memory: decoded before, or
-        decoded now from `records` and kept; None when neither holds it or its columns do not
-        decode (the caller reads the row from SQLite, which quarantines it).
-
-        The first recall of a loaded partition decodes its hits alone; from its next recall on
-        (`recalled`), the rest of the rows are decoded at once, in bulk: a scope read once pays
-        for its hits only, a scope in use pays for its records once and then finds every hit
-        decoded, so no later recall of it decodes anything."""
-        memory = self.decoded.get(rowid)
-        if memory is None and self.records is not None:
-            if self.recalled:
-                self.decoded = self.records.memories() | self.decoded
-                self.records = None
-                return self.decoded.get(rowid)
-            memory = self.records.memory(rowid)
-            if memory is not None:
-                self.decoded[rowid] = memory
-        return memory
-
-    @property
-    def held_records(self) -> int:
-        """How many records this partition holds, as columns or decoded (for memory budgets)."""
-        return len(self.decoded) + (len(self.records) if self.records is not None else 0)
 
     def _position(self, rowid: int) -> int | None:
         hits = np.flatnonzero(self.rowids[: self.size] == rowid)
@@ -145,7 +109,7 @@ class Partition:
         self.matrix[last] = 0.0  # no stale vector lingers in spare capacity
         self.size = last
         self._bias.clear()
-        self.forget_records()
+        self.decoded.clear()
         self.lexical = []
         return True
 
@@ -154,7 +118,7 @@ class Partition:
         if pos is not None:
             self.status[pos] = status_code
             self._bias.clear()
-            self.forget_records()
+            self.decoded.clear()
 
     def status_bias(self, allowed: tuple[int, ...]) -> np.ndarray | None:
         """0 for rows whose status code is in `allowed`, -inf otherwise; None when all are allowed.
@@ -186,12 +150,10 @@ class Partition:
     def nbytes(self) -> int:
         return 0 if self.matrix is None else self.matrix.nbytes + self.rowids.nbytes + self.status.nbytes + self.kind.nbytes
 
-    #: what one record held with its row costs in memory, about: ~700 bytes for a row's record
-    #: columns as loaded (one tuple a row, its texts as SQLite returned them, equal kinds, statuses,
-    #: provenance and metadata texts shared), measured with ~90-character contents
-    #: (benchmarks/README.md, "A first touch decodes no record"); a decoded record is about as
-    #: much again; more for longer texts. `warm` budgets with it (`held_records` of each partition).
-    RECORD_BYTES = 700
+    #: what one decoded record held with its row costs in memory, about: ~600 bytes measured with
+    #: ~90-character contents (shared scope key, kind, provenance and metadata; benchmarks/README.md,
+    #: "Records held with their partition"); more for longer texts. `warm` budgets with it.
+    RECORD_BYTES = 600
 
     @staticmethod
     def bytes_per_row(dimension: int) -> int:

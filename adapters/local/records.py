@@ -26,7 +26,7 @@ from adapters.errors import InvalidRequest
 from adapters.scopes import ScopeKey
 from identity.errors import VikingBridgeError
 
-__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "RecordColumns", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
+__all__ = ["COLUMNS", "STATUS_CODES", "RowDamage", "content_hash", "provenance_json", "metadata_json", "row_to_memory", "memories_of_columns", "encodable", "encodable_text", "clear_decode_caches", "lenient_text"]
 
 COLUMNS = "rowid, id, scope, content, kind, status, confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at"
 STATUS_CODES = {s: i for i, s in enumerate(Status)}
@@ -136,14 +136,6 @@ def row_to_memory(row: sqlite3.Row | tuple, scope_key: ScopeKey | None = None, *
     _, mid, scope, content, kind, status, confidence, prov, subject, meta, created, updated, expires = row
     if check_text and not all(encodable_text(t) for t in (mid, scope, content, kind, prov, meta, subject)):
         raise RowDamage("a text column is not valid UTF-8")
-    return _memory(scope_key, scope, mid, content, kind, status, confidence, prov, subject, meta, created, updated, expires)
-
-
-def _memory(
-    scope_key: ScopeKey | None, scope: Any, mid: Any, content: Any, kind: Any, status: Any, confidence: Any, prov: Any,
-    subject: Any, meta: Any, created: Any, updated: Any, expires: Any,
-) -> StoredMemory:
-    """`row_to_memory` of a row's values given one by one (text already known to be UTF-8)."""
     state = _STATUS_BY_VALUE.get(status)
     if state is None:
         raise RowDamage("unknown status")
@@ -160,68 +152,20 @@ def _memory(
         key = scope_key if scope_key is not None else ScopeKey.parse(scope)
     except (ValueError, TypeError):
         raise RowDamage("scope does not parse") from None
-    # positional, in the order of StoredMemory's fields: id, scope, content, kind, status,
-    # confidence, provenance, subject_user_id, metadata, created_at, updated_at, expires_at
     return StoredMemory(
-        mid, key, content, kind, state, float(confidence), provenance, subject, metadata, created, updated,
-        None if expires is None else float(expires),
+        id=mid,
+        scope=key,
+        content=content,
+        kind=kind,
+        status=state,
+        confidence=float(confidence),
+        provenance=provenance,
+        subject_user_id=subject,
+        metadata=metadata,
+        created_at=created,
+        updated_at=updated,
+        expires_at=None if expires is None else float(expires),
     )
-
-
-class RecordColumns:
-    """The record columns of a partition's rows as its load read them (one sequence per column
-    of `COLUMNS` but rowid and scope, in that order), decoded when they are asked for: one row
-    by `memory` (a hit of the partition's first recall), all rows by `memories` (its next).
-
-    Why not decode every row at the load: a scope's first touch then pays for the records of
-    all its rows, while its first recall returns a few of them; decoding them at the next
-    recall instead keeps the first touch cheaper by the decoding, and the recalls after it as
-    cheap as before (every hit already decoded). The checks are `row_to_memory`'s own, so a
-    row that would not decode gives None here and is left to the path that reads it again and
-    quarantines it. Holds nothing but values read from one scope's rows: the partition that
-    owns it drops it on any change, exactly as it drops its decoded records."""
-
-    __slots__ = ("_rows", "_scope", "_scope_text")
-
-    def __init__(self, scope: ScopeKey, rowids: Sequence[int], columns: Sequence[Sequence[Any]]) -> None:
-        ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = columns
-        self._scope, self._scope_text = scope, str(scope)
-        # one tuple per row, not the columns: a hit reads its row's values together, objects
-        # SQLite made one after the other, instead of one scattered slot of each of 11 columns
-        self._rows = dict(zip(rowids, zip(
-            ids, contents, _shared_texts(kinds), _shared_texts(statuses), confidences, _shared_texts(provenances),
-            _shared_texts(subjects), _shared_texts(metadatas), created, updated, expiries,
-        )))
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def memory(self, rowid: int) -> StoredMemory | None:
-        """The record of `rowid`, None for a row not held here or one `row_to_memory` refuses."""
-        values = self._rows.get(rowid)
-        if values is None:
-            return None
-        try:  # text read by the load's strict decoder: no UTF-8 check to repeat
-            return _memory(self._scope, self._scope_text, *values)
-        except RowDamage:
-            return None
-
-    def memories(self) -> dict[int, StoredMemory]:
-        """Every held row's record (`memories_of_columns`: the same checks, in bulk), rowid ->
-        record; the rows `row_to_memory` would refuse are left out."""
-        if not self._rows:
-            return {}
-        records = memories_of_columns(self._scope, *zip(*self._rows.values()))
-        return {rowid: memory for rowid, memory in zip(self._rows, records) if memory is not None}
-
-
-def _shared_texts(column: Sequence[Any]) -> tuple[Any, ...]:
-    """`column` with equal strings as one object: SQLite returns a new string per row, and a
-    scope's rows repeat a few kinds, statuses, authors and metadata texts over and over; what a
-    partition holds for as long as it lives should hold each of them once. Only strings are
-    shared (a damaged 1 and 1.0 are equal but not the same value), everything else is kept as is."""
-    one = {text: text for text in set(column) if type(text) is str}
-    return tuple(map(one.get, column, column))
 
 
 def _decoded_or_none(decode: Callable[[Any], Any], text: Any, failures: tuple[type[BaseException], ...]) -> Any:

@@ -45,11 +45,10 @@ class LocalSearch(LocalLexical):
             return scan.top(scan.scores, limit)
 
     def _load_hits(self, ranked: list[tuple[ScopeKey, int, float]], *, checked: bool = False) -> tuple[list[Hit], int]:
-        """The hits of `ranked` (scan order kept): rows whose partition holds their record (its
-        load's record columns, decoded when asked for: `Partition.record`, or a record read
-        before) come from memory, the rest (and a row whose columns do not decode) from one SELECT. Only a row of
-        the partition that is current for its scope, in this process, after the cross-process
-        check, is served from memory, and every write transaction drops the records of the scopes it touches, so
+        """The hits of `ranked` (scan order kept): rows decoded before come from their
+        partition's decoded rows, the rest from one SELECT. Only a row of the partition that is
+        current for its scope, in this process, after the cross-process check, is served from
+        memory, and every write transaction drops the decoded rows of the scopes it touches, so
         a forgotten, edited, deleted or moved memory is always read again. A cached record is
         shared by the hits of later recalls: records are frozen; treat their metadata as read-only.
 
@@ -65,15 +64,11 @@ class LocalSearch(LocalLexical):
             parts = self._partitions
             for key, rowid, _ in ranked:
                 part = parts.get(key)
-                memory = part.record(rowid) if part is not None else None
+                memory = part.decoded.get(rowid) if part is not None else None
                 if memory is None:
                     missing.append(rowid)
                 else:
                     found[rowid] = memory
-            for key in {key for key, _, _ in ranked}:  # their next recall decodes the rest (`Partition.record`)
-                part = parts.get(key)
-                if part is not None:
-                    part.recalled = True
             damaged: list[tuple[int, str, str, str]] = []
             if missing:
                 marks = ",".join("?" * len(missing))

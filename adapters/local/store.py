@@ -30,7 +30,7 @@ from adapters.base import Status, StoredMemory
 from adapters.errors import BackendError, EmbedderMismatch, BackendNotFound, BackendUnavailable
 from adapters.local.errors import CorruptStore, DamagedRecord, storage_error, storage_errors
 from adapters.local.partitions import Partition
-from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RecordColumns, RowDamage, encodable_text, lenient_text, row_to_memory
+from adapters.local.records import COLUMNS as _COLUMNS, STATUS_CODES as _STATUS_CODES, RowDamage, encodable_text, lenient_text, memories_of_columns, row_to_memory
 from adapters.local.schema import recorded_embedder
 from adapters.scopes import ScopeKey
 
@@ -40,16 +40,13 @@ log = logging.getLogger("adapters.local.backend")
 
 _STATUS_CODE_BY_VALUE = {s.value: code for s, code in _STATUS_CODES.items()}
 
-#: What a partition load reads of each row of its scope: rowid, the vector and whether it is a
-#: blob, then the record's columns in the order of `COLUMNS` (rowid and scope aside), so the
-#: row's page, read anyway for its vector, also yields the record a recall returns
-#: (`Partition.records`), and the scan's columns (id, status, kind, expiry) are among them.
+#: What a partition load reads of each row of its scope: what the scan needs (rowid, id, status,
+#: kind, vector, expiry) and then the record's other columns, so the row's page, read anyway for
+#: its vector, also yields the record a recall returns (`Partition.decoded`).
 _PARTITION_COLUMNS = (
-    "m.rowid, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.id, m.content, m.kind, m.status,"
-    " m.confidence, m.provenance, m.subject_user_id, m.metadata, m.created_at, m.updated_at, m.expires_at"
+    "m.rowid, m.id, m.status, m.kind, CAST(m.vector AS BLOB), typeof(m.vector) = 'blob', m.expires_at,"
+    " m.content, m.confidence, m.provenance, m.subject_user_id, m.metadata, m.created_at, m.updated_at"
 )
-#: positions in a row of `_PARTITION_COLUMNS`
-_ROWID, _VECTOR, _IS_BLOB, _ID, _KIND, _STATUS = 0, 1, 2, 3, 5, 6  # record columns from _ID on
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -191,13 +188,12 @@ class LocalStoreBase:
                     del self._partitions[key]
         self._seen_changes = max(self._seen_changes, max(v for _, v in changed))
 
-    # -- records, held by their partitions -------------------------------------------------
-    # A partition load keeps the record columns of every sound row of its scope
-    # (`_partition_of`), decoded row by row on a row's first hit, and `_load_hits` adds the rows
-    # it had to read from SQLite since; they live exactly as long as their partition, so the
-    # resident partitions bound them (no separate cap to evict by).
+    # -- decoded records, held by their partitions ------------------------------------------
+    # A partition load decodes every sound row of its scope (`_partition_of`), and `_load_hits`
+    # adds the rows it had to read from SQLite since; they live exactly as long as their
+    # partition, so the resident partitions bound them (no separate cap to evict by).
     def _forget_decoded(self, scope_texts: Iterable[str] | None = None) -> None:
-        """Drop the records, decoded or not, of these scopes' partitions (all partitions: None). Called by
+        """Drop the decoded rows of these scopes' partitions (all partitions: None). Called by
         every write transaction for the scopes it touched, committed or not, so a forgotten,
         changed or moved memory is read from SQLite again (and kept again from there); a
         partition that is dropped or reloaded takes its own rows with it."""
@@ -206,7 +202,7 @@ class LocalStoreBase:
         else:
             parts = [p for p in map(self._partitions.get, filter(None, map(_scope_key_or_none, scope_texts))) if p is not None]
         for part in parts:
-            part.forget_records()
+            part.decoded.clear()
 
     def _refresh_if_changed_elsewhere(self) -> None:
         if self._current_data_version() != self._data_version:
@@ -270,31 +266,29 @@ class LocalStoreBase:
         """The partition of `rows` when every row is sound (known status, a vector blob of the
         right size holding finite floats); None if any row is not (then `_checked_partition`
         sorts them one by one)."""
-        rowids, blobs, is_blob, *record = zip(*rows)
-        if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(record[3]) <= _STATUS_CODE_BY_VALUE.keys():  # record: ids, contents, kinds, statuses, ...
+        _, _, statuses, _, blobs, is_blob, *_ = zip(*rows)
+        if not all(is_blob) or not all(map((4 * dim).__eq__, map(len, blobs))) or not set(statuses) <= _STATUS_CODE_BY_VALUE.keys():
             return None
         matrix = np.frombuffer(bytearray().join(blobs), dtype=np.float32).reshape(len(rows), dim)  # writable: no copy in from_rows
         if not np.isfinite(matrix).all():
             return None
-        return self._partition_of(scope, rowids, record, matrix, dim, lenient=False)
+        return self._partition_of(scope, rows, matrix, dim, lenient=False)
 
-    def _partition_of(self, scope: ScopeKey, rowids: Sequence[int], record: Sequence[Sequence[Any]], matrix: np.ndarray, dim: int, *, lenient: bool) -> Partition:
-        """The partition of sound rows: their rowids, their record columns (`record`, one
-        sequence per column of `COLUMNS` but rowid and scope) and their vectors (`matrix`, one
-        row each). It holds the record columns to decode a row's record on its first hit
-        (`Partition.record`), unless the rows were read `lenient`ly: text read with surrogate
-        escapes is never kept, `_load_hits` reads such rows again, checks and quarantines them."""
-        _, _, kinds, statuses, *_, expiries = record
-        n = len(rowids)
+    def _partition_of(self, scope: ScopeKey, rows: Sequence[tuple], matrix: np.ndarray, dim: int, *, lenient: bool) -> Partition:
+        """The partition of sound rows and their vectors (`matrix`, one row each), column by
+        column, holding the decoded record of every row whose record columns decode too (the
+        others, and rows read `lenient`ly, are left to `_load_hits`, which quarantines them)."""
+        rowids, ids, statuses, kinds, _, _, expiries, contents, confidences, provenances, subjects, metadatas, created, updated = zip(*rows)
         codes = {k: self._kind_code(k) for k in set(kinds)}
         part = Partition.from_rows(
-            dim, np.fromiter(rowids, dtype=np.int64, count=n),
-            np.fromiter(map(_STATUS_CODE_BY_VALUE.__getitem__, statuses), dtype=np.int8, count=n),
-            np.fromiter(map(codes.__getitem__, kinds), dtype=np.int32, count=n), matrix,
+            dim, np.fromiter(rowids, dtype=np.int64, count=len(rows)),
+            np.fromiter(map(_STATUS_CODE_BY_VALUE.__getitem__, statuses), dtype=np.int8, count=len(rows)),
+            np.fromiter(map(codes.__getitem__, kinds), dtype=np.int32, count=len(rows)), matrix,
         )
         part.next_expiry = min((float(e) for e in expiries if isinstance(e, (int, float))), default=part.next_expiry)
-        if not lenient:
-            part.records = RecordColumns(scope, rowids, record)
+        if not lenient:  # text read with surrogate escapes is never kept: the lazy path checks and quarantines it
+            memories = memories_of_columns(scope, ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries)
+            part.decoded = {rowid: memory for rowid, memory in zip(rowids, memories) if memory is not None}
         return part
 
     def _checked_partition(self, scope: ScopeKey, rows: list[tuple], lenient: bool, dim: int) -> tuple[Partition, list[tuple[int, str, str, str]]]:
@@ -303,29 +297,24 @@ class LocalStoreBase:
         good: list[tuple] = []
         damaged: list[tuple[int, str, str, str]] = []
         for r in rows:
-            rowid, blob, mid = r[_ROWID], r[_VECTOR], r[_ID]
-            if lenient and not all(encodable_text(t) for t in (mid, r[_KIND])):
-                damaged.append((rowid, str(scope), mid, "a text column is not valid UTF-8"))
-            elif r[_STATUS] not in _STATUS_CODE_BY_VALUE:
-                damaged.append((rowid, str(scope), mid, "unknown status"))
-            elif not r[_IS_BLOB] or not isinstance(blob, bytes):
-                damaged.append((rowid, str(scope), mid, "vector is not stored as a blob"))
-            elif len(blob) != want:
-                damaged.append((rowid, str(scope), mid, f"vector has {len(blob)} bytes, expected {want}"))
+            if lenient and not all(encodable_text(t) for t in (r[1], r[3])):
+                damaged.append((r[0], str(scope), r[1], "a text column is not valid UTF-8"))
+            elif r[2] not in _STATUS_CODE_BY_VALUE:
+                damaged.append((r[0], str(scope), r[1], "unknown status"))
+            elif not r[5] or not isinstance(r[4], bytes):
+                damaged.append((r[0], str(scope), r[1], "vector is not stored as a blob"))
+            elif len(r[4]) != want:
+                damaged.append((r[0], str(scope), r[1], f"vector has {len(r[4])} bytes, expected {want}"))
             else:
                 good.append(r)
-        if not good:
-            return Partition(dim), damaged
-        matrix = np.frombuffer(b"".join(r[_VECTOR] for r in good), dtype=np.float32).reshape(len(good), dim)
-        broken = ~np.isfinite(matrix).all(axis=1)
-        if broken.any():
-            damaged += [(good[i][_ROWID], str(scope), good[i][_ID], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
-            good = [r for r, bad in zip(good, broken.tolist()) if not bad]
-            matrix = matrix[~broken]
-        if not good:
-            return Partition(dim), damaged
-        rowids, _, _, *record = zip(*good)
-        return self._partition_of(scope, rowids, record, matrix, dim, lenient=lenient), damaged
+        if good:
+            matrix = np.frombuffer(b"".join(r[4] for r in good), dtype=np.float32).reshape(len(good), dim)
+            broken = ~np.isfinite(matrix).all(axis=1)
+            if broken.any():
+                damaged += [(good[i][0], str(scope), good[i][1], "vector holds NaN or infinity") for i in np.flatnonzero(broken).tolist()]
+                good = [r for r, bad in zip(good, broken.tolist()) if not bad]
+                matrix = matrix[~broken]
+        return (self._partition_of(scope, good, matrix, dim, lenient=lenient) if good else Partition(dim)), damaged
 
     # -- quarantine ---------------------------------------------------------
     def _quarantine(self, rows: Sequence[tuple[int, str, str, str]]) -> None:

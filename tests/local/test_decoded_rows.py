@@ -26,8 +26,8 @@ from adapters.local import LocalBackend, blas
 from adapters.local.partitions import Partition
 from adapters.local.records import (
     COLUMNS,
-    RecordColumns,
     RowDamage,
+    memories_of_columns,
     provenance_json,
     row_to_memory,
 )
@@ -207,88 +207,6 @@ async def test_a_row_whose_record_does_not_decode_is_left_to_the_path_that_quara
     await backend.aclose()
 
 
-@pytest.mark.parametrize("damage", [
-    "provenance = '{not json'", "metadata = 'nope'", "metadata = '[1]'", "confidence = 1.5", "confidence = 'high'",
-    "content = x'00ff'", "kind = x'6e6f7465'", "expires_at = 'soon'",
-])
-async def test_a_held_row_whose_columns_do_not_decode_is_quarantined_on_its_first_hit(tmp_path, damage):
-    """The load keeps every row's record columns undecoded; a row whose columns would not pass
-    `row_to_memory` (its vector sound, so it is searchable) is never served from them: its
-    first hit reads it from SQLite, alone, and quarantines it, as before records were held."""
-    writer = LocalBackend(tmp_path / "s", HashingEmbedder())
-    stored = await writer.put_many([(A, mem(f"apple note {i}"), f"k{i}") for i in range(6)])
-    await writer.aclose()
-    victim = stored[4]
-    with sqlite3.connect(db_path(tmp_path / "s")) as conn:
-        conn.execute(f"UPDATE memories SET {damage} WHERE id = ?", (victim.id,))
-        (rowid,) = conn.execute("SELECT rowid FROM memories WHERE id = ?", (victim.id,)).fetchone()
-    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
-    part = backend._partition(A)
-    assert part.size == 6 and part.records is not None and part.decoded == {}  # searchable, nothing decoded yet
-    statements = loads_of_hits(backend)
-    ranked = backend.search_vector(ScopeSet.of(A), np.asarray(part.matrix[0]), limit=10)
-    assert rowid in {r for _, r, _ in ranked}
-    hits = backend.load_hits(ranked)
-    assert sorted(h.memory.id for h in hits) == sorted(m.id for m in stored if m.id != victim.id)
-    assert statements == [statements[0]] and statements[0].endswith(f"WHERE rowid IN ({rowid})")  # the victim alone, from SQLite
-    assert [q.memory_id for q in await backend.quarantined()] == [victim.id] and backend.alarms.count == 1
-    ranked = backend.search_vector(ScopeSet.of(A), np.asarray(part.matrix[0]), limit=10)
-    assert rowid not in {r for _, r, _ in ranked} and len(backend.load_hits(ranked)) == 5  # out of the searchable set
-    await backend.aclose()
-
-
-async def test_a_partitions_second_recall_decodes_the_rest_and_a_damaged_row_is_still_quarantined(tmp_path):
-    """The first recall of a loaded partition decodes its hits alone; the next one decodes
-    every other held row at once (then no recall of it decodes again), leaving out a row whose
-    columns do not decode: that row's hit reads it from SQLite and quarantines it."""
-    writer = LocalBackend(tmp_path / "s", HashingEmbedder())
-    stored = await writer.put_many([(A, mem(f"apple note {i}"), f"k{i}") for i in range(8)])
-    await writer.aclose()
-    victim = stored[5]
-    with sqlite3.connect(db_path(tmp_path / "s")) as conn:
-        conn.execute("UPDATE memories SET confidence = 2.0 WHERE id = ?", (victim.id,))
-        rowid_of = dict(conn.execute("SELECT id, rowid FROM memories"))
-    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
-    part = backend._partition(A)
-    statements = loads_of_hits(backend)
-    first = backend.load_hits([(A, rowid_of[stored[0].id], 0.9), (A, rowid_of[stored[1].id], 0.8)])
-    assert [h.memory.id for h in first] == [stored[0].id, stored[1].id]
-    assert part.records is not None and set(part.decoded) == {rowid_of[stored[0].id], rowid_of[stored[1].id]}  # those two only
-    second = backend.load_hits([(A, rowid_of[stored[2].id], 0.9), (A, rowid_of[victim.id], 0.8)])
-    assert [h.memory.id for h in second] == [stored[2].id]
-    assert statements == [statements[0]] and statements[0].endswith(f"WHERE rowid IN ({rowid_of[victim.id]})")  # the victim alone
-    assert [q.memory_id for q in await backend.quarantined()] == [victim.id]
-    part = backend._partition(A)  # quarantining it changed the partition: records go, read again
-    sound = sorted(rowid_of[m.id] for m in stored if m.id != victim.id)
-    third = backend.load_hits([(A, r, 0.5) for r in sound])
-    assert sorted(h.memory.id for h in third) == sorted(m.id for m in stored if m.id != victim.id)
-    rows = sqlite3.connect(db_path(tmp_path / "s")).execute(f"SELECT {COLUMNS} FROM memories WHERE id != ?", (victim.id,)).fetchall()
-    reference = {r[0]: row_to_memory(r, A) for r in rows}
-    assert all(h.memory == reference[rowid_of[h.memory.id]] for h in first + second + third)
-    await backend.aclose()
-
-
-async def test_the_second_recall_of_a_fresh_partition_decodes_every_row_once(tmp_path):
-    """A scope in use ends with every sound row decoded and its columns dropped: no later recall
-    decodes anything, and every record is the one SQLite holds."""
-    writer = LocalBackend(tmp_path / "s", HashingEmbedder())
-    stored = await writer.put_many([(A, mem(f"apple note {i}", metadata={"n": i}), f"k{i}") for i in range(8)])
-    await writer.aclose()
-    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
-    statements = loads_of_hits(backend)
-    query = SearchQuery(ScopeSet.of(A), "apple note", limit=2)
-    await backend.search(query)
-    part = backend._partitions[A]
-    assert part.records is not None and len(part.decoded) == 2
-    await backend.search(query)  # the same two hits: decoded already, nothing more to decode
-    assert part.records is not None and len(part.decoded) == 2
-    hits = (await backend.search(SearchQuery(ScopeSet.of(A), "apple note", limit=5))).hits
-    assert len(hits) == 5 and part.records is None and len(part.decoded) == 8 and statements == []
-    assert sorted(m.id for m in part.decoded.values()) == sorted(m.id for m in stored)
-    assert {m.id: dict(m.metadata) for m in part.decoded.values()} == {m.id: dict(m.metadata) for m in await _all_records(backend, A)}
-    await backend.aclose()
-
-
 _SOUND_PROVENANCE = provenance_json(PROV)
 _COLUMN_CHOICES: dict[str, tuple] = {  # per column of `COLUMNS` (rowid and scope aside): sound values, then damaged ones
     "id": ("m1", "m2", b"m3", 7),
@@ -297,7 +215,7 @@ _COLUMN_CHOICES: dict[str, tuple] = {  # per column of `COLUMNS` (rowid and scop
     "status": ("active", "forgotten", "superseded", "bogus", None, 1),
     "confidence": (0.5, 1, 0, 0.0, 1.0, 1.5, -0.1, float("nan"), "0.5", None),
     "provenance": (_SOUND_PROVENANCE, provenance_json(Provenance("bob", "agent")), "{not json", "[]", "{}", '{"author_user_id": 1}', None, 5, "[" * 5000),
-    "subject_user_id": (None, "bob", "carol", 1, 1.0, True),  # not checked: kept as read
+    "subject_user_id": (None, "bob", "carol"),
     "metadata": ("{}", '{"a": 1, "b": "x"}', '{"n": null}', "[1]", "nope", None, 2, "[" * 5000),
     "created_at": (1.0, 2),
     "updated_at": (3.0, 4),
@@ -315,12 +233,10 @@ def _reference_records(rows: list[tuple], scope: ScopeKey) -> list[StoredMemory 
     return out
 
 
-@pytest.mark.parametrize("seed, sound_share", [(0, 0.5), (1, 0.5), (2, 0.5), (3, 0.99), (4, 1.0)])
-def test_the_held_columns_decode_as_row_to_memory_on_sound_and_damaged_rows(seed, sound_share):
-    """A partition keeps its rows' record columns (`RecordColumns`, equal texts shared) and
-    decodes a row on its first hit, or all rows at once: each record is `row_to_memory`'s of its
-    row (one by one: value and type), or None / left out where `row_to_memory` refuses it (the
-    hit then goes the path that quarantines it)."""
+@pytest.mark.parametrize("seed, sound_share", [(0, 0.5), (1, 0.5), (2, 0.5), (3, 0.99), (4, 1.0), (5, 1.0)])
+def test_the_column_decoder_equals_row_to_memory_on_sound_and_damaged_rows(seed, sound_share):
+    """All rows sound: the records are built column by column; one damaged row among them: row
+    by row. Either way each is `row_to_memory`'s record of its row, or None where it refuses."""
     rng = random.Random(seed)
     rows = []
     for rowid in range(600):
@@ -329,28 +245,26 @@ def test_the_held_columns_decode_as_row_to_memory_on_sound_and_damaged_rows(seed
                 for name, values in _COLUMN_CHOICES.items()}
         if sound:
             pick |= {"id": f"m{rowid}", "content": f"text {rowid}", "kind": rng.choice(("note", "fact")), "confidence": rng.choice((rng.random(), 0, 1)),
-                     "expires_at": rng.choice((None, 5.0, 6)), "metadata": rng.choice(('{}', '{"a": 1, "b": "x"}')),
-                     "subject_user_id": rng.choice(_COLUMN_CHOICES["subject_user_id"])}
-        rows.append((1000 + rowid, pick["id"], str(A), pick["content"], pick["kind"], pick["status"], pick["confidence"], pick["provenance"],
+                     "expires_at": rng.choice((None, 5.0, 6)), "metadata": rng.choice(('{}', '{"a": 1, "b": "x"}'))}
+        rows.append((rowid, pick["id"], str(A), pick["content"], pick["kind"], pick["status"], pick["confidence"], pick["provenance"],
                      pick["subject_user_id"], pick["metadata"], pick["created_at"], pick["updated_at"], pick["expires_at"]))
-    rowids, ids, _, *others = zip(*rows)
-    held = RecordColumns(A, rowids, (ids, *others))
-    lazy = [held.memory(rowid) for rowid in rowids]
+    _, ids, _, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries = zip(*rows)
+    bulk = memories_of_columns(A, ids, contents, kinds, statuses, confidences, provenances, subjects, metadatas, created, updated, expiries)
     want = _reference_records(rows, A)
-    assert lazy == want and len(held) == len(rows)
-    bulk = held.memories()  # the same records, decoded all at once (a partition's second recall)
-    assert bulk == {rowid: m for rowid, m in zip(rowids, want) if m is not None}
-    assert all(type(m.confidence) is float and (m.expires_at is None or type(m.expires_at) is float) for m in bulk.values())
+    assert bulk == want
     if sound_share < 1.0:
         assert sum(m is not None for m in want) > 250 and sum(m is None for m in want) > 0  # both kinds of row were tried
     else:
         assert None not in want
-    for got, ref in zip(lazy, want):  # equal is not enough: 1 == 1.0 == True
-        if ref is not None:
-            assert [type(getattr(got, f)) for f in ref.__slots__] == [type(getattr(ref, f)) for f in ref.__slots__]
-    assert held.memory(999) is None  # a rowid the load did not read
-    kept = [m for m in lazy if m is not None]
-    assert len({id(m.metadata) for m in kept}) == len(kept)  # every record its own metadata, as row_to_memory's
+    kept = [m for m in bulk if m is not None]
+    for m in kept:  # the same types as row_to_memory's
+        assert type(m.confidence) is float and (m.expires_at is None or type(m.expires_at) is float)
+    if sound_share < 1.0:  # row by row: every record its own metadata dict
+        assert all(type(m.metadata) is dict for m in kept) and len({id(m.metadata) for m in kept}) == len(kept)
+    else:  # column by column: equal metadata is one mapping, read-only, so no record can change another's
+        assert len({id(m.metadata) for m in kept}) == 2
+        with pytest.raises(TypeError):
+            kept[0].metadata["n"] = 1  # type: ignore[index]
 
 
 C = ScopeKey.private("acme", "carol")
