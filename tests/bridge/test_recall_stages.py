@@ -297,6 +297,31 @@ def test_budget_dedups_exactly_by_the_normalised_text(texts):
     assert {c.ranked.hit.memory.id: [d.hit.memory.id for d in c.duplicates] for c in chosen} == want
 
 
+#: texts for the budget's one check over all candidates: ASCII splitters (tab, newline, the 0x1c-0x1f
+#: separators) in any one text, double, leading and trailing spaces, non-ASCII spaces and case
+_SPLITTY = st.text(alphabet=st.sampled_from(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x01aAbB\u00a0\u3000\u0130"), max_size=7)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_SPLITTY, st.sampled_from(("a b", "A B", "a  b", " a b", "a b ", "a\tb", "a\x1fb", "ab"))), max_size=14))
+def test_budget_groups_duplicates_by_the_plain_normalised_text(texts):
+    # the budget decides for all candidates at once whether any ASCII text holds a splitter other
+    # than the space; a text that does must still be folded, whichever text of the list holds it
+    hits = [Hit(stored(f"m{n:02}", OWN, text), OWN, 0.9 - n / 100) for n, text in enumerate(texts)]
+    ranked = rank_hits(hits, ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
+    chosen, _ = assemble(ranked, BudgetConfig(max_tokens=10_000, per_item_overhead=1), presorted=True)
+    first: dict[str, str] = {}
+    want: dict[str, list[str]] = {}
+    for r in ranked:
+        key = " ".join(unicodedata.normalize("NFKC", r.hit.memory.content).casefold().split())
+        if key in first:
+            want[first[key]].append(r.hit.memory.id)
+        else:
+            first[key] = r.hit.memory.id
+            want[r.hit.memory.id] = []
+    assert {c.ranked.hit.memory.id: [d.hit.memory.id for d in c.duplicates] for c in chosen} == want
+
+
 # -- label ------------------------------------------------------------------------------------
 def test_label_takes_why_visible_and_injected_by_from_the_scopeset_entry():
     manifest = ScopeEntry(WS, 0.6, "injected by alice@planner", grant_id="man-7", memory_ids=frozenset({"m1"}),
@@ -385,6 +410,17 @@ def test_audit_row_lists_are_the_text_json_dumps_writes(values):
     assert _json_list(values) == json.dumps(values)
     strings = [v for v in values if isinstance(v, str)]
     assert _json_list(iter(strings)) == json.dumps(strings)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(("7b5f5479023e469392c19579d268ff0c", "acme/ws/alpha", "g-1", "")),
+                          st.text(alphabet=st.sampled_from('ab"\\\x00\x1f\x7f/é\u2028'), max_size=4)), max_size=8))
+def test_audit_row_lists_with_and_without_characters_to_escape(values):
+    # plain ids are written in one join when nothing in the whole list needs escaping: one id
+    # that does (a quote, a backslash, a control or non-ASCII character) must still be escaped
+    from bridge.state.sqlite import _json_list
+    import json
+    assert _json_list(values) == json.dumps(values)
 
 
 # -- the pipeline ------------------------------------------------------------------------------
