@@ -216,6 +216,21 @@ def test_rank_hits_matches_the_plain_formula(rows, floor, fresh):
     assert [(r.hit, r.score, r.factors) for r in got] == [(r.hit, r.score, r.factors) for r in want]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["m1", "m2", "m3", "m4"]), st.sampled_from([0.3, 0.6, 0.9]), st.booleans()), max_size=10),
+       st.randoms(use_true_random=False))
+def test_rank_hits_orders_ties_by_id_and_then_by_input_position(rows, rng):
+    # distinct scores are sorted on the score alone; any tie must still fall back to (-score, id),
+    # stably: the same ids in the same order as the tuple sort, whatever order the hits came in
+    hits = [Hit(stored(mid, WS if ws else OWN, f"text {n}"), WS if ws else OWN, sem) for n, (mid, sem, ws) in enumerate(rows)]
+    rng.shuffle(hits)
+    scope_set = ScopeSet((ScopeEntry(OWN, 1.0), ScopeEntry(WS, 0.5)))
+    got = rank_hits(hits, scope_set, Purpose.CHAT, now=NOW)
+    scored = [(r.score, r.hit) for r in got]
+    want = [h for _, _, _, h in sorted((-score, h.memory.id, hits.index(h), h) for score, h in scored)]
+    assert [r.hit for r in got] == want
+
+
 # -- budget -----------------------------------------------------------------------------------
 def _ranked(*rows: tuple[str, str, str, float]) -> list[RankedHit]:
     return rank_hits([Hit(stored(mid, OWN, text, kind), OWN, score) for mid, text, kind, score in rows], ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
