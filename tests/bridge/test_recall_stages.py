@@ -24,6 +24,7 @@ import math
 import sys
 import unicodedata
 from dataclasses import dataclass
+from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -297,13 +298,19 @@ def test_dedup_key_matches_the_plain_normalisation(text):
                           st.sampled_from(("fact", "note"))), max_size=12))
 def test_budget_dedups_exactly_by_the_normalised_text(texts):
     # the budget inlines `_normalised` for ASCII text: duplicates must be grouped as the key groups them
+    _assert_duplicates_grouped_by(texts, budget._normalised)
+
+
+def _assert_duplicates_grouped_by(texts: list[tuple[str, str]], key_of: Callable[[str], str]) -> None:
+    """Every (text, kind) through rank and an ample budget: each chosen item's duplicates are the
+    later candidates whose `key_of(text)` equals its own."""
     hits = [Hit(stored(f"m{n:02}", OWN, text, kind), OWN, 0.9 - n / 100) for n, (text, kind) in enumerate(texts)]
     ranked = rank_hits(hits, ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
     chosen, _ = assemble(ranked, BudgetConfig(max_tokens=10_000, per_item_overhead=1), presorted=True)
     first: dict[str, str] = {}
     want: dict[str, list[str]] = {}
     for r in ranked:
-        key = budget._normalised(r.hit.memory.content)
+        key = key_of(r.hit.memory.content)
         if key in first:
             want[first[key]].append(r.hit.memory.id)
         else:
@@ -322,19 +329,7 @@ _SPLITTY = st.text(alphabet=st.sampled_from(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x01
 def test_budget_groups_duplicates_by_the_plain_normalised_text(texts):
     # the budget decides for all candidates at once whether any ASCII text holds a splitter other
     # than the space; a text that does must still be folded, whichever text of the list holds it
-    hits = [Hit(stored(f"m{n:02}", OWN, text), OWN, 0.9 - n / 100) for n, text in enumerate(texts)]
-    ranked = rank_hits(hits, ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
-    chosen, _ = assemble(ranked, BudgetConfig(max_tokens=10_000, per_item_overhead=1), presorted=True)
-    first: dict[str, str] = {}
-    want: dict[str, list[str]] = {}
-    for r in ranked:
-        key = " ".join(unicodedata.normalize("NFKC", r.hit.memory.content).casefold().split())
-        if key in first:
-            want[first[key]].append(r.hit.memory.id)
-        else:
-            first[key] = r.hit.memory.id
-            want[r.hit.memory.id] = []
-    assert {c.ranked.hit.memory.id: [d.hit.memory.id for d in c.duplicates] for c in chosen} == want
+    _assert_duplicates_grouped_by([(text, "fact") for text in texts], lambda text: " ".join(unicodedata.normalize("NFKC", text).casefold().split()))
 
 
 # -- label ------------------------------------------------------------------------------------
