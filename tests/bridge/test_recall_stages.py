@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import sys
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -428,8 +428,9 @@ def test_audit_row_lists_are_the_text_json_dumps_writes(values):
 def test_audit_row_lists_with_and_without_characters_to_escape(values):
     # plain ids are written in one join when nothing in the whole list needs escaping: one id
     # that does (a quote, a backslash, a control or non-ASCII character) must still be escaped
-    from bridge.state.sqlite import _json_list
     import json
+
+    from bridge.state.sqlite import _json_list
     assert _json_list(values) == json.dumps(values)
 
 
