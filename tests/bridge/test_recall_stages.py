@@ -415,11 +415,11 @@ async def test_audit_stage_records_the_recalled_ids_and_what_was_searched():
 @given(st.lists(st.one_of(st.text(max_size=12), st.text(max_size=12), st.none(), st.integers(), st.floats(allow_nan=False)), max_size=6))
 def test_audit_row_lists_are_the_text_json_dumps_writes(values):
     # the SQLite audit writes a list of strings itself (no encoder per call); anything else as before
-    from bridge.state.sqlite import _json_list
+    from bridge.state.sqlite.audit_json import json_list
     import json
-    assert _json_list(values) == json.dumps(values)
+    assert json_list(values) == json.dumps(values)
     strings = [v for v in values if isinstance(v, str)]
-    assert _json_list(iter(strings)) == json.dumps(strings)
+    assert json_list(iter(strings)) == json.dumps(strings)
 
 
 @settings(max_examples=300, deadline=None)
@@ -430,8 +430,8 @@ def test_audit_row_lists_with_and_without_characters_to_escape(values):
     # that does (a quote, a backslash, a control or non-ASCII character) must still be escaped
     import json
 
-    from bridge.state.sqlite import _json_list
-    assert _json_list(values) == json.dumps(values)
+    from bridge.state.sqlite.audit_json import json_list
+    assert json_list(values) == json.dumps(values)
 
 
 # -- the pipeline ------------------------------------------------------------------------------
