@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from operator import attrgetter
 
 from adapters.base import Hit, Status
 from adapters.scopes import ScopeKey, ScopeSet
@@ -72,8 +73,9 @@ def rank_hits(
     half_life, slow_half_life = fconf.half_life_days * 1.0, fconf.half_life_days * fconf.slow_factor
     pow_ = math.pow
     scope_weight: dict[ScopeKey, float] = {}  # a handful of places, each looked up once
-    keyed = []
-    for n, hit in enumerate(hits):
+    ranked: list[RankedHit] = []
+    scores: set[float] = set()  # to tell whether two scores tie
+    for hit in hits:
         semantic = hit.score
         if semantic < min_similarity:
             continue
@@ -100,9 +102,23 @@ def rank_hits(
         a, b, c, d, e, f = factors
         score = a * b * c * d * e * f
         if score > 0.0 and score >= floor:
-            keyed.append((-score, m.id, n, RankedHit(hit, score, factors)))
-    keyed.sort()  # (-score, id, input position): the order `sort(key=(-score, id))` gives, stably
-    return [k[3] for k in keyed]
+            ranked.append(RankedHit(hit, score, factors))
+            scores.add(score)
+    # (-score, id), stably. With no two scores equal (the usual case) the score alone orders
+    # them: a sort on float keys, which CPython compares without a tuple per hit; a tie (no NaN
+    # or -0.0 gets here: every score kept is > 0) takes the (-score, id) key
+    if len(scores) == len(ranked):
+        ranked.sort(key=_score_of, reverse=True)
+    else:
+        ranked.sort(key=_score_then_id)
+    return ranked
+
+
+_score_of = attrgetter("score")
+
+
+def _score_then_id(r: RankedHit) -> tuple[float, str]:
+    return (-r.score, r.hit.memory.id)
 
 
 def lead_first(ranked: list[RankedHit], purpose: Purpose, config: RankingConfig | None = None) -> list[RankedHit]:

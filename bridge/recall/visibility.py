@@ -27,6 +27,9 @@ async def readable_with_shares(rt: RecallRuntime, identity: MemoryIdentity, purp
     return with_shares_and_teams(rt.policy, identity, purpose, base, reach.shared, reach.teams)
 
 
+_UNSEEN = object()  # a place not looked at yet (None: a place with no decision)
+
+
 async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[BudgetedItem]) -> dict[ScopeKey, PlaceVisibility]:
     """Per place the chosen memories were stored in: its `PlaceVisibility` (the memory type from
     the entry it was read through; one audience lookup per place that has audiences, for the
@@ -34,15 +37,17 @@ async def decide_visibility(rt: RecallRuntime, scopes: ScopeSet, chosen: list[Bu
     places: dict[ScopeKey, PlaceVisibility | None] = {}
     wanted: dict[ScopeKey, list[str]] = {}
     for item in chosen:
-        memory = item.ranked.hit.memory
-        key = memory.scope
-        if key not in places:
+        hit = item.ranked.hit
+        # the hit's key, which the guard has checked equals the memory's: the ScopeSet's own
+        # object, found in the dict without the field-by-field comparison an equal copy costs
+        key = hit.scope
+        place = places.get(key, _UNSEEN)
+        if place is _UNSEEN:
             entry = scopes.get(key)  # None never happens: the guard dropped every hit outside the set
-            places[key] = None if entry is None else PlaceVisibility(
+            place = places[key] = None if entry is None else PlaceVisibility(
                 entry.key, memory_type_of(entry.key, entry.source).value, {} if has_audience(entry.key) else None)
-        place = places[key]
         if place is not None and place.audiences is not None:
-            wanted.setdefault(key, []).append(memory.id)
+            wanted.setdefault(key, []).append(hit.memory.id)
     for key, ids in wanted.items():
         place = places[key]
         assert place is not None and place.audiences is not None

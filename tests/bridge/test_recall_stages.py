@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -216,6 +217,21 @@ def test_rank_hits_matches_the_plain_formula(rows, floor, fresh):
     assert [(r.hit, r.score, r.factors) for r in got] == [(r.hit, r.score, r.factors) for r in want]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["m1", "m2", "m3", "m4"]), st.sampled_from([0.3, 0.6, 0.9]), st.booleans()), max_size=10),
+       st.randoms(use_true_random=False))
+def test_rank_hits_orders_ties_by_id_and_then_by_input_position(rows, rng):
+    # distinct scores are sorted on the score alone; any tie must still fall back to (-score, id),
+    # stably: the same ids in the same order as the tuple sort, whatever order the hits came in
+    hits = [Hit(stored(mid, WS if ws else OWN, f"text {n}"), WS if ws else OWN, sem) for n, (mid, sem, ws) in enumerate(rows)]
+    rng.shuffle(hits)
+    scope_set = ScopeSet((ScopeEntry(OWN, 1.0), ScopeEntry(WS, 0.5)))
+    got = rank_hits(hits, scope_set, Purpose.CHAT, now=NOW)
+    scored = [(r.score, r.hit) for r in got]
+    want = [h for _, _, _, h in sorted((-score, h.memory.id, hits.index(h), h) for score, h in scored)]
+    assert [r.hit for r in got] == want
+
+
 # -- budget -----------------------------------------------------------------------------------
 def _ranked(*rows: tuple[str, str, str, float]) -> list[RankedHit]:
     return rank_hits([Hit(stored(mid, OWN, text, kind), OWN, score) for mid, text, kind, score in rows], ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
@@ -282,19 +298,38 @@ def test_dedup_key_matches_the_plain_normalisation(text):
                           st.sampled_from(("fact", "note"))), max_size=12))
 def test_budget_dedups_exactly_by_the_normalised_text(texts):
     # the budget inlines `_normalised` for ASCII text: duplicates must be grouped as the key groups them
+    _assert_duplicates_grouped_by(texts, budget._normalised)
+
+
+def _assert_duplicates_grouped_by(texts: list[tuple[str, str]], key_of: Callable[[str], str]) -> None:
+    """Every (text, kind) through rank and an ample budget: each chosen item's duplicates are the
+    later candidates whose `key_of(text)` equals its own."""
     hits = [Hit(stored(f"m{n:02}", OWN, text, kind), OWN, 0.9 - n / 100) for n, (text, kind) in enumerate(texts)]
     ranked = rank_hits(hits, ScopeSet.of(OWN), Purpose.CHAT, now=NOW)
     chosen, _ = assemble(ranked, BudgetConfig(max_tokens=10_000, per_item_overhead=1), presorted=True)
     first: dict[str, str] = {}
     want: dict[str, list[str]] = {}
     for r in ranked:
-        key = budget._normalised(r.hit.memory.content)
+        key = key_of(r.hit.memory.content)
         if key in first:
             want[first[key]].append(r.hit.memory.id)
         else:
             first[key] = r.hit.memory.id
             want[r.hit.memory.id] = []
     assert {c.ranked.hit.memory.id: [d.hit.memory.id for d in c.duplicates] for c in chosen} == want
+
+
+#: texts for the budget's one check over all candidates: ASCII splitters (tab, newline, the 0x1c-0x1f
+#: separators) in any one text, double, leading and trailing spaces, non-ASCII spaces and case
+_SPLITTY = st.text(alphabet=st.sampled_from(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x01aAbB\u00a0\u3000\u0130"), max_size=7)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_SPLITTY, st.sampled_from(("a b", "A B", "a  b", " a b", "a b ", "a\tb", "a\x1fb", "ab"))), max_size=14))
+def test_budget_groups_duplicates_by_the_plain_normalised_text(texts):
+    # the budget decides for all candidates at once whether any ASCII text holds a splitter other
+    # than the space; a text that does must still be folded, whichever text of the list holds it
+    _assert_duplicates_grouped_by([(text, "fact") for text in texts], lambda text: " ".join(unicodedata.normalize("NFKC", text).casefold().split()))
 
 
 # -- label ------------------------------------------------------------------------------------
@@ -380,11 +415,23 @@ async def test_audit_stage_records_the_recalled_ids_and_what_was_searched():
 @given(st.lists(st.one_of(st.text(max_size=12), st.text(max_size=12), st.none(), st.integers(), st.floats(allow_nan=False)), max_size=6))
 def test_audit_row_lists_are_the_text_json_dumps_writes(values):
     # the SQLite audit writes a list of strings itself (no encoder per call); anything else as before
-    from bridge.state.sqlite import _json_list
+    from bridge.state.sqlite.audit_json import json_list
     import json
-    assert _json_list(values) == json.dumps(values)
+    assert json_list(values) == json.dumps(values)
     strings = [v for v in values if isinstance(v, str)]
-    assert _json_list(iter(strings)) == json.dumps(strings)
+    assert json_list(iter(strings)) == json.dumps(strings)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(("7b5f5479023e469392c19579d268ff0c", "acme/ws/alpha", "g-1", "")),
+                          st.text(alphabet=st.sampled_from('ab"\\\x00\x1f\x7f/é\u2028'), max_size=4)), max_size=8))
+def test_audit_row_lists_with_and_without_characters_to_escape(values):
+    # plain ids are written in one join when nothing in the whole list needs escaping: one id
+    # that does (a quote, a backslash, a control or non-ASCII character) must still be escaped
+    import json
+
+    from bridge.state.sqlite.audit_json import json_list
+    assert json_list(values) == json.dumps(values)
 
 
 # -- the pipeline ------------------------------------------------------------------------------

@@ -129,6 +129,40 @@ async def test_for_reader_is_shared_with_and_teams_of_in_one_answer(state):
                 assert reach.teams == await state.teams.teams_of(tenant, agent), (tenant, user, agent)
 
 
+async def test_the_sqlite_readers_lookup_answers_what_the_in_process_state_answers(tmp_path):
+    """The SQLite reader lookup (its probes' text built once per number of distinct pairs, their
+    parameters written out) against the in-process state on the same random shares, narrowings
+    and memberships: the same memories and teams for every reader, at every step."""
+    import random
+
+    from bridge.policy.sharing import narrowed_team
+
+    rng = random.Random(11)
+    tenants, users, agents = ("acme", "globex"), ("alice", "bob"), ("wukong", "bajie", "sha")
+    # a narrowed team's place (no single user: its rows are the any-user ones) drawn as often as all agent places together
+    places = [ScopeKey.agent(t, a, u) for t in tenants for a in agents for u in users] + [narrowed_team(t, "red") for t in tenants] * 6
+    sqlite, memory = SqliteState(tmp_path / "bridge.sqlite3"), MemoryState()
+    try:
+        for n in range(80):
+            if n % 5 == 4:
+                tenant, team = rng.choice(tenants), rng.choice(("red", "blue"))
+                members = frozenset(rng.sample(agents, rng.randint(0, 3)))
+                for s in (sqlite, memory):
+                    await s.teams.set_members(tenant, team, members)
+            else:
+                place, memory_id = rng.choice(places), f"m{n % 13}"
+                audience = frozenset(rng.sample([*agents, "*"], rng.randint(0, 2)))
+                for s in (sqlite, memory):
+                    await s.shares.set_audience(place, memory_id, audience, float(n))
+            for tenant in tenants:
+                for user in (*users, "*"):
+                    for agent in (*agents, "*", "mallory"):
+                        assert await sqlite.shares.for_reader(tenant, user, agent) == await memory.shares.for_reader(tenant, user, agent), \
+                            (n, tenant, user, agent)
+    finally:
+        await sqlite.aclose()
+
+
 def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
     """Scale: the per-recall lookup must use the reader index, never scan every share."""
     s = SqliteState(tmp_path / "bridge.sqlite3")

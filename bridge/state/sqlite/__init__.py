@@ -18,7 +18,6 @@ fsyncs it.
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 import sqlite3
 import time
 import uuid
@@ -31,6 +30,7 @@ from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
 from bridge.state.protocols import WriteIntent
 from bridge.state.sqlite import carry
+from bridge.state.sqlite.audit_json import encode_detail, json_list
 from bridge.state.sqlite.manifests import SqliteManifests
 from bridge.state.sqlite.read_rows import GroupCommittedReads, ReadRowQueue
 from bridge.state.sqlite.sharing import SHARING_MIGRATIONS, SqliteShares, SqliteTeams
@@ -116,24 +116,6 @@ MANIFEST_MIGRATIONS: tuple[Any, ...] = (
 )
 
 
-#: one encoder for every detail column (json.dumps with options builds a new one per call)
-_encode_detail = json.JSONEncoder(ensure_ascii=False, default=str).encode
-#: what json.dumps (ensure_ascii, its default) writes for one string
-_encode_str = encode_basestring_ascii
-
-
-def _json_list(values: Iterable[Any]) -> str:
-    """`json.dumps(list(values))`. A list of strings (every id list of an audit row) is written
-    directly, as json.dumps writes it: json.dumps sets up an encoder per call, so a recall's row
-    (25 ids, 4 scopes, no grant) took ~10 us for its three lists, ~5 us this way. Anything else
-    goes through `json.dumps`."""
-    values = list(values)
-    try:
-        return "[" + ", ".join(map(_encode_str, values)) + "]"
-    except TypeError:  # not a string: json.dumps writes it (or refuses it) as it always did
-        return json.dumps(values)
-
-
 def _placeholders(values: Iterable[object]) -> str:
     return ", ".join("?" for _ in values)
 
@@ -150,8 +132,8 @@ class SqliteAuditLog(GroupCommittedReads):
              grant_ids: Iterable[str | None], detail: dict[str, Any] | None) -> tuple:
         return (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            _json_list(memory_ids), _json_list(sorted({str(s) for s in scopes})), _json_list(sorted({g for g in grant_ids if g})),
-            _encode_detail(detail or {}),
+            json_list(memory_ids), json_list(sorted({str(s) for s in scopes})), json_list(sorted({g for g in grant_ids if g})),
+            encode_detail(detail or {}),
         )
 
     async def append(
@@ -188,7 +170,7 @@ class SqliteAuditLog(GroupCommittedReads):
         check_audit_action(action)
         row = (
             time.time(), identity.tenant_id, identity.principal, identity.user_id, identity.fingerprint, identity.session_id, action,
-            _json_list([memory_id]), json.dumps([str(scope)]), "[]", _encode_detail(detail or {}),
+            json_list([memory_id]), json.dumps([str(scope)]), "[]", encode_detail(detail or {}),
         )
         with self._transaction() as conn:
             claimed = conn.execute("DELETE FROM write_intents WHERE intent_id = ?", (closes_intent,)).rowcount
@@ -290,7 +272,7 @@ class SqliteAuditLog(GroupCommittedReads):
     async def recover_intent(self, intent: WriteIntent, memory_ids: Sequence[str], store_marker: StoreMarker | None = None) -> int:
         row = (
             time.time(), intent.tenant_id, intent.actor, intent.user_id, intent.actor_fingerprint, intent.session_id, "recovered",
-            _json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
+            json_list(memory_ids), json.dumps([str(intent.scope)]), "[]",
             json.dumps({"operation": intent.action, "intent": intent.intent_id, "announced_at": intent.created_at}),
         )
         with self._transaction() as conn:

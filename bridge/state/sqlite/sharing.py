@@ -6,6 +6,7 @@ Versioned migrations like the other state tables; a reader's lookups use an inde
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 from adapters.scopes import ScopeKey
@@ -66,7 +67,8 @@ class SqliteShares:
     async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
         """One statement: the shares' probes and the team probe, told apart by the NULL scope."""
         text, params = _shared_with_probes(tenant_id, user_id, agent_id)
-        rows = self.db.query(f"{text} UNION ALL {_TEAMS_PROBE}", [*params, tenant_id, agent_id])
+        params += (tenant_id, agent_id)
+        rows = self.db.query(_with_teams_probe(text), params)
         return ReaderSharing(group_shares([r for r in rows if r[0] is not None]), frozenset([r[1] for r in rows if r[0] is None]))
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
@@ -87,9 +89,23 @@ class SqliteShares:
 
 def _shared_with_probes(tenant_id: str, user_id: str, agent_id: str) -> tuple[str, list[str]]:
     """The reader's shares as UNION ALL of exact probes of `shares_by_reader`, one per (user or
-    any user) x (agent or every agent) pair, and their parameters."""
-    pairs = list(dict.fromkeys((user, agent) for user in (user_id, ANY_USER) for agent in (agent_id, EVERY_AGENT)))
-    return " UNION ALL ".join([_SHARED_WITH_PROBE] * len(pairs)), [value for user, agent in pairs for value in (tenant_id, user, agent)]
+    any user) x (agent or every agent) pair, and their parameters. Every recall asks: the
+    statement's text (one of three, by the number of distinct pairs) is built once."""
+    pairs = dict.fromkeys(((user_id, agent_id), (user_id, EVERY_AGENT), (ANY_USER, agent_id), (ANY_USER, EVERY_AGENT)))
+    params: list[str] = []
+    for user, agent in pairs:
+        params += (tenant_id, user, agent)
+    return _probes(len(pairs)), params
+
+
+@functools.cache
+def _probes(count: int) -> str:
+    return " UNION ALL ".join([_SHARED_WITH_PROBE] * count)
+
+
+@functools.cache
+def _with_teams_probe(probes: str) -> str:
+    return f"{probes} UNION ALL {_TEAMS_PROBE}"
 
 
 class SqliteTeams:
