@@ -12,7 +12,7 @@ on a page must not fill the log with recalls nobody made).
 
 from __future__ import annotations
 
-
+import asyncio
 from typing import Any
 
 from adapters.base import Status
@@ -150,7 +150,7 @@ async def tenant_directory(rt: BridgeRuntime, identity: MemoryIdentity, op: Tena
         return users.setdefault(user_id, {"agents": set(), "roles": set(), "departments": set(), "workspaces": set(), "keys": 0, "seen": None})
 
     if rt.api_keys is not None:
-        for record in rt.api_keys.records(tenant_id=tenant):
+        for record in await asyncio.to_thread(rt.api_keys.records, tenant_id=tenant):  # blocking store: off the loop
             if record.tenant_id != tenant or record.revoked:
                 continue
             u = user(record.user_id)

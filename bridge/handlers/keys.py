@@ -3,9 +3,13 @@
 The store is `rt.api_keys`, the one the service authenticates keys with, so a key revoked here
 stops working at the next request. Permissions are `bridge/policy/keys.py`'s. Issuing and
 revoking are audited (`api_key` rows naming the key id and its user, never the secret).
+The store's methods are blocking (a synced SQLite write, or PostgreSQL round trips): they run
+in a worker thread, never on the event loop that serves every other request.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from bridge.errors import ConfigurationError
 from bridge.operations.keys import IssueApiKey, ListApiKeys, RevokeApiKey
@@ -34,15 +38,16 @@ def _out(r: ApiKeyRecord) -> ApiKeyOut:
 
 async def list_api_keys(rt: BridgeRuntime, identity: MemoryIdentity, op: ListApiKeys) -> list[ApiKeyOut]:
     require_key_admin(identity, "listing the API keys of the tenant")
-    records = [r for r in _store(rt).records(tenant_id=identity.tenant_id) if r.tenant_id == identity.tenant_id and (op.include_revoked or not r.revoked)]
+    records = [r for r in await asyncio.to_thread(_store(rt).records, tenant_id=identity.tenant_id)
+               if r.tenant_id == identity.tenant_id and (op.include_revoked or not r.revoked)]
     return [_out(r) for r in sorted(records, key=lambda r: (-r.created_at, r.key_id))]
 
 
 async def issue_api_key(rt: BridgeRuntime, identity: MemoryIdentity, op: IssueApiKey) -> IssuedApiKeyOut:
     require_key_admin(identity, "issuing an API key")
     check_issuable_roles(identity, op.roles)
-    issued = _store(rt).issue(
-        tenant_id=identity.tenant_id, user_id=op.user_id, agent_id=op.agent_id, department_ids=op.department_ids,
+    issued = await asyncio.to_thread(
+        _store(rt).issue, tenant_id=identity.tenant_id, user_id=op.user_id, agent_id=op.agent_id, department_ids=op.department_ids,
         workspace_id=op.workspace_id, roles=op.roles, label=op.label or f"issued by {identity.principal}",
     )
     await rt.state.audit.append(identity, "api_key", detail={"operation": "issue", "key_id": issued.record.key_id, "user_id": op.user_id, "agent_id": op.agent_id, "roles": list(op.roles)})
@@ -52,10 +57,10 @@ async def issue_api_key(rt: BridgeRuntime, identity: MemoryIdentity, op: IssueAp
 async def revoke_api_key(rt: BridgeRuntime, identity: MemoryIdentity, op: RevokeApiKey) -> bool:
     require_key_admin(identity, "revoking an API key")
     store = _store(rt)
-    record = store.get(op.key_id)
+    record = await asyncio.to_thread(store.get, op.key_id)
     check_key_tenant(identity, op.key_id, None if record is None else record.tenant_id)
     assert record is not None
-    revoked = store.revoke(op.key_id)
+    revoked = await asyncio.to_thread(store.revoke, op.key_id)
     if revoked:
         await rt.state.audit.append(identity, "api_key", detail={"operation": "revoke", "key_id": op.key_id, "user_id": record.user_id, "agent_id": record.agent_id})
     return revoked

@@ -3,6 +3,8 @@ API-key management, and administrative views audited as `inspect`, never as `rec
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bridge.errors import ConfigurationError, InvalidInput, NotFound, NotPermitted
@@ -117,3 +119,24 @@ async def test_keys_refuse_members_unknown_roles_wider_roles_and_whole_keys(brid
 async def test_key_management_without_a_key_store_says_why(bridge) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigurationError, match="authenticates no API keys"):
         await bridge.execute(ADMIN, ListApiKeys())
+
+
+async def test_key_management_reaches_the_store_off_the_event_loop(bridge, keys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The key store blocks (a synced SQLite write, PostgreSQL round trips): listing, issuing,
+    revoking keys and the tenant directory call it from a worker thread, never from the thread
+    running the loop, which serves every other request meanwhile."""
+    on_loop: list[str] = []
+    for name in ("insert", "lookup", "revoke", "records"):
+        original = getattr(keys.repository, name)
+
+        def watched(*args, _name=name, _original=original, **kwargs):  # type: ignore[no-untyped-def]
+            if asyncio._get_running_loop() is not None:
+                on_loop.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(keys.repository, name, watched)
+    issued = await bridge.execute(ADMIN, IssueApiKey(user_id="dave", agent_id="ci"))
+    assert [k.key_id for k in await bridge.execute(ADMIN, ListApiKeys())] == [issued.record.key_id]
+    assert "dave" in {u.user_id for u in (await bridge.execute(ADMIN, TenantDirectory())).users}
+    assert await bridge.execute(ADMIN, RevokeApiKey(key_id=issued.record.key_id)) is True
+    assert on_loop == []
