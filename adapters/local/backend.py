@@ -71,6 +71,7 @@ from typing import Callable
 
 from adapters.base import Capabilities
 from adapters.errors import EmbedderMismatch
+from adapters.local.commits import CommitWatch
 from adapters.local.errors import CorruptStore, storage_errors
 from adapters.local.holders import StoreHold
 from adapters.local.listing import LocalListing
@@ -165,6 +166,8 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
                     raise CorruptStore("the store's cursor key is damaged", path=self._db_file) from None
                 self._seen_changes = self._counter("changes")
                 self._data_version = self._current_data_version()
+                self._commits = CommitWatch(self._db_file)  # after the first read: the -shm file exists
+                self._checked_stamp: bytes | None = None
         except BaseException:
             self._db.close()
             self._hold.close()
@@ -212,6 +215,7 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
             with self._lock:
                 self._partitions.clear()
                 self._forget_decoded()
+                self._commits.close()
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
                 self._hold.close()

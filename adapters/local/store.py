@@ -205,8 +205,15 @@ class LocalStoreBase:
             part.decoded.clear()
 
     def _refresh_if_changed_elsewhere(self) -> None:
+        """Absorb what other connections committed since the last look. Skipped when the WAL-index
+        header shows no commit at all since the last full check (adapters/local/commits.py):
+        its stamp is read first, so a commit during the full check is seen next time."""
+        stamp = self._commits.stamp()
+        if stamp is not None and stamp == self._checked_stamp:
+            return
         if self._current_data_version() != self._data_version:
             self._absorb_foreign_changes()
+        self._checked_stamp = stamp
 
     # -- reading rows that may hold damaged text --------------------------------------------
     def _fetchall(self, sql: str, params: Sequence[object] = ()) -> tuple[list[tuple], bool]:
