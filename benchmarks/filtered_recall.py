@@ -18,7 +18,8 @@ processes for the benchmark's database, from /proc, when the server runs on this
 
 Systems (peers, in `benchmarks/filtered_recall_peers.py`, are optional `[bench]` extras; a missing one
 is reported as skipped, not faked):
-  floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous
+  floor      numpy `rows @ q` + argpartition over the permitted active rows, pre-gathered contiguous, on
+             one BLAS thread as local scans (OpenBLAS's two threads waited on each other under load: p50 5.5 ms)
   local      LocalBackend.search_vector + load_hits (SQLite + numpy partitions per scope; the hits' records decoded)
   local-warm     local on a store warmed before its first query (LocalBackend.warm, as `serve` with
                  VIKING_BRIDGE_SERVICE_WARM_MB): the partition loads counted in its ingest, as the peers' index builds
@@ -39,6 +40,14 @@ The PostgreSQL server is yours (`--postgres-url`, a role that may create databas
 the benchmark creates a throw-away database with an owner and a runtime role (NOBYPASSRLS) and
 drops both afterwards. Timing belongs here, not in unit tests; one run on a shared 2-core machine
 is noisy, so compare the ratios of one run, not absolute numbers across runs.
+
+How a run is timed: every system is set up first (ingest or index build, then `--warmup`
+untimed queries); then `--rounds` timed passes, each system over every query once a round, the
+systems' order rotated from round to round, so a burst of another process's load falls on all of
+them rather than on whichever happened to run then. p50 / p95 are over every pass's samples (each
+pass's own p50 is printed beside them). `local` answers a store opened cold: it is reopened (and
+warmed up like at setup) before each pass but the first, so every pass holds the same first
+touches of scopes and more passes never make it warmer.
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from adapters.base import Status  # noqa: E402
+from adapters.local.blas import one_blas_thread  # noqa: E402
 from adapters.scopes import ScopeKey, ScopeSet  # noqa: E402
 from benchmarks.filtered_recall_peers import K, PEERS, Corpus, Query, System  # noqa: E402
 from benchmarks.local_recall import BenchEmbedder, build_world, machine_info, memory_batches, pick_identities, vm_rss_bytes  # noqa: E402
@@ -126,7 +136,9 @@ class Floor(System):
             self.gathered.setdefault(id(q.rows), np.ascontiguousarray(self.corpus.vectors[q.rows]))
 
     def search(self, q: Query) -> list[int]:
-        scores = self.gathered[id(q.rows)] @ q.vector
+        matrix = self.gathered[id(q.rows)]
+        with one_blas_thread(matrix.size):  # as the local backend scans; two threads wait on each other under load
+            scores = matrix @ q.vector
         top = np.argpartition(-scores, K)[:K] if len(scores) > K else np.arange(len(scores))
         return q.rows[top[np.argsort(-scores[top])]].tolist()
 
@@ -186,6 +198,14 @@ class LocalSystem(AsyncBackendSystem):
     def partition_loads(self) -> int:
         return sum(self.backend.partition_loads.values())
 
+    def reopen(self) -> None:
+        """The store opened afresh (cold partitions), as at the first pass: every pass of this
+        system then holds the same first touches."""
+        from adapters.local import LocalBackend
+
+        self.run(self.backend.aclose())
+        self.backend = LocalBackend(self.home / "store", embedder=self.embedder)  # type: ignore[arg-type]
+
     def search(self, q: Query) -> list[int]:
         # search_vector and load_hits are synchronous: called directly, as the peers are, not
         # through an event loop turn per query (the PostgreSQL system needs one; this does not)
@@ -204,6 +224,7 @@ class LocalWarmSystem(LocalSystem):
     peers' index builds go into theirs, and no query first-touches a scope."""
 
     name = "local, warmed at start"
+    reopen = None  # stays warm: its partitions were loaded before its first query, as a peer's index is built
 
     def ingest(self, corpus: Corpus) -> None:
         super().ingest(corpus)
@@ -378,7 +399,23 @@ def settle(conn: Any, table: str, tries: int = 20) -> None:
 
 
 # --------------------------------------------------------------------------------------------- measure
-def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -> dict[str, Any]:
+class Measured:
+    """One system's setup figures and the samples of its timed passes (every round's)."""
+
+    def __init__(self, system: System, ingest_s: float, resident_mb: float | None) -> None:
+        self.system, self.ingest_s, self.resident_mb = system, ingest_s, resident_mb
+        self.samples: list[int] = []
+        self.thread_cpu: list[int] = []
+        self.process_cpu: list[int] = []
+        self.first_touch: list[bool] = []
+        self.recalls: list[float] = []
+        self.pass_p50_ms: list[float] = []
+        self.client_cpu_s = 0.0
+        self.server_cpu_s: float | None = 0.0 if getattr(system, "server_cpu_s", None) else None
+
+
+def set_up(system: System, corpus: Corpus, queries: list[Query], warmup: int) -> Measured:
+    """Ingest (the store or index build), then the warm-up queries, untimed."""
     gc.collect()
     rss0 = vm_rss_bytes()
     t0 = time.perf_counter()
@@ -386,45 +423,88 @@ def measure(system: System, corpus: Corpus, queries: list[Query], warmup: int) -
     ingest_s = time.perf_counter() - t0
     if isinstance(system, Floor):
         system.prepare(queries)
+    warm_up(system, queries, warmup)
+    gc.collect()
+    return Measured(system, ingest_s, (vm_rss_bytes() - rss0) / 2**20 if system.in_process else None)
+
+
+def warm_up(system: System, queries: list[Query], warmup: int) -> None:
     for q in queries[:warmup]:
         system.search(q)
-    gc.collect()
-    rss1 = vm_rss_bytes()
-    samples, recalls, first_touch, thread_cpu, process_cpu = [], [], [], [], []
+
+
+def timed_pass(m: Measured, queries: list[Query], warmup: int, first: bool) -> None:
+    """Every query once, timed. A system that answers a cold store (`local`) is opened afresh
+    before each pass but the first, and warmed up as in its setup, so every pass holds the same
+    first touches: more passes give more samples of the same thing, never a warmer store."""
+    system = m.system
+    reopen = getattr(system, "reopen", None)
+    if not first and reopen is not None:
+        reopen()
+        warm_up(system, queries, warmup)
     loads = getattr(system, "partition_loads", None)  # local: a query that loads a partition is a scope's first touch
     server_cpu = getattr(system, "server_cpu_s", None)  # postgres: the server's CPU, apart from the client's
     server0, client0 = server_cpu() if server_cpu else None, time.process_time()
+    samples = []
     for q in queries:
         before = loads() if loads else 0
         start, thread0, process0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         found = system.search(q)
         samples.append(time.perf_counter_ns() - start)
-        thread_cpu.append(time.thread_time_ns() - thread0)
-        process_cpu.append(time.process_time_ns() - process0)
-        first_touch.append(loads is not None and loads() > before)
-        recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
-    client_cpu = time.process_time() - client0
+        m.thread_cpu.append(time.thread_time_ns() - thread0)
+        m.process_cpu.append(time.process_time_ns() - process0)
+        m.first_touch.append(loads is not None and loads() > before)
+        m.recalls.append(len(set(found) & q.truth) / max(1, min(K, len(q.truth))))
+    m.client_cpu_s += time.process_time() - client0
     server1 = server_cpu() if server_cpu else None
-    ms = np.asarray(samples) / 1e6
-    cold = np.asarray(first_touch, dtype=bool)
-    split = {}
-    if loads is not None and cold.any() and not cold.all():
+    if m.server_cpu_s is not None:
+        m.server_cpu_s = None if server0 is None or server1 is None else m.server_cpu_s + (server1 - server0)
+    m.samples += samples
+    m.pass_p50_ms.append(round(float(np.percentile(samples, 50)) / 1e6, 4))
+
+
+def summary(m: Measured, corpus: Corpus) -> dict[str, Any]:
+    system = m.system
+    ms = np.asarray(m.samples) / 1e6
+    cold = np.asarray(m.first_touch, dtype=bool)
+    split: dict[str, Any] = {}
+    if getattr(system, "partition_loads", None) is not None and cold.any() and not cold.all():
         split = {"first_touch_queries": int(cold.sum()), "warm_p50_ms": float(np.percentile(ms[~cold], 50)), "warm_p95_ms": float(np.percentile(ms[~cold], 95)),
                  "first_touch_p50_ms": float(np.percentile(ms[cold], 50)), "first_touch_p95_ms": float(np.percentile(ms[cold], 95))}
-        tcpu = np.asarray(thread_cpu) / 1e6
+        tcpu = np.asarray(m.thread_cpu) / 1e6
         split |= {"first_touch_thread_cpu_p50_ms": float(np.percentile(tcpu[cold], 50)), "first_touch_thread_cpu_p95_ms": float(np.percentile(tcpu[cold], 95)),
                   "warm_thread_cpu_p50_ms": float(np.percentile(tcpu[~cold], 50)), "warm_thread_cpu_p95_ms": float(np.percentile(tcpu[~cold], 95))}
-    if server0 is not None and server1 is not None:  # CPU a query, every thread of this process / the server's processes
-        split |= {"client_cpu_ms": 1e3 * client_cpu / len(queries), "server_cpu_ms": 1e3 * (server1 - server0) / len(queries)}
+    if m.server_cpu_s is not None:  # CPU a query, every thread of this process / the server's processes
+        split |= {"client_cpu_ms": 1e3 * m.client_cpu_s / len(ms), "server_cpu_ms": 1e3 * m.server_cpu_s / len(ms)}
     # CPU a query (a shared machine's load moves wall time; CPU much less): this thread's, and
     # the whole process's (a library's own threads, BLAS's, counted too)
-    cpu = {f"{what}_cpu_{pct}_ms": float(np.percentile(np.asarray(v) / 1e6, pct)) for what, v in (("thread", thread_cpu), ("process", process_cpu)) for pct in (50, 95)}
+    cpu = {f"{what}_cpu_{pct}_ms": float(np.percentile(np.asarray(v) / 1e6, pct)) for what, v in (("thread", m.thread_cpu), ("process", m.process_cpu)) for pct in (50, 95)}
     return split | cpu | {
         "system": system.name, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
-        "recall_at_10": float(np.mean(recalls)),
-        "ingest_rows_per_s": (len(corpus.vectors) / ingest_s) if ingest_s > 0 and not isinstance(system, Floor) and not getattr(system, "reused", False) else None,
-        "resident_mb": (rss1 - rss0) / 2**20 if system.in_process else None, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
+        "recall_at_10": float(np.mean(m.recalls)), "passes": len(m.pass_p50_ms), "pass_p50_ms": m.pass_p50_ms,
+        "ingest_rows_per_s": (len(corpus.vectors) / m.ingest_s) if m.ingest_s > 0 and not isinstance(system, Floor) and not getattr(system, "reused", False) else None,
+        "resident_mb": m.resident_mb, "store_mb": (b / 2**20) if (b := system.size_bytes()) else None,
     }
+
+
+def make_system(name: str, args: argparse.Namespace, embedder: FixedEmbedder) -> System | None:
+    """The system called `name` (None: a PostgreSQL one without --postgres-url)."""
+    if name == "floor":
+        return Floor()
+    if name == "local":
+        return LocalSystem(embedder, args.keep_local_store)
+    if name == "local-warm":
+        return LocalWarmSystem(embedder, args.keep_local_store)
+    if name == "local-rowids":
+        return LocalRowidsSystem(embedder, args.keep_local_store)
+    if name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):
+        if not args.postgres_url:
+            return None
+        return PostgresSystem(embedder, args.postgres_url, clustered=name == "postgres-clustered",
+                              ann_min_rows=args.ann_min_rows if name == "postgres-ann" else None,
+                              search_text=args.search_text if name.startswith("postgres-search") else None,
+                              lexical=name == "postgres-search")
+    return PEERS[name]()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -435,6 +515,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--identities", type=int, default=60)
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="timed passes of every system over the queries, systems in a rotated order each round")
     p.add_argument("--seed", type=int, default=12)
     p.add_argument("--systems", default="floor,local,postgres,postgres-clustered,postgres-ann,faiss,usearch,lancedb,chromadb,langgraph")
     p.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL 16 + pgvector (python -m contract_tests.postgres_server)")
@@ -453,33 +535,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     scopes = len(corpus.keys)
     print(f"corpus: {len(corpus.vectors)} memories in {scopes} scopes, {args.dim}-d; {len(queries)} queries over 4 scopes each"
           f" (permitted active rows per query: median {int(np.median([len(q.rows) for q in queries]))}); built in {time.perf_counter() - t0:.1f}s", flush=True)
-    results: list[dict[str, Any]] = []
+    measured: list[Measured | dict[str, Any]] = []  # in --systems order; a dict: skipped
     for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
         try:
-            if name == "floor":
-                system: System = Floor()
-            elif name == "local":
-                system = LocalSystem(embedder, args.keep_local_store)
-            elif name == "local-warm":
-                system = LocalWarmSystem(embedder, args.keep_local_store)
-            elif name == "local-rowids":
-                system = LocalRowidsSystem(embedder, args.keep_local_store)
-            elif name in ("postgres", "postgres-clustered", "postgres-ann", "postgres-search", "postgres-search-vector"):
-                if not args.postgres_url:
-                    results.append({"system": name, "skipped": "no --postgres-url"})
-                    continue
-                system = PostgresSystem(embedder, args.postgres_url, clustered=name == "postgres-clustered",
-                                        ann_min_rows=args.ann_min_rows if name == "postgres-ann" else None,
-                                        search_text=args.search_text if name.startswith("postgres-search") else None,
-                                        lexical=name == "postgres-search")
-            else:
-                system = PEERS[name]()
-            row = measure(system, corpus, queries, args.warmup)
+            system = make_system(name, args, embedder)
+            if system is None:
+                measured.append({"system": name, "skipped": "no --postgres-url"})
+                continue
+            measured.append(set_up(system, corpus, queries, args.warmup))
             if name.startswith("postgres") and args.explain:
                 print(system.explain(queries[0]))  # type: ignore[attr-defined]
-            system.close()
         except ImportError as exc:
-            row = {"system": name, "skipped": f"not installed ({exc.name}); pip install -e '.[bench]'"}
+            measured.append({"system": name, "skipped": f"not installed ({exc.name}); pip install -e '.[bench]'"})
+    running = [m for m in measured if isinstance(m, Measured)]
+    for round_ in range(args.rounds):  # every system once a round, the order rotated: they share the machine's moods
+        shift = round_ % max(1, len(running))
+        for m in running[shift:] + running[:shift]:
+            timed_pass(m, queries, args.warmup, first=round_ == 0)
+    results: list[dict[str, Any]] = []
+    for m in measured:
+        row = summary(m, corpus) if isinstance(m, Measured) else m
+        if isinstance(m, Measured):
+            m.system.close()
         results.append(row)
         print(json.dumps(row), flush=True)
     floor = next((r["p50_ms"] for r in results if r.get("system") == "floor" and "p50_ms" in r), None)
@@ -493,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{r['system']:40} {r['p50_ms']:8.3f} {r['p95_ms']:8.3f} {ratio:8.1f} {r['recall_at_10']:9.3f} {fmt(r['ingest_rows_per_s'], '9.0f')}"
               f" {fmt(r['resident_mb'], '7.0f')} {fmt(r['store_mb'], '8.0f')}")
         print(f"{'  CPU p50 / p95 ms: thread':40} {r['thread_cpu_50_ms']:8.3f} {r['thread_cpu_95_ms']:8.3f}   process {r['process_cpu_50_ms']:.3f} / {r['process_cpu_95_ms']:.3f}")
+        print(f"{'  p50 ms of each pass':40} " + " / ".join(f"{v:.3f}" for v in r["pass_p50_ms"]))
         if "server_cpu_ms" in r:
             print(f"{'  CPU a query: client / server ms':40} {r['client_cpu_ms']:8.3f} {r['server_cpu_ms']:8.3f}")
         if "first_touch_queries" in r:
