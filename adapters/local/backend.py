@@ -71,7 +71,7 @@ from typing import Callable
 
 from adapters.base import Capabilities
 from adapters.errors import EmbedderMismatch
-from adapters.local.commits import CommitWatch
+from identity.storage.commits import CommitWatch
 from adapters.local.errors import CorruptStore, storage_errors
 from adapters.local.holders import StoreHold
 from adapters.local.listing import LocalListing

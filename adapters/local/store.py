@@ -206,7 +206,7 @@ class LocalStoreBase:
 
     def _refresh_if_changed_elsewhere(self) -> None:
         """Absorb what other connections committed since the last look. Skipped when the WAL-index
-        header shows no commit at all since the last full check (adapters/local/commits.py):
+        header shows no commit at all since the last full check (identity/storage/commits.py):
         its stamp is read first, so a commit during the full check is seen next time."""
         stamp = self._commits.stamp()
         if stamp is not None and stamp == self._checked_stamp:

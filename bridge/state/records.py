@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from adapters.scopes import ScopeKey
 
@@ -157,7 +157,7 @@ class ReaderSharing:
     """What sharing adds to one reader's recall: the memories shared with it (ids by scope, as
     `ShareRepository.shared_with`) and the teams its agent belongs to (as `TeamRepository.teams_of`)."""
 
-    shared: dict[ScopeKey, frozenset[str]]
+    shared: Mapping[ScopeKey, frozenset[str]]  # read-only: a store may hand the same one to many recalls
     teams: frozenset[str]
 
 

@@ -178,3 +178,46 @@ def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
             assert "USING" in detail and "SCAN" not in detail.replace("USING INDEX", ""), f"{name}: {detail}"
     finally:
         s.close()
+
+
+async def test_a_readers_sharing_is_kept_only_while_nothing_was_committed(tmp_path):
+    """The SQLite store answers a reader again from what it read while no connection has
+    committed to the file since (the WAL-index stamp); a share, a narrowing, a team change by this
+    connection or another, and any other commit all send the next recall back to the query."""
+    path = tmp_path / "bridge.sqlite3"
+    here, elsewhere = SqliteState(path), SqliteState(path)  # two connections, as two processes
+    queries = 0
+    real_query = here.db.query
+
+    def counted(sql, params=()):
+        nonlocal queries
+        queries += 1
+        return real_query(sql, params)
+
+    here.db.query = counted  # type: ignore[method-assign]
+    reader = ("acme", "alice", "bajie")
+    assert (await here.shares.for_reader(*reader)).shared == {}
+    await here.shares.for_reader(*reader)
+    assert queries == 1  # nothing committed in between: kept
+    await elsewhere.shares.set_audience(WUKONG, "m1", frozenset({"bajie"}), 1.0)  # another connection shares
+    assert (await here.shares.for_reader(*reader)).shared == {WUKONG: frozenset({"m1"})}
+    assert queries == 2
+    await elsewhere.shares.set_audience(WUKONG, "m1", frozenset({"sha"}), 2.0)  # ... and narrows it away
+    assert (await here.shares.for_reader(*reader)).shared == {}
+    await here.shares.set_audience(TASK, "m3", frozenset({"bajie"}), 3.0)  # this connection shares
+    assert (await here.shares.for_reader(*reader)).shared == {TASK: frozenset({"m3"})}
+    await elsewhere.teams.add_member("acme", "red", "bajie")
+    assert (await here.shares.for_reader(*reader)).teams == frozenset({"red"})
+    before = queries
+    await here.audit.append(_identity(), "write", memory_ids=["x"])  # any commit: read again, same answer
+    assert (await here.shares.for_reader(*reader)).shared == {TASK: frozenset({"m3"})} and queries == before + 1
+    with pytest.raises(TypeError):
+        (await here.shares.for_reader(*reader)).shared[WUKONG] = frozenset({"m9"})  # shared by recalls: read-only
+    await here.aclose()
+    await elsewhere.aclose()
+
+
+def _identity():
+    from identity.model import MemoryIdentity
+
+    return MemoryIdentity(tenant_id="acme", user_id="alice", agent_id="bajie", session_id="s1")

@@ -1,5 +1,5 @@
 """The cross-process check before a search is skipped only while no connection has committed:
-the WAL-index header's stamp (adapters/local/commits.py). Counted by calls of the full check
+the WAL-index header's stamp (identity/storage/commits.py). Counted by calls of the full check
 (no timing); the partition invalidation tests hold what a full check must find."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.local import LocalBackend
-from adapters.local.commits import HEADER_BYTES, WAL_INDEX_VERSION, CommitWatch, header_stamp
+from identity.storage.commits import HEADER_BYTES, WAL_INDEX_VERSION, CommitWatch, header_stamp
 from adapters.scopes import ScopeKey, ScopeSet
 
 A = ScopeKey.workspace("acme", "alpha")

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
+from identity.storage.commits import CommitWatch
 from identity.storage.sqlite import connect_durable, storage_error
 
 
@@ -26,6 +27,16 @@ class Database:
             raise storage_error(exc, self.path, "bridge state") from None
         self.lock = threading.RLock()
         self._synchronous = "FULL"  # connect_durable's mode; switched only when a commit needs another
+        self._commits: CommitWatch | None = None  # mapped at the first `commit_stamp`, once the -shm file exists
+
+    def commit_stamp(self) -> bytes | None:
+        """Equal at two calls only if no connection committed to this file in between; None when
+        that cannot be told (identity/storage/commits.py). Read it BEFORE the query whose result
+        it vouches for, so a commit between the two changes the next stamp."""
+        with self.lock:
+            if self._commits is None:
+                self._commits = CommitWatch(self.path)
+            return self._commits.stamp()
 
     def _commit_mode(self, mode: str) -> None:
         if mode != self._synchronous:
@@ -63,4 +74,6 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
+            if self._commits is not None:
+                self._commits.close()
             self.conn.close()

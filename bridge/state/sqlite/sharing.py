@@ -7,6 +7,7 @@ Versioned migrations like the other state tables; a reader's lookups use an inde
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 from typing import Iterable
 
 from adapters.scopes import ScopeKey
@@ -39,9 +40,16 @@ _SHARED_WITH_PROBE = "SELECT scope, memory_id FROM shares WHERE tenant_id = ? AN
 _TEAMS_PROBE = "SELECT NULL, team_id FROM team_members WHERE tenant_id = ? AND agent_id = ?"
 
 
+#: readers whose sharing is kept between recalls; past it the kept ones are dropped together
+READERS_KEPT = 4096
+
+
 class SqliteShares:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # (tenant, user, agent) -> (the file's commit stamp when read, what was read): a reader's
+        # shares and teams, valid exactly while no connection has committed to the file since
+        self._readers: dict[tuple[str, str, str], tuple[bytes, ReaderSharing]] = {}
 
     async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
         with self.db.transaction() as conn:
@@ -65,11 +73,25 @@ class SqliteShares:
         return group_shares(self.db.query(*_shared_with_probes(tenant_id, user_id, agent_id)))
 
     async def for_reader(self, tenant_id: str, user_id: str, agent_id: str) -> ReaderSharing:
-        """One statement: the shares' probes and the team probe, told apart by the NULL scope."""
+        """One statement: the shares' probes and the team probe, told apart by the NULL scope.
+
+        Every recall asks, and the answer changes only when a share or a team membership does:
+        it is kept per reader with the file's commit stamp (`Database.commit_stamp`) and served
+        again while no connection, of this process or another, has committed anything to the
+        file since. Any commit (an audit row's too) sends every reader back to the query."""
+        stamp = self.db.commit_stamp()
+        reader = (tenant_id, user_id, agent_id)
+        if stamp is not None and (kept := self._readers.get(reader)) is not None and kept[0] == stamp:
+            return kept[1]
         text, params = _shared_with_probes(tenant_id, user_id, agent_id)
         params += (tenant_id, agent_id)
         rows = self.db.query(_with_teams_probe(text), params)
-        return ReaderSharing(group_shares([r for r in rows if r[0] is not None]), frozenset([r[1] for r in rows if r[0] is None]))
+        found = ReaderSharing(MappingProxyType(group_shares([r for r in rows if r[0] is not None])), frozenset([r[1] for r in rows if r[0] is None]))
+        if stamp is not None:
+            if len(self._readers) >= READERS_KEPT:
+                self._readers.clear()
+            self._readers[reader] = (stamp, found)
+        return found
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
         ids, changed = sorted(memory_ids), 0

@@ -1,12 +1,14 @@
-"""Has any connection committed to the store since this process last looked? Asked without a
-system call.
+"""Has any connection committed to a SQLite file since this process last looked? Asked without
+a system call.
 
-Why: before it answers from memory, every search checks that no other process changed the store
-since this process last looked (`PRAGMA data_version`, adapters/local/store.py), so a memory
-another process forgot, edited or moved is never answered from this process's partitions. That
-pragma opens a read transaction: three system calls (a read lock on the `-shm` file, a stat of
-the database file, the unlock), ~5 us in a tight loop and ~20 us between two searches' matrix
-products, a tenth of a warm local search.
+Why: what a process keeps from a SQLite file must be dropped as soon as any connection commits
+a change to it. The local store checks before every search that no other process changed it
+(`PRAGMA data_version`, adapters/local/store.py), so a memory another process forgot, edited or
+moved is never answered from this process's partitions; the bridge state keeps each reader's
+shares the same way (bridge/state/sqlite/sharing.py). Any read opens a read transaction: three
+system calls (a read lock on the `-shm` file, a stat of the database file, the unlock), ~5 us in
+a tight loop and ~20 us between two searches' matrix products, a tenth of a warm local search.
+It lives in `identity`, beside `connect_durable`, so every package's SQLite store can use it.
 
 How: in WAL mode every commit publishes itself by rewriting the WAL-index header at the start of
 the `-shm` file (https://www.sqlite.org/walformat.html): `iChange` grows by one with every
