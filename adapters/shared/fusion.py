@@ -12,7 +12,7 @@ from typing import Hashable, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["fuse", "fused_order", "RRF_K", "VECTOR_WEIGHT", "LEXICAL_WEIGHT"]
+__all__ = ["fuse", "fused_order", "fused_rows", "RRF_K", "VECTOR_WEIGHT", "LEXICAL_WEIGHT"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -30,11 +30,23 @@ _RANKS_KEPT = 1024
 _TERMS = {w: [w / (RRF_K + rank + 1.0) for rank in range(_RANKS_KEPT)] for w in (VECTOR_WEIGHT, LEXICAL_WEIGHT)}
 
 
+#: the same tables as arrays, and the ranks themselves (read them, never change them)
+_TERM_ARRAYS = {w: np.asarray(terms, dtype=np.float64) for w, terms in _TERMS.items()}
+_RANKS = np.arange(_RANKS_KEPT, dtype=np.intp)
+
+
 def _rank_terms(weight: float, count: int) -> list[float]:
     """`weight / (RRF_K + rank + 1)` for ranks 0 .. count - 1 at least (the table computed at import: read it, never change it)."""
     if count <= _RANKS_KEPT:
         return _TERMS[weight]
     return [weight / (RRF_K + rank + 1.0) for rank in range(count)]
+
+
+def _rank_term_array(weight: float, count: int) -> np.ndarray:
+    """`_rank_terms` as an array of exactly `count` entries (the same floats)."""
+    if count <= _RANKS_KEPT:
+        return _TERM_ARRAYS[weight][:count]
+    return np.asarray(_rank_terms(weight, count), dtype=np.float64)
 
 
 def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: int) -> tuple[np.ndarray, list[float]]:
@@ -72,16 +84,45 @@ def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: 
     return positions[order], _non_increasing(cosine[order].tolist())
 
 
+def fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosines: np.ndarray, limit: int) -> tuple[np.ndarray, list[float]]:
+    """`fused_order` for two rankings of distinct rows, each row named by one index into `ids`
+    and `cosines` (a scan's buffer rows: the local search): `vector` and `lexical` are those
+    indices, best first, neither naming a row twice, and `ids` names every row once. Returns the
+    indices of the fused top `limit`, best first, and their scores: exactly `fused_order`'s
+    choice, order and scores for `ids[vector]` followed by `ids[lexical]`.
+
+    Why a second form: with distinct rows known up front, a row both channels found is matched
+    through a scratch array over the indices instead of a dict filled id by id in Python, and the
+    weights are summed in one vectorised step: the same sums (a shared row's vector term plus its
+    lexical term, in that order, each one float addition), the same sort keys, the same order."""
+    vector_count, lexical_count = len(vector), len(lexical)
+    slot = np.full(len(ids), -1, dtype=np.intp)  # each row's rank in the vector ranking, -1 if none
+    slot[vector] = _RANKS[:vector_count] if vector_count <= _RANKS_KEPT else np.arange(vector_count)
+    matched = slot[lexical]
+    alone = matched < 0
+    lexical_terms = _rank_term_array(LEXICAL_WEIGHT, lexical_count)
+    total = _rank_term_array(VECTOR_WEIGHT, vector_count).copy()
+    total[matched[~alone]] += lexical_terms[~alone]  # distinct slots: one addition each, vector term first
+    rows = np.concatenate([vector, lexical[alone]])  # as `fused_order`'s entries: vector rows, then the lexical-only ones in rank order
+    total = np.concatenate([total, lexical_terms[alone]])
+    cosine = cosines[rows].astype(np.float64)
+    order = np.lexsort((ids[rows], -cosine, -total))[:limit]
+    return rows[order], _non_increasing(cosine[order].tolist())
+
+
 def _non_increasing(cosines: list[float]) -> list[float]:
     """Each fused hit's score: its own cosine, raised to a hair (1e-6) above the score of the hit
-    after it where needed, so scores never increase down the fused order; at most 1.0."""
-    scores = cosines[:]
-    floor = None
-    for at in range(len(scores) - 1, -1, -1):
-        value = scores[at]
-        if floor is not None and floor + 1e-6 > value:
-            value = floor + 1e-6
-        floor = scores[at] = value if value < 1.0 else 1.0
+    after it where needed, so scores never increase down the fused order; at most 1.0. (The last
+    hit has no hit after it: a floor of -inf raises nothing, as -inf + 1e-6 is -inf.)"""
+    scores: list[float] = []
+    floor = -np.inf
+    for value in reversed(cosines):
+        raised = floor + 1e-6
+        if raised > value:
+            value = raised
+        floor = value if value < 1.0 else 1.0
+        scores.append(floor)
+    scores.reverse()
     return scores
 
 
