@@ -30,9 +30,8 @@ _RANKS_KEPT = 1024
 _TERMS = {w: [w / (RRF_K + rank + 1.0) for rank in range(_RANKS_KEPT)] for w in (VECTOR_WEIGHT, LEXICAL_WEIGHT)}
 
 
-#: the same tables as arrays, and the ranks themselves (read them, never change them)
-_TERM_ARRAYS = {w: np.asarray(terms, dtype=np.float64) for w, terms in _TERMS.items()}
-_RANKS = np.arange(_RANKS_KEPT, dtype=np.intp)
+#: the same tables as arrays, negated (read them, never change them)
+_NEGATED_TERM_ARRAYS = {w: -np.asarray(terms, dtype=np.float64) for w, terms in _TERMS.items()}
 
 
 def _rank_terms(weight: float, count: int) -> list[float]:
@@ -42,11 +41,11 @@ def _rank_terms(weight: float, count: int) -> list[float]:
     return [weight / (RRF_K + rank + 1.0) for rank in range(count)]
 
 
-def _rank_term_array(weight: float, count: int) -> np.ndarray:
-    """`_rank_terms` as an array of exactly `count` entries (the same floats)."""
+def _negated_rank_term_array(weight: float, count: int) -> np.ndarray:
+    """`_rank_terms` negated, as an array of exactly `count` entries (the same floats, minus)."""
     if count <= _RANKS_KEPT:
-        return _TERM_ARRAYS[weight][:count]
-    return np.asarray(_rank_terms(weight, count), dtype=np.float64)
+        return _NEGATED_TERM_ARRAYS[weight][:count]
+    return -np.asarray(_rank_terms(weight, count), dtype=np.float64)
 
 
 def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: int) -> tuple[np.ndarray, list[float]]:
@@ -92,22 +91,22 @@ def fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosines
     choice, order and scores for `ids[vector]` followed by `ids[lexical]`.
 
     Why a second form: with distinct rows known up front, a row both channels found is matched
-    through a scratch array over the indices instead of a dict filled id by id in Python, and the
-    weights are summed in one vectorised step: the same sums (a shared row's vector term plus its
-    lexical term, in that order, each one float addition), the same sort keys, the same order."""
+    through a scratch array over the rows (each row's lexical term) instead of a dict filled id
+    by id in Python, and no entry is compressed away: a shared row's lexical entry weighs 0, so
+    it sorts after every real entry (all weigh more than 0) and the cut leaves it out. The sums
+    are `fused_order`'s (a vector term plus 0.0 or the row's lexical term, one float addition),
+    kept negated (negation is exact, and so is a sum of negated terms), as are the sort keys."""
     vector_count, lexical_count = len(vector), len(lexical)
-    slot = np.full(len(ids), -1, dtype=np.intp)  # each row's rank in the vector ranking, -1 if none
-    slot[vector] = _RANKS[:vector_count] if vector_count <= _RANKS_KEPT else np.arange(vector_count)
-    matched = slot[lexical]
-    alone = matched < 0
-    lexical_terms = _rank_term_array(LEXICAL_WEIGHT, lexical_count)
-    total = _rank_term_array(VECTOR_WEIGHT, vector_count).copy()
-    total[matched[~alone]] += lexical_terms[~alone]  # distinct slots: one addition each, vector term first
-    rows = np.concatenate([vector, lexical[alone]])  # as `fused_order`'s entries: vector rows, then the lexical-only ones in rank order
-    total = np.concatenate([total, lexical_terms[alone]])
-    cosine = cosines[rows].astype(np.float64)
-    order = np.lexsort((ids[rows], -cosine, -total))[:limit]
-    return rows[order], _non_increasing(cosine[order].tolist())
+    both = np.concatenate([vector, lexical])
+    lexical_term = np.zeros(len(ids))  # minus each row's lexical term; 0 for a row the lexical ranking lacks
+    lexical_term[lexical] = _negated_rank_term_array(LEXICAL_WEIGHT, lexical_count)
+    vector_total = _negated_rank_term_array(VECTOR_WEIGHT, vector_count) + lexical_term[vector]
+    lexical_term[vector] = 0.0  # a row the vector ranking holds: its lexical entry weighs 0
+    total = np.concatenate([vector_total, lexical_term[lexical]])
+    entries = min(limit, np.count_nonzero(total))  # the real ones: every row once
+    order = np.lexsort((ids[both], np.negative(cosines[both], dtype=np.float64), total))[:entries]
+    picked = both[order]
+    return picked, _non_increasing(cosines[picked].tolist())
 
 
 def _non_increasing(cosines: list[float]) -> list[float]:
