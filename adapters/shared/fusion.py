@@ -98,7 +98,9 @@ def fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosines
     kept negated (negation is exact, and so is a sum of negated terms), as are the sort keys."""
     vector_count, lexical_count = len(vector), len(lexical)
     both = np.concatenate([vector, lexical])
-    lexical_term = np.zeros(len(ids))  # minus each row's lexical term; 0 for a row the lexical ranking lacks
+    # minus each row's lexical term, 0 for a row the lexical ranking lacks: a scratch the size of
+    # the scan, as BM25's sums and the lexical cut's sorted copy already are
+    lexical_term = np.zeros(len(ids))
     lexical_term[lexical] = _negated_rank_term_array(LEXICAL_WEIGHT, lexical_count)
     vector_total = _negated_rank_term_array(VECTOR_WEIGHT, vector_count) + lexical_term[vector]
     lexical_term[vector] = 0.0  # a row the vector ranking holds: its lexical entry weighs 0
