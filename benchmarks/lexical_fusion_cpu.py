@@ -75,13 +75,24 @@ def other_fused(tree: Path) -> tuple[Callable, Callable]:
     scan_module = _module("other_scan", local / "scan.py")
     fusion = _module("other_fusion", shared / "fusion.py")
     bm25 = lexical_search.LocalLexical._bm25
-    # the cut of the lexical ranking as that tree's search.py asks for it (a sorted copy, where it has one)
-    lexical_cut = {"few_distinct": True} if "few_distinct" in inspect.signature(scan_module.Scan.best).parameters else {}
+    # the lexical ranking as that tree's search.py asks for it: a sorted copy for the cut where it
+    # has one, and BM25 sums with 0 for "no candidate" ranked above a floor where it has those
+    # (else the other side would pay a pass over the buffer that its own search does not)
+    best_options = inspect.signature(scan_module.Scan.best).parameters
+    lexical_cut = {"few_distinct": True} if "few_distinct" in best_options else {}
+    lexical_scores = bm25
+    if "floor" in best_options and hasattr(lexical_search.LocalLexical, "_bm25_sums"):
+        lexical_cut["floor"] = 0.0
+        lexical_scores = lexical_search.LocalLexical._bm25_sums
+
+    as_theirs: dict[int, tuple[object, object]] = {}  # each scan as the other tree's Scan, made once (untimed after the check)
 
     def fused(backend, scan, text: str, depth: int, limit: int):  # search.py's _fused, on the other tree's parts
-        scan = scan_module.Scan(scan.scores, scan.segments, scan.rowids)
+        if id(scan) not in as_theirs:
+            as_theirs[id(scan)] = (scan, scan_module.Scan(scan.scores, scan.segments, scan.rowids))  # the scan kept: its id stays its own
+        scan = as_theirs[id(scan)][1]
         vector = scan.best(scan.scores, depth)
-        scores = bm25(backend, scan, text) if backend.lexical_channel else None
+        scores = lexical_scores(backend, scan, text) if backend.lexical_channel else None
         lexical_ranking = scan.best(scores, depth, **lexical_cut) if scores is not None else None
         if lexical_ranking is None or not len(lexical_ranking):
             vector = vector[:limit]

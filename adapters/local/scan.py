@@ -30,6 +30,10 @@ from adapters.scopes import ScopeKey, ScopeSet
 __all__ = ["Scan", "LocalScan"]
 
 _NO_ROWIDS = np.zeros(0, dtype=np.int64)
+#: `Scan.best` sorts all the rows at or above its cut while they are at most this many times the
+#: limit (one stable sort of a few hundred values costs less than the calls that pick the tie's
+#: first rows); past it, a long tie is cut to its first rows before the sort
+_WHOLE_TIE_SORTED = 6
 
 
 @dataclass
@@ -63,11 +67,12 @@ class Scan:
         """Buffer indices of the best `limit` values, best first; a value at or below `floor`
         (-inf unless told) is never returned and equal values keep buffer order, also at the cut
         (so a smaller limit gives a prefix of a larger one's order, and the same scan always ranks
-        alike). Only the kept values are sorted.
+        alike). Only the values at or above the cut are sorted.
 
         Two passes over `values`: the `limit`-th largest value (a partition, no index array),
         then the rows at or above it. If more rows than `limit` are, a tie straddles the cut and
-        the first tied rows in buffer order are kept; if that value is at or below `floor`, fewer
+        the first tied rows in buffer order are kept (by the stable sort of all of them, or, for
+        a long tie, by picking them out before it); if that value is at or below `floor`, fewer
         than `limit` rows can be returned and all of them are. (Array methods, not numpy's module
         functions: on arrays of a few thousand rows their dispatch is a good part of the cost.)
 
@@ -85,12 +90,15 @@ class Scan:
             cut = (np.sort(values) if few_distinct else np.partition(values, n - limit))[n - limit]
             if cut > floor:
                 top = (values >= cut).nonzero()[0]
-                if len(top) > limit:
+                if len(top) > _WHOLE_TIE_SORTED * limit:  # a long tie at the cut: its first rows only, then sorted
                     kept = values[top]
                     above = top[kept > cut]
                     top = np.concatenate([above, top[kept == cut][: limit - len(above)]])
                     top.sort()
-                return top[(-values[top]).argsort(kind="stable")]
+                # buffer order in, a stable sort by value: the rows above the cut (fewer than
+                # `limit`), then the tied rows in buffer order, so the first `limit` are the ones
+                # the long-tie path keeps, in the same order
+                return top[(-values[top]).argsort(kind="stable")][:limit]
         candidates = (values > floor).nonzero()[0]  # at most `limit` of them
         return candidates[(-values[candidates]).argsort(kind="stable")][:limit]
 

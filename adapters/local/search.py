@@ -22,7 +22,7 @@ from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, ro
 from adapters.local.scan import Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-from adapters.shared.fusion import fused_order
+from adapters.shared.fusion import fused_rows
 
 
 class LocalSearch(LocalLexical):
@@ -110,9 +110,8 @@ class LocalSearch(LocalLexical):
         if lexical is None or not len(lexical):
             vector = vector[:limit]  # `best` ranks a prefix of a longer ranking the same
             return scan.ranked(vector, scan.scores[vector].tolist())
-        both = np.concatenate([vector, lexical])
-        picked, scores = fused_order(scan.rowids[both], scan.scores[both], len(vector), limit)
-        return scan.ranked(both[picked], scores)
+        picked, scores = fused_rows(vector, lexical, scan.rowids, scan.scores, limit)  # buffer rows: each ranking's are distinct
+        return scan.ranked(picked, scores)
 
     @guarded
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:

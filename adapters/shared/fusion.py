@@ -12,7 +12,7 @@ from typing import Hashable, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["fuse", "fused_order", "RRF_K", "VECTOR_WEIGHT", "LEXICAL_WEIGHT"]
+__all__ = ["fuse", "fused_order", "fused_rows", "RRF_K", "VECTOR_WEIGHT", "LEXICAL_WEIGHT"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -30,11 +30,22 @@ _RANKS_KEPT = 1024
 _TERMS = {w: [w / (RRF_K + rank + 1.0) for rank in range(_RANKS_KEPT)] for w in (VECTOR_WEIGHT, LEXICAL_WEIGHT)}
 
 
+#: the same tables as arrays, negated (read them, never change them)
+_NEGATED_TERM_ARRAYS = {w: -np.asarray(terms, dtype=np.float64) for w, terms in _TERMS.items()}
+
+
 def _rank_terms(weight: float, count: int) -> list[float]:
     """`weight / (RRF_K + rank + 1)` for ranks 0 .. count - 1 at least (the table computed at import: read it, never change it)."""
     if count <= _RANKS_KEPT:
         return _TERMS[weight]
     return [weight / (RRF_K + rank + 1.0) for rank in range(count)]
+
+
+def _negated_rank_term_array(weight: float, count: int) -> np.ndarray:
+    """`_rank_terms` negated, as an array of exactly `count` entries (the same floats, minus)."""
+    if count <= _RANKS_KEPT:
+        return _NEGATED_TERM_ARRAYS[weight][:count]
+    return -np.asarray(_rank_terms(weight, count), dtype=np.float64)
 
 
 def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: int) -> tuple[np.ndarray, list[float]]:
@@ -72,16 +83,47 @@ def fused_order(ids: np.ndarray, cosines: np.ndarray, vector_count: int, limit: 
     return positions[order], _non_increasing(cosine[order].tolist())
 
 
+def fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosines: np.ndarray, limit: int) -> tuple[np.ndarray, list[float]]:
+    """`fused_order` for two rankings of distinct rows, each row named by one index into `ids`
+    and `cosines` (a scan's buffer rows: the local search): `vector` and `lexical` are those
+    indices, best first, neither naming a row twice, and `ids` names every row once. Returns the
+    indices of the fused top `limit`, best first, and their scores: exactly `fused_order`'s
+    choice, order and scores for `ids[vector]` followed by `ids[lexical]`.
+
+    Why a second form: with distinct rows known up front, a row both channels found is matched
+    through a scratch array over the rows (each row's lexical term) instead of a dict filled id
+    by id in Python, and no entry is compressed away: a shared row's lexical entry weighs 0, so
+    it sorts after every real entry (all weigh more than 0) and the cut leaves it out. The sums
+    are `fused_order`'s (a vector term plus 0.0 or the row's lexical term, one float addition),
+    kept negated (negation is exact, and so is a sum of negated terms), as are the sort keys."""
+    vector_count, lexical_count = len(vector), len(lexical)
+    both = np.concatenate([vector, lexical])
+    # minus each row's lexical term, 0 for a row the lexical ranking lacks: a scratch the size of
+    # the scan, as BM25's sums and the lexical cut's sorted copy already are
+    lexical_term = np.zeros(len(ids))
+    lexical_term[lexical] = _negated_rank_term_array(LEXICAL_WEIGHT, lexical_count)
+    vector_total = _negated_rank_term_array(VECTOR_WEIGHT, vector_count) + lexical_term[vector]
+    lexical_term[vector] = 0.0  # a row the vector ranking holds: its lexical entry weighs 0
+    total = np.concatenate([vector_total, lexical_term[lexical]])
+    entries = min(limit, np.count_nonzero(total))  # the real ones: every row once
+    order = np.lexsort((ids[both], np.negative(cosines[both], dtype=np.float64), total))[:entries]
+    picked = both[order]
+    return picked, _non_increasing(cosines[picked].tolist())
+
+
 def _non_increasing(cosines: list[float]) -> list[float]:
     """Each fused hit's score: its own cosine, raised to a hair (1e-6) above the score of the hit
-    after it where needed, so scores never increase down the fused order; at most 1.0."""
-    scores = cosines[:]
-    floor = None
-    for at in range(len(scores) - 1, -1, -1):
-        value = scores[at]
-        if floor is not None and floor + 1e-6 > value:
-            value = floor + 1e-6
-        floor = scores[at] = value if value < 1.0 else 1.0
+    after it where needed, so scores never increase down the fused order; at most 1.0. (The last
+    hit has no hit after it: a floor of -inf raises nothing, as -inf + 1e-6 is -inf.)"""
+    scores: list[float] = []
+    floor = -np.inf
+    for value in reversed(cosines):
+        raised = floor + 1e-6
+        if raised > value:
+            value = raised
+        floor = value if value < 1.0 else 1.0
+        scores.append(floor)
+    scores.reverse()
     return scores
 
 

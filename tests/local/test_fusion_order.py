@@ -16,7 +16,7 @@ from adapters.base import NewMemory, Provenance, SearchQuery
 from adapters.local import LocalBackend
 from adapters.scopes import ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
-from adapters.shared.fusion import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT, fuse, fused_order
+from adapters.shared.fusion import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT, fuse, fused_order, fused_rows
 
 
 def _reference(vector: list[tuple[str, int, float]], lexical: list[tuple[str, int, float]], limit: int,
@@ -58,6 +58,41 @@ def test_the_array_fusion_orders_and_scores_as_the_plain_one(seed: int) -> None:
         cosines = {1000 + r: float(similarity[r]) for r in lexical_rows if rng.random() < 0.8}
         limit = int(rng.integers(1, rows + 3))
         assert fuse(vector, lexical, limit, cosines) == _reference(vector, lexical, limit, cosines), (vector, lexical, limit, cosines)
+
+
+def _fused_rows_case(rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Rows named by index (a scan's buffer), distinct ids, cosines with many ties, two rankings sharing rows."""
+    ids = rng.permutation(10 * size + 10)[:size].astype(np.int64) + 1
+    pool = np.asarray([-0.25, 0.0, 0.3, 0.3, 0.7, 0.999999, 1.0, 1.0000001], dtype=np.float32)
+    cosines = rng.choice(pool, size) if rng.random() < 0.6 else rng.standard_normal(size).astype(np.float32)
+    vector = rng.permutation(size)[: int(rng.integers(0, size + 1))]
+    lexical = rng.permutation(size)[: int(rng.integers(0, size + 1))]
+    if rng.random() < 0.3:  # many shared rows, also in the same order
+        lexical = np.concatenate([vector[: int(rng.integers(0, len(vector) + 1))], lexical])
+        lexical = lexical[np.sort(np.unique(lexical, return_index=True)[1])]
+    return ids, cosines, vector, lexical, int(rng.integers(1, size + 3))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_fusion_of_distinct_rows_is_fused_order_and_the_plain_fusion(seed: int) -> None:
+    """`fused_rows` (the local search's form: rows named by buffer index, matched through a
+    scratch array, weights summed at once) against `fused_order` over the same ids and against the
+    fusion as first written: the same rows, order and scores, to the bit; also past the rank
+    tables computed at import (rankings longer than 1,024)."""
+    rng = np.random.default_rng(seed)
+    past_tables = 0
+    for case in range(1200):
+        size = 1500 if case % 300 == 0 else int(rng.integers(1, 40))
+        ids, cosines, vector, lexical, limit = _fused_rows_case(rng, size)
+        past_tables += max(len(vector), len(lexical)) > 1024
+        picked, scores = fused_rows(vector, lexical, ids, cosines, limit)
+        both = np.concatenate([vector, lexical])
+        at, expected_scores = fused_order(ids[both], cosines[both], len(vector), limit)
+        assert ids[picked].tolist() == ids[both[at]].tolist() and scores == expected_scores, (ids, cosines, vector, lexical, limit)
+        plain = _reference([("s", int(ids[r]), float(cosines[r])) for r in vector], [("s", int(ids[r]), 1.0) for r in lexical], limit,
+                           {int(i): float(c) for i, c in zip(ids, cosines)})
+        assert [(int(i), s) for i, s in zip(ids[picked].tolist(), scores)] == [(rowid, score) for _, rowid, score in plain]
+    assert past_tables
 
 
 def test_fused_order_names_positions_and_prefers_the_vector_entry_of_a_shared_row() -> None:

@@ -10,14 +10,17 @@ the vector channel alone; the index is built for an older store and rebuilt when
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
 import time
 
+import numpy as np
 import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, SearchQuery, Status
 from adapters.local import LocalBackend, lexical
 from adapters.local.lexical import terms
+from adapters.local.postings import digest_value
 from adapters.shared.fusion import fuse
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
@@ -292,3 +295,19 @@ def test_term_digests_stay_the_6_byte_blake2b_of_the_term_that_stores_already_ho
     probes = lexical.query_probes("Curlews about 血压")
     wanted = sorted(int(lexical._digest(t), 16) for t in set(lexical.terms("Curlews about 血压")))
     assert probes.tolist() == wanted + [d + 1 for d in wanted]
+
+
+def test_query_probes_are_the_plain_formulation_for_any_question() -> None:
+    """`query_probes` reads its digests as bytes (sorted as bytes, padded to 8-byte big-endian
+    integers, read by numpy at once); the plain formulation is integers: each distinct term's
+    digest value (the first MAX_QUERY_TERMS terms), sorted, then each plus one, as uint64."""
+    rng = random.Random(11)
+    alphabet = "ab cdesXZ 血压西湖 é1 #-?"
+    questions = ["", "...", "about", "about about abouts", " ".join(f"w{i}" for i in range(40)), "Curlews about 血压", "\udcff x"]
+    questions += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    for question in questions:
+        distinct = list(dict.fromkeys(lexical.terms(question)))[: lexical.MAX_QUERY_TERMS]
+        wanted = sorted({digest_value(lexical._digest(t)) for t in distinct})
+        probes = lexical.query_probes(question)
+        assert probes.dtype == np.uint64 and probes.dtype.isnative, question
+        assert probes.tolist() == wanted + [d + 1 for d in wanted], question

@@ -53,3 +53,26 @@ def test_best_with_a_floor_ranks_as_if_every_value_at_or_below_it_were_minus_inf
         with_minus_inf = np.where(sums > 0.0, sums, -np.inf)
         expected = _expected(with_minus_inf, limit)
         assert Scan.best(sums, limit, few_distinct=few_distinct, floor=0.0).tolist() == expected, (sums.tolist(), limit)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_best_keeps_the_first_rows_of_a_tie_at_the_cut_whether_it_sorts_them_all_or_picks_them_first(seed: int) -> None:
+    """A scan's BM25 sums (thousands of rows, a handful of distinct values): the rows at or above
+    the cut are few times the limit (sorted all at once) or many (the tie's first rows picked
+    before sorting); both must give the stable top-k, with and without a floor."""
+    rng = np.random.default_rng(200 + seed)
+    short = long = 0
+    for _ in range(400):
+        n = int(rng.integers(50, 3000))
+        levels = np.sort(rng.choice([0.0, 0.4, 1.3, 2.2, 2.9, 3.7, 5.1], int(rng.integers(2, 6)), replace=False))
+        sums = rng.choice(levels, n, p=np.linspace(1.0, 0.1, len(levels)) / np.linspace(1.0, 0.1, len(levels)).sum())
+        limit = int(rng.choice([1, 5, 50, 120]))
+        with_minus_inf = np.where(sums > 0.0, sums, -np.inf)
+        expected = _expected(with_minus_inf, limit)
+        if len(expected) == limit:
+            at_or_above = int(np.count_nonzero(with_minus_inf >= with_minus_inf[expected[-1]]))
+            short += limit < at_or_above <= 6 * limit
+            long += at_or_above > 6 * limit
+        assert Scan.best(sums, limit, few_distinct=True, floor=0.0).tolist() == expected, (seed, limit)
+        assert Scan.best(with_minus_inf, limit).tolist() == expected, (seed, limit)
+    assert short > 20 and long > 20
