@@ -74,7 +74,7 @@ import numpy as np  # noqa: E402
 
 from adapters.base import Status  # noqa: E402
 from adapters.local.blas import one_blas_thread  # noqa: E402
-from adapters.scopes import ScopeKey, ScopeSet  # noqa: E402
+from adapters.scopes import ScopeSet  # noqa: E402
 from benchmarks.filtered_recall_peers import K, PEERS, Corpus, Query, System  # noqa: E402
 from benchmarks.local_recall import BenchEmbedder, build_world, machine_info, memory_batches, pick_identities, vm_rss_bytes  # noqa: E402
 

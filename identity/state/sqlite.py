@@ -19,6 +19,7 @@ from pathlib import Path
 
 from identity.errors import Conflict, CorruptStorage
 from identity.state.protocols import ApiKeyRecord, SessionBinding, StoredApiKey
+from identity.storage.commits import CommitWatch
 from identity.storage.migrations import open_identity_store
 from identity.storage.sqlite import storage_error
 
@@ -156,21 +157,26 @@ def _decode(row: tuple) -> ApiKeyRecord:
 class SqliteApiKeyRepository:
     """API keys in a SQLite file (WAL, synchronous=FULL, 0600), one connection behind a lock.
 
-    `lookup` reads the key's row on every call (so a revocation by any process is seen on the
-    next one) and keeps only what decoding a row gives, keyed on the whole row as read: decoding
-    (two JSON lists, two frozen records) was a third of the lookup's CPU on the service's hot
-    path, and it is a pure function of the row. A row that changed in any column (revoked,
-    re-bound, re-used) is another key, decoded afresh; nothing is ever answered from the cache
-    without the row having been read first."""
+    `lookup` answers from what it last read for a key only while no connection, of this process
+    or another, has committed anything to the file since (the file's commit stamp,
+    identity/storage/commits.py), so a revocation by any process is seen on the next request;
+    otherwise it reads the key's row (a read transaction: three system calls) and keeps what
+    decoding a row gives, keyed on the whole row as read: decoding (two JSON lists, two frozen
+    records) was a third of the lookup's CPU on the service's hot path, and it is a pure
+    function of the row. A row that changed in any column (revoked, re-bound, re-used) is another
+    key, decoded afresh. An unknown key id is read every time (nothing kept for it)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._db = open_identity_store(self.path, "api_keys", API_KEY_MIGRATIONS, "API key store")
         self._lock = threading.Lock()
         self._decoded: dict[tuple, StoredApiKey] = {}
+        self._commits = CommitWatch(self.path)  # the store is open and migrated: its -shm file exists
+        self._looked_up: dict[str, tuple[bytes, StoredApiKey]] = {}  # key id -> (stamp when read, key)
 
     def close(self) -> None:
         with self._lock:
+            self._commits.close()
             self._db.close()
 
     def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
@@ -200,21 +206,28 @@ class SqliteApiKeyRepository:
 
     def lookup(self, key_id: str) -> StoredApiKey | None:
         with self._lock:
+            stamp = self._commits.stamp()  # before the read it vouches for: a commit in between changes the next one
+            if stamp is not None and (kept := self._looked_up.get(key_id)) is not None and kept[0] == stamp:
+                return kept[1]
             row = self._run(_LOOKUP, (key_id,)).fetchone()
-        if row is None:
-            return None
-        known = self._decoded.get(row)
-        if known is None:
-            scheme, salt, digest, *rest = row
-            known = StoredApiKey(record=_record(tuple(rest), self.path), scheme=scheme, salt=bytes(salt), digest=bytes(digest))
-            if len(self._decoded) >= _DECODED_MAX:
-                self._decoded.clear()
-            self._decoded[row] = known
+            if row is None:
+                return None
+            known = self._decoded.get(row)
+            if known is None:
+                scheme, salt, digest, *rest = row
+                known = StoredApiKey(record=_record(tuple(rest), self.path), scheme=scheme, salt=bytes(salt), digest=bytes(digest))
+                if len(self._decoded) >= _DECODED_MAX:
+                    self._decoded.clear()
+                self._decoded[row] = known
+            if stamp is not None:
+                if len(self._looked_up) >= _DECODED_MAX:
+                    self._looked_up.clear()
+                self._looked_up[key_id] = (stamp, known)
         return known
 
     async def lookup_async(self, key_id: str) -> StoredApiKey | None:
-        """Inline: one indexed read of a local WAL file, which no writer blocks (~10 us); a
-        worker thread would cost more than the read."""
+        """Inline: from memory while nothing was committed, else one indexed read of a local WAL
+        file, which no writer blocks (~10 us); a worker thread would cost more than the read."""
         return self.lookup(key_id)
 
     def revoke(self, key_id: str, at: float) -> bool:

@@ -215,9 +215,10 @@ async def test_bound_identity_verifies_the_key_on_every_call_like_authenticate(s
 
 
 async def test_decoded_rows_never_outlive_a_change_made_by_another_process(tmp_path):
-    """The SQLite repository keeps decoded rows keyed on the whole row as read; the row itself is
-    read on every lookup, so a revocation or a re-binding written through another connection (an
-    admin command, another worker) is seen on the very next call, however warm the cache is."""
+    """The SQLite repository keeps decoded rows keyed on the whole row as read, and answers a key
+    without reading it only while nothing was committed to the file since (its commit stamp), so a
+    revocation or a re-binding written through another connection (an admin command, another
+    worker, a plain sqlite3 client) is seen on the very next call, however warm the cache is."""
     path = tmp_path / "keys.sqlite"
     admin, server = ApiKeyStore(path), ApiKeyStore(path)
     issued = admin.issue(tenant_id="t", user_id="u", agent_id="a", roles=["writer"])
@@ -240,5 +241,34 @@ async def test_decoded_rows_never_outlive_a_change_made_by_another_process(tmp_p
         db.execute("DELETE FROM api_keys WHERE key_id = ?", (issued.record.key_id,))
     with pytest.raises(InvalidCredential, match="unknown API key"):
         await provider.bound_identity(ApiKey(issued.key))
+    admin.close()
+    server.close()
+
+
+async def test_a_key_is_read_again_only_after_a_commit_to_the_file(tmp_path):
+    """While no connection commits, a lookup reads nothing (no read transaction on the hot
+    path); this store's own last-use stamp, another connection's revocation: read again."""
+    path = tmp_path / "keys.sqlite"
+    admin, server = ApiKeyStore(path), ApiKeyStore(path)
+    issued = admin.issue(tenant_id="t", user_id="u", agent_id="a", roles=["writer"])
+    repo = server.repository
+    reads = 0
+    real_run = repo._run
+
+    def counted(sql, args=()):
+        nonlocal reads
+        reads += sql.lstrip().upper().startswith("SELECT")
+        return real_run(sql, args)
+
+    repo._run = counted  # type: ignore[method-assign]
+    key_id = issued.record.key_id
+    first = repo.lookup(key_id)
+    assert reads == 1 and repo.lookup(key_id) is first and repo.lookup(key_id) is first
+    assert reads == 1  # nothing committed since: answered from memory
+    repo.touch(key_id, 123.0)  # this connection commits: read again
+    assert repo.lookup(key_id).record.last_used_at == 123.0 and reads == 2
+    admin.revoke(key_id)  # another connection commits
+    assert repo.lookup(key_id).record.revoked_at is not None and reads == 3
+    assert repo.lookup("no-such-key") is None and repo.lookup("no-such-key") is None and reads == 5  # unknown: never kept
     admin.close()
     server.close()
