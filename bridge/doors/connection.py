@@ -33,6 +33,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from bridge.doors.held_head import HeldHeadTransport
 from bridge.errors import ConfigurationError, IncompleteRequest
 
 __all__ = ["ReadLimits", "connection_limits", "read_deadline", "LimitedHttpToolsProtocol", "BodyDeadline", "uvicorn_options"]
@@ -132,7 +133,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- connection events
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # every write of the connection goes through it: a response's head leaves with its body (held_head.py)
+        super().connection_made(HeldHeadTransport(transport, self.loop))  # type: ignore[arg-type]
         self._arm_head_timer()  # a connection that never sends a byte is closed too
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -179,6 +181,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if size > self.limits.max_header_bytes:
             self._refuse(431, f"the request head is over {self.limits.max_header_bytes} bytes")
             return
+        self.transport.hold_next_write()  # this request's response head waits for its body's first bytes
         super().on_headers_complete()
         self._body_timer = self.loop.call_later(self.limits.body_timeout_seconds + BACKSTOP_GRACE_SECONDS, self._body_expired)
 

@@ -117,7 +117,7 @@ class EdgeMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        ctx: ServiceContext = self.fastapi_app.state.ctx
+        ctx: ServiceContext = self.fastapi_app.state["ctx"]  # item access: no attribute miss first, as `.ctx` has
         started = time.perf_counter()
         given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if _REQUEST_ID.fullmatch(given) else new_request_id()

@@ -82,5 +82,53 @@ def access_log(request_id: str, method: str, route: str, status: int, started: f
         line += ',"principal":' + _json_str(principal)
     if error:
         line += ',"error":' + _json_str(error)  # the class name only; the message may echo input
-    # the record made and handled as `info` would, less its stack walk for the caller (always here)
-    _log.handle(_log.makeRecord(_log.name, logging.INFO, __file__, 0, line + "}", None, None, "access_log"))
+    _write(line + "}")
+
+
+def _write(line: str) -> None:
+    """`line` logged at INFO as `Logger.info` would, less its stack walk for the caller (always
+    here); and when the access logger is configured the plain way, written by its handler as the
+    handler would write the record, without making the record (see `_plain_handler`)."""
+    handler = _plain_handler()
+    if handler is None:
+        _log.handle(_record(line))
+        return
+    handler.acquire()  # what Handler.handle, StreamHandler.emit and flush do, for a message alone
+    try:
+        try:
+            handler.stream.write(line + handler.terminator)
+            handler.flush()
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001 - reported as the handler reports a failed emit
+            handler.handleError(_record(line))
+    finally:
+        handler.release()
+
+
+def _record(line: str) -> logging.LogRecord:
+    return _log.makeRecord(_log.name, logging.INFO, __file__, 0, line, None, None, "access_log")
+
+
+def _plain_handler() -> logging.StreamHandler | None:  # type: ignore[type-arg]
+    """The access logger's handler when what it writes for a record is exactly the record's
+    message and its terminator, as the service's log configuration sets it up (edge.LOG_CONFIG:
+    one `StreamHandler`, format "%(message)s", no filters, no propagation) and no custom record
+    factory is installed; None for any other configuration, which then gets the record itself.
+    Making a `LogRecord` (pid, thread, process name, times) and passing it through the handler's
+    and the formatter's layers was half the access log's CPU, ~14 us of a served recall's door."""
+    log = _log
+    if log.disabled or log.filters or log.propagate or len(log.handlers) != 1:
+        return None
+    handler = log.handlers[0]
+    if type(handler) is not logging.StreamHandler or handler.filters or handler.level > logging.INFO:
+        return None
+    formatter = handler.formatter
+    if type(formatter) is not logging.Formatter:
+        return None
+    style = formatter._style
+    if type(style) is not logging.PercentStyle or style._fmt != "%(message)s" or getattr(style, "_defaults", None):
+        return None
+    if logging.getLogRecordFactory() is not logging.LogRecord:
+        return None
+    return handler

@@ -8,9 +8,10 @@ name the caller. `execute` runs one operation under the per-request timeout and 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from fastapi import Request, Response
+from pydantic import BaseModel
 
 from bridge.operations import admin as admin_ops
 from bridge import operations as ops
@@ -22,11 +23,15 @@ from bridge.doors.http.schemas import AuditOut, GrantOut, ManifestOut, RecallRes
 from bridge.state.records import AuditEvent, Grant, InjectionManifest
 from identity.model import MemoryIdentity
 
-__all__ = ["identity", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out"]
+__all__ = ["identity", "check_caller", "execute", "grant_out", "manifest_out", "audit_out", "recall_out", "unvalidated_builder"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def identity(request: Request) -> MemoryIdentity:
-    found = getattr(request.state, "identity", None)
+    # read from the scope's state dict, which is what `request.state.identity` reads through a
+    # `State` wrapper made for this one look-up
+    found = request.scope.get("state", {}).get("identity")
     if not isinstance(found, MemoryIdentity):  # a route reached without the edge: fail closed
         raise Unauthenticated("no authenticated identity")
     return found
@@ -55,7 +60,7 @@ async def execute(request: Request, who: MemoryIdentity, op: ops.Operation) -> A
     never cut in half: at the deadline the client gets a 503 while the write runs to its end
     (audited, or reconciled), tracked so that shutdown waits for it; a retry with the same
     idempotency key (explicit, or the automatic one of the same session) cannot duplicate it."""
-    ctx = request.app.state.ctx
+    ctx = request.app.state["ctx"]
     timeout = ctx.settings.request_timeout_seconds
     try:
         if isinstance(op, READS):  # asyncio.timeout: stays in this task (no task per request)
@@ -73,7 +78,37 @@ async def execute(request: Request, who: MemoryIdentity, op: ops.Operation) -> A
     return result
 
 
+def unvalidated_builder(model: type[M]) -> Callable[[dict[str, Any]], M]:
+    """A builder of `model` from trusted values that name each of its fields exactly once, in
+    the model's field order: the object `model.model_construct(**values)` builds (the same
+    `__dict__`, fields set, no extra, no private state), set directly. model_construct first walks
+    every field's aliases and defaults, ~4.5 us for a model of ten fields, against ~1 us here (the
+    recall's request and response are built on every GET /recall). Any other call (a field missing
+    or extra) and any model that model_construct treats specially (aliases, a root model, a
+    post-init hook, extra fields allowed) goes to model_construct itself."""
+    fields = model.__pydantic_fields__
+    names = tuple(fields)
+    plain = (
+        not model.__pydantic_root_model__ and not model.__pydantic_post_init__ and model.model_config.get("extra") != "allow"
+        and all(f.alias is None and f.validation_alias is None for f in fields.values())
+    )
+    set_attr = object.__setattr__
+
+    def build(values: dict[str, Any]) -> M:
+        if not plain or tuple(values) != names:
+            return model.model_construct(**values)
+        built = model.__new__(model)
+        set_attr(built, "__dict__", values)
+        set_attr(built, "__pydantic_fields_set__", set(names))
+        set_attr(built, "__pydantic_extra__", None)
+        set_attr(built, "__pydantic_private__", None)
+        return built
+
+    return build
+
+
 _RECALL_JSON = RecallResponse.__pydantic_serializer__.to_json
+_RECALL_RESPONSE = unvalidated_builder(RecallResponse)
 
 
 def recall_out(r: RecallResult) -> Response:
@@ -83,11 +118,11 @@ def recall_out(r: RecallResult) -> Response:
     # built unvalidated as the response model itself, then pydantic's own JSON serialiser: a
     # dict dump plus json.dumps cost about 6x as much for a recall of 20 memories. Its bytes go
     # out as they are (`model_dump_json` decodes them to a str that `Response` encodes again)
-    response = RecallResponse.model_construct(
-        identity=r.identity, purpose=r.purpose, memories=list(r.items), context=r.context, tokens_used=r.tokens_used,
-        scopes_searched=list(r.scopes_searched), partial=r.partial, failed_scopes=list(r.failed_scopes), guard_alarms=r.guard_alarms,
-        expired_dropped=r.expired_dropped,
-    )
+    response = _RECALL_RESPONSE({
+        "identity": r.identity, "purpose": r.purpose, "memories": list(r.items), "context": r.context, "tokens_used": r.tokens_used,
+        "scopes_searched": list(r.scopes_searched), "partial": r.partial, "failed_scopes": list(r.failed_scopes), "guard_alarms": r.guard_alarms,
+        "expired_dropped": r.expired_dropped,
+    })
     return Response(_RECALL_JSON(response), media_type="application/json")
 
 

@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query, Request, Response
 from bridge import operations as ops
 from bridge.operations import reads
 from bridge.results import InjectedContext
-from bridge.doors.http.routes.common import check_caller, execute, identity, recall_out
+from bridge.doors.http.routes.common import check_caller, execute, identity, recall_out, unvalidated_builder
 from bridge.doors.http.query_route import QueryModelRoute
 from bridge.doors.http.schemas import CALLER_AGENT, CALLER_USER, InjectRequest, RecallRequest, RecallResponse
 
 #: GET /recall's eleven query parameters are validated by one model built once (query_route.py)
 router = APIRouter(prefix="/api/v1", tags=["recall"], route_class=QueryModelRoute)
+_RECALL_REQUEST = unvalidated_builder(RecallRequest)
 
 
 async def _recall(request: Request, body: RecallRequest) -> Response:
@@ -43,10 +44,10 @@ async def recall_get(
     # validated already, against the very constraints RecallRequest has (a list given in the query
     # string is never empty; tests/service/test_query_route.py keeps the two equal): built, not
     # validated a second time
-    body = RecallRequest.model_construct(
-        query=query, purpose=purpose, budget_tokens=budget_tokens, kinds=kinds, include_scopes=include_scopes, manifest_id=manifest_id,
-        allow_partial=allow_partial, min_score=min_score, agent_id=agent_id, user_id=user_id, only_scopes=only_scopes,
-    )
+    body = _RECALL_REQUEST({
+        "query": query, "purpose": purpose, "budget_tokens": budget_tokens, "kinds": kinds, "include_scopes": include_scopes, "manifest_id": manifest_id,
+        "allow_partial": allow_partial, "min_score": min_score, "agent_id": agent_id, "user_id": user_id, "only_scopes": only_scopes,
+    })
     return await _recall(request, body)
 
 
