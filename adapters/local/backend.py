@@ -29,10 +29,11 @@ run at open because it reads the whole file).
 Concurrency. Two processes may open one data directory: SQLite's WAL gives one writer at a time
 (others wait up to `busy_timeout_s`, then `StorageBusy`) and readers never block. Every
 committing transaction stamps the ScopeKeys it touched in `partition_version` with a store-wide
-change number. Each process watches `PRAGMA data_version` and, when another process has
-committed, reads only the versions newer than the last it saw and drops only those partitions,
-so it never serves a memory another process deleted and never reloads a scope
-nobody touched. Within a process, calls are serialised by a lock; SQLite work is short and runs
+change number. Before a search each process looks at the WAL-index header's commit stamp
+(identity/storage/commits.py: no system call) and, when any connection has committed since its
+last look, at `PRAGMA data_version`; when another process has committed, it reads only the
+versions newer than the last it saw and drops only those partitions, so it never serves a memory
+another process deleted and never reloads a scope nobody touched. Within a process, calls are serialised by a lock; SQLite work is short and runs
 inline on the event loop (a put's fsync blocks for ~1 ms).
 
 Damaged rows. A row whose vector blob has the wrong length or holds NaN/inf, whose
