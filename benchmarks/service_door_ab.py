@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -34,17 +33,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-_HERE = Path(__file__).resolve().parent
-
-
-def _module(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, _HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _on_cpu_ns(pid: int) -> int:
     """Nanoseconds every thread of `pid` has run on a CPU (the first field of schedstat)."""
     total = 0
@@ -54,7 +42,6 @@ def _on_cpu_ns(pid: int) -> int:
         except (OSError, ValueError):
             continue
     return total
-
 
 async def _batch(connection: Any, keys: list[str], queries: list[str], n: int, rng: random.Random) -> list[float]:
     latencies = []
@@ -66,7 +53,6 @@ async def _batch(connection: Any, keys: list[str], queries: list[str], n: int, r
         if status != 200:
             raise RuntimeError(f"status {status}")
     return latencies
-
 
 async def _compare(servers: list[tuple[str, Any, str]], keys: list[str], queries: list[str], rounds: int, batch: int, load: Any) -> dict[str, Any]:
     connections = []
@@ -95,11 +81,9 @@ async def _compare(servers: list[tuple[str, Any, str]], keys: list[str], queries
         connection.close()
     return {"cpu_us": cpu, "wall_s": wall}
 
-
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
     q = statistics.quantiles(values, n=4)
     return q[0], statistics.median(values), q[2]
-
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -112,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=300, help="sequential requests per batch")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    load, profile = _module("service_load"), _module("service_profile")
+    import service_load as load  # siblings: this script's folder is on sys.path when run
+    import service_profile as profile
     home = args.home or Path(tempfile.mkdtemp(prefix="vb-door-ab-"))
     keys_file = home / "keys.json"
     if not keys_file.exists():
@@ -145,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
