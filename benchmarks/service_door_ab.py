@@ -43,6 +43,7 @@ def _on_cpu_ns(pid: int) -> int:
             continue
     return total
 
+
 async def _batch(connection: Any, keys: list[str], queries: list[str], n: int, rng: random.Random) -> list[float]:
     latencies = []
     for _ in range(n):
@@ -53,6 +54,7 @@ async def _batch(connection: Any, keys: list[str], queries: list[str], n: int, r
         if status != 200:
             raise RuntimeError(f"status {status}")
     return latencies
+
 
 async def _compare(servers: list[tuple[str, Any, str]], keys: list[str], queries: list[str], rounds: int, batch: int, load: Any) -> dict[str, Any]:
     connections = []
@@ -81,9 +83,11 @@ async def _compare(servers: list[tuple[str, Any, str]], keys: list[str], queries
         connection.close()
     return {"cpu_us": cpu, "wall_s": wall}
 
+
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
     q = statistics.quantiles(values, n=4)
     return q[0], statistics.median(values), q[2]
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -130,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
