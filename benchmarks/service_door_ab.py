@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+
 def _on_cpu_ns(pid: int) -> int:
     """Nanoseconds every thread of `pid` has run on a CPU (the first field of schedstat)."""
     total = 0
