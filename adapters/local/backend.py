@@ -33,8 +33,9 @@ change number. Before a search each process looks at the WAL-index header's comm
 (identity/storage/commits.py: no system call) and, when any connection has committed since its
 last look, at `PRAGMA data_version`; when another process has committed, it reads only the
 versions newer than the last it saw and drops only those partitions, so it never serves a memory
-another process deleted and never reloads a scope nobody touched. Within a process, calls are serialised by a lock; SQLite work is short and runs
-inline on the event loop (a put's fsync blocks for ~1 ms).
+another process deleted and never reloads a scope nobody touched. Within a process, calls are
+serialised by a lock; SQLite work is short and runs inline on the event loop (a put's fsync
+blocks for ~1 ms).
 
 Damaged rows. A row whose vector blob has the wrong length or holds NaN/inf, whose
 status is unknown or whose JSON does not decode is quarantined: recorded in the `quarantine`
@@ -72,7 +73,6 @@ from typing import Callable
 
 from adapters.base import Capabilities
 from adapters.errors import EmbedderMismatch
-from identity.storage.commits import CommitWatch
 from adapters.local.errors import CorruptStore, storage_errors
 from adapters.local.holders import StoreHold
 from adapters.local.listing import LocalListing
@@ -85,6 +85,7 @@ from adapters.local.writes import LocalWrites
 from adapters.scopes import ScopeKey
 from adapters.shared.embedding import Embedder, default_embedder, describe_embedder, embedder_for_signature
 from adapters.shared.envelope import RecordAlarms
+from identity.storage.commits import CommitWatch
 from identity.storage.sqlite import connect_durable
 
 __all__ = ["LocalBackend", "DB_FILENAME", "SCHEMA_VERSION"]
