@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, cast
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -134,7 +134,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # -- connection events
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # every write of the connection goes through it: a response's head leaves with its body (held_head.py)
-        super().connection_made(HeldHeadTransport(transport, self.loop))  # type: ignore[arg-type]
+        # duck-typed: every Transport method the protocol calls, held writes in front (a cast, not a subclass,
+        # so an unlisted method reaches the real transport rather than Transport's NotImplementedError)
+        super().connection_made(cast(asyncio.Transport, HeldHeadTransport(transport, self.loop)))
         self._arm_head_timer()  # a connection that never sends a byte is closed too
 
     def connection_lost(self, exc: Exception | None) -> None:
