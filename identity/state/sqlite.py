@@ -19,7 +19,7 @@ from pathlib import Path
 
 from identity.errors import Conflict, CorruptStorage
 from identity.state.protocols import ApiKeyRecord, SessionBinding, StoredApiKey
-from identity.storage.commits import CommitWatch
+from identity.storage.commits import CommitWatch, KeptUntilCommit
 from identity.storage.migrations import open_identity_store
 from identity.storage.sqlite import storage_error
 
@@ -172,7 +172,7 @@ class SqliteApiKeyRepository:
         self._lock = threading.Lock()
         self._decoded: dict[tuple, StoredApiKey] = {}
         self._commits = CommitWatch(self.path)  # the store is open and migrated: its -shm file exists
-        self._looked_up: dict[str, tuple[bytes, StoredApiKey]] = {}  # key id -> (stamp when read, key)
+        self._looked_up: KeptUntilCommit[str, StoredApiKey] = KeptUntilCommit(_DECODED_MAX)  # key id -> key, per stamp
 
     def close(self) -> None:
         with self._lock:
@@ -207,8 +207,8 @@ class SqliteApiKeyRepository:
     def lookup(self, key_id: str) -> StoredApiKey | None:
         with self._lock:
             stamp = self._commits.stamp()  # before the read it vouches for: a commit in between changes the next one
-            if stamp is not None and (kept := self._looked_up.get(key_id)) is not None and kept[0] == stamp:
-                return kept[1]
+            if (kept := self._looked_up.get(key_id, stamp)) is not None:
+                return kept
             row = self._run(_LOOKUP, (key_id,)).fetchone()
             if row is None:
                 return None
@@ -219,10 +219,7 @@ class SqliteApiKeyRepository:
                 if len(self._decoded) >= _DECODED_MAX:
                     self._decoded.clear()
                 self._decoded[row] = known
-            if stamp is not None:
-                if len(self._looked_up) >= _DECODED_MAX:
-                    self._looked_up.clear()
-                self._looked_up[key_id] = (stamp, known)
+            self._looked_up.put(key_id, stamp, known)
         return known
 
     async def lookup_async(self, key_id: str) -> StoredApiKey | None:

@@ -31,8 +31,12 @@ import mmap
 import os
 import sys
 from pathlib import Path
+from typing import Generic, Hashable, TypeVar
 
-__all__ = ["CommitWatch", "header_stamp"]
+__all__ = ["CommitWatch", "KeptUntilCommit", "header_stamp"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 #: one copy of the WAL-index header (WalIndexHdr); the file starts with two
 HEADER_BYTES = 48
@@ -80,3 +84,25 @@ class CommitWatch:
         if self._map is not None:
             self._map.close()
             self._map = None
+
+
+class KeptUntilCommit(Generic[K, V]):
+    """What was read for a key, served again only under the same commit stamp; at most `size`
+    keys (then all are dropped together). A None stamp keeps and serves nothing."""
+
+    __slots__ = ("_kept", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._kept: dict[K, tuple[bytes, V]] = {}
+        self._size = size
+
+    def get(self, key: K, stamp: bytes | None) -> V | None:
+        kept = self._kept.get(key) if stamp is not None else None
+        return kept[1] if kept is not None and kept[0] == stamp else None
+
+    def put(self, key: K, stamp: bytes | None, value: V) -> None:
+        if stamp is None:
+            return
+        if len(self._kept) >= self._size:
+            self._kept.clear()
+        self._kept[key] = (stamp, value)

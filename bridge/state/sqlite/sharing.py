@@ -12,6 +12,7 @@ from typing import Iterable
 
 from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
+from identity.storage.commits import KeptUntilCommit
 from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
 from bridge.state.records import ReaderSharing, Share
 from bridge.vocabulary import EVERY_AGENT
@@ -49,7 +50,7 @@ class SqliteShares:
         self.db = db
         # (tenant, user, agent) -> (the file's commit stamp when read, what was read): a reader's
         # shares and teams, valid exactly while no connection has committed to the file since
-        self._readers: dict[tuple[str, str, str], tuple[bytes, ReaderSharing]] = {}
+        self._readers: KeptUntilCommit[tuple[str, str, str], ReaderSharing] = KeptUntilCommit(READERS_KEPT)
 
     async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
         with self.db.transaction() as conn:
@@ -81,16 +82,13 @@ class SqliteShares:
         file since. Any commit (an audit row's too) sends every reader back to the query."""
         stamp = self.db.commit_stamp()
         reader = (tenant_id, user_id, agent_id)
-        if stamp is not None and (kept := self._readers.get(reader)) is not None and kept[0] == stamp:
-            return kept[1]
+        if (kept := self._readers.get(reader, stamp)) is not None:
+            return kept
         text, params = _shared_with_probes(tenant_id, user_id, agent_id)
         params += (tenant_id, agent_id)
         rows = self.db.query(_with_teams_probe(text), params)
         found = ReaderSharing(MappingProxyType(group_shares([r for r in rows if r[0] is not None])), frozenset([r[1] for r in rows if r[0] is None]))
-        if stamp is not None:
-            if len(self._readers) >= READERS_KEPT:
-                self._readers.clear()
-            self._readers[reader] = (stamp, found)
+        self._readers.put(reader, stamp, found)
         return found
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
