@@ -19,7 +19,7 @@ from pathlib import Path
 
 from identity.errors import Conflict, CorruptStorage
 from identity.state.protocols import ApiKeyRecord, SessionBinding, StoredApiKey
-from identity.storage.commits import CommitWatch, KeptUntilCommit
+from identity.storage.commits import CommitWatch, KeptUntilChange
 from identity.storage.migrations import open_identity_store
 from identity.storage.sqlite import storage_error
 
@@ -172,7 +172,7 @@ class SqliteApiKeyRepository:
         self._lock = threading.Lock()
         self._decoded: dict[tuple, StoredApiKey] = {}
         self._commits = CommitWatch(self.path)  # the store is open and migrated: its -shm file exists
-        self._looked_up: KeptUntilCommit[str, StoredApiKey] = KeptUntilCommit(_DECODED_MAX)  # key id -> key, per stamp
+        self._looked_up: KeptUntilChange[str, StoredApiKey] = KeptUntilChange(_DECODED_MAX)  # key id -> key, per stamp
 
     def close(self) -> None:
         with self._lock:

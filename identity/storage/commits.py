@@ -4,8 +4,9 @@ a system call.
 Why: what a process keeps from a SQLite file must be dropped as soon as any connection commits
 a change to it. The local store checks before every search that no other process changed it
 (`PRAGMA data_version`, adapters/local/store.py), so a memory another process forgot, edited or
-moved is never answered from this process's partitions; the bridge state keeps each reader's
-shares the same way (bridge/state/sqlite/sharing.py). Any read opens a read transaction: three
+moved is never answered from this process's partitions; the API key store keeps each key's row
+the same way (identity/state/sqlite.py), and a change number is read again only when the stamp
+moved (identity/storage/changes.py). Any read opens a read transaction: three
 system calls (a read lock on the `-shm` file, a stat of the database file, the unlock), ~5 us in
 a tight loop and ~20 us between two searches' matrix products, a tenth of a warm local search.
 It lives in `identity`, beside `connect_durable`, so every package's SQLite store can use it.
@@ -33,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Generic, Hashable, TypeVar
 
-__all__ = ["CommitWatch", "KeptUntilCommit", "header_stamp"]
+__all__ = ["CommitWatch", "KeptUntilChange", "header_stamp"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -86,23 +87,25 @@ class CommitWatch:
             self._map = None
 
 
-class KeptUntilCommit(Generic[K, V]):
-    """What was read for a key, served again only under the same commit stamp; at most `size`
-    keys (then all are dropped together). A None stamp keeps and serves nothing."""
+class KeptUntilChange(Generic[K, V]):
+    """What was read for a key, served again only under the same token: a commit stamp (nothing
+    committed to the file since) or a change number (nothing written to the tables it counts,
+    identity/storage/changes.py), read BEFORE what is kept under it. At most `size` keys (then
+    all are dropped together). A None token keeps and serves nothing."""
 
     __slots__ = ("_kept", "_size")
 
     def __init__(self, size: int) -> None:
-        self._kept: dict[K, tuple[bytes, V]] = {}
+        self._kept: dict[K, tuple[Hashable, V]] = {}
         self._size = size
 
-    def get(self, key: K, stamp: bytes | None) -> V | None:
-        kept = self._kept.get(key) if stamp is not None else None
-        return kept[1] if kept is not None and kept[0] == stamp else None
+    def get(self, key: K, token: Hashable | None) -> V | None:
+        kept = self._kept.get(key) if token is not None else None
+        return kept[1] if kept is not None and kept[0] == token else None
 
-    def put(self, key: K, stamp: bytes | None, value: V) -> None:
-        if stamp is None:
+    def put(self, key: K, token: Hashable | None, value: V) -> None:
+        if token is None:
             return
         if len(self._kept) >= self._size:
             self._kept.clear()
-        self._kept[key] = (stamp, value)
+        self._kept[key] = (token, value)

@@ -180,37 +180,53 @@ def test_a_readers_share_lookup_is_an_indexed_query(tmp_path):
         s.close()
 
 
-async def test_a_readers_sharing_is_kept_only_while_nothing_was_committed(tmp_path):
-    """The SQLite store answers a reader again from what it read while no connection has
-    committed to the file since (the WAL-index stamp); a share, a narrowing, a team change by this
-    connection or another, and any other commit all send the next recall back to the query."""
+async def test_a_readers_sharing_is_kept_until_a_share_or_team_is_written(tmp_path):
+    """The SQLite store answers a reader again from what it read while no connection has written
+    the shares or team tables since (their change number, raised by triggers); a share, a
+    narrowing, a team change by this connection, another one or a plain sqlite3 client sends the
+    next recall back to the query, while an audit commit (every few dozen recalls) does not."""
+    import sqlite3
+
     path = tmp_path / "bridge.sqlite3"
     here, elsewhere = SqliteState(path), SqliteState(path)  # two connections, as two processes
-    queries = 0
+    probes = 0
     real_query = here.db.query
 
     def counted(sql, params=()):
-        nonlocal queries
-        queries += 1
+        nonlocal probes
+        probes += "FROM shares" in sql
         return real_query(sql, params)
 
     here.db.query = counted  # type: ignore[method-assign]
     reader = ("acme", "alice", "bajie")
     assert (await here.shares.for_reader(*reader)).shared == {}
     await here.shares.for_reader(*reader)
-    assert queries == 1  # nothing committed in between: kept
+    assert probes == 1  # nothing written in between: kept
+    await here.audit.append(_identity(), "write", memory_ids=["x"])  # commits to the file, not to the shares
+    await elsewhere.audit.append(_identity(), "write", memory_ids=["y"])
+    assert (await here.shares.for_reader(*reader)).shared == {} and probes == 1
     await elsewhere.shares.set_audience(WUKONG, "m1", frozenset({"bajie"}), 1.0)  # another connection shares
     assert (await here.shares.for_reader(*reader)).shared == {WUKONG: frozenset({"m1"})}
-    assert queries == 2
+    assert probes == 2
     await elsewhere.shares.set_audience(WUKONG, "m1", frozenset({"sha"}), 2.0)  # ... and narrows it away
     assert (await here.shares.for_reader(*reader)).shared == {}
     await here.shares.set_audience(TASK, "m3", frozenset({"bajie"}), 3.0)  # this connection shares
     assert (await here.shares.for_reader(*reader)).shared == {TASK: frozenset({"m3"})}
     await elsewhere.teams.add_member("acme", "red", "bajie")
     assert (await here.shares.for_reader(*reader)).teams == frozenset({"red"})
-    before = queries
-    await here.audit.append(_identity(), "write", memory_ids=["x"])  # any commit: read again, same answer
-    assert (await here.shares.for_reader(*reader)).shared == {TASK: frozenset({"m3"})} and queries == before + 1
+    plain = sqlite3.connect(path, isolation_level=None)  # no code of ours: the triggers still count
+    plain.execute("UPDATE shares SET agent_id = 'sha' WHERE memory_id = 'm3'")
+    assert (await here.shares.for_reader(*reader)).shared == {}
+    plain.execute("DELETE FROM team_members WHERE agent_id = 'bajie'")
+    assert (await here.shares.for_reader(*reader)).teams == frozenset()
+    plain.execute("BEGIN IMMEDIATE")
+    plain.execute("INSERT INTO shares VALUES ('acme', 'alice', ?, 'm4', 'bajie', 4.0)", (str(TASK),))
+    plain.execute("ROLLBACK")  # never committed: nothing to see, and the kept answer still holds
+    before = probes
+    assert (await here.shares.for_reader(*reader)).shared == {} and probes == before
+    plain.execute("INSERT INTO shares VALUES ('acme', 'alice', ?, 'm4', 'bajie', 4.0)", (str(TASK),))
+    assert (await here.shares.for_reader(*reader)).shared == {TASK: frozenset({"m4"})} and probes == before + 1
+    plain.close()
     with pytest.raises(TypeError):
         (await here.shares.for_reader(*reader)).shared[WUKONG] = frozenset({"m9"})  # shared by recalls: read-only
     await here.aclose()

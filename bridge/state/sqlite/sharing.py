@@ -12,7 +12,8 @@ from typing import Iterable
 
 from adapters.scopes import ScopeKey
 from bridge.state.sqlite.database import Database
-from identity.storage.commits import KeptUntilCommit
+from identity.storage.changes import ChangeNumber, counted_changes
+from identity.storage.commits import KeptUntilChange
 from bridge.state.common import ANY_USER, audience_rows, group_audience, group_shares, share_records
 from bridge.state.records import ReaderSharing, Share
 from bridge.vocabulary import EVERY_AGENT
@@ -33,6 +34,9 @@ SHARING_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX team_members_by_agent ON team_members (tenant_id, agent_id);
     """,
+    # 2: a change number over both tables, so what a reader was found to share is kept until
+    # they change, not until anything (an audit row) is committed to the file
+    counted_changes("sharing", ("shares", "team_members")),
 )
 
 
@@ -48,9 +52,11 @@ READERS_KEPT = 4096
 class SqliteShares:
     def __init__(self, db: Database) -> None:
         self.db = db
-        # (tenant, user, agent) -> (the file's commit stamp when read, what was read): a reader's
-        # shares and teams, valid exactly while no connection has committed to the file since
-        self._readers: KeptUntilCommit[tuple[str, str, str], ReaderSharing] = KeptUntilCommit(READERS_KEPT)
+        # the shares' and teams' change number, read again only when the file's commit stamp moved
+        self._changes = ChangeNumber("sharing", db.commit_stamp, db.query)
+        # (tenant, user, agent) -> (the change number when read, what was read): a reader's
+        # shares and teams, valid exactly while no connection has written either table since
+        self._readers: KeptUntilChange[tuple[str, str, str], ReaderSharing] = KeptUntilChange(READERS_KEPT)
 
     async def set_audience(self, scope: ScopeKey, memory_id: str, audience: frozenset[str], at: float) -> None:
         with self.db.transaction() as conn:
@@ -77,18 +83,19 @@ class SqliteShares:
         """One statement: the shares' probes and the team probe, told apart by the NULL scope.
 
         Every recall asks, and the answer changes only when a share or a team membership does:
-        it is kept per reader with the file's commit stamp (`Database.commit_stamp`) and served
-        again while no connection, of this process or another, has committed anything to the
-        file since. Any commit (an audit row's too) sends every reader back to the query."""
-        stamp = self.db.commit_stamp()
+        it is kept per reader with the two tables' change number (identity/storage/changes.py)
+        and served again while no connection, of this process or another, has written either
+        table since. The number is read before the query, so what is kept is never older than
+        the number it is kept under; audit rows and every other table leave it alone."""
+        number = self._changes.current()
         reader = (tenant_id, user_id, agent_id)
-        if (kept := self._readers.get(reader, stamp)) is not None:
+        if (kept := self._readers.get(reader, number)) is not None:
             return kept
         text, params = _shared_with_probes(tenant_id, user_id, agent_id)
         params += (tenant_id, agent_id)
         rows = self.db.query(_with_teams_probe(text), params)
         found = ReaderSharing(MappingProxyType(group_shares([r for r in rows if r[0] is not None])), frozenset([r[1] for r in rows if r[0] is None]))
-        self._readers.put(reader, stamp, found)
+        self._readers.put(reader, number, found)
         return found
 
     async def purge_memory_ids(self, memory_ids: set[str]) -> int:
