@@ -12,7 +12,9 @@ How: `counted_changes(topic, tables)` is a migration step. It adds the topic's r
 `change_numbers` and, on each table, triggers after every INSERT, UPDATE and DELETE that add
 one to it, inside the writing transaction. The triggers are part of the schema: every writer
 raises the number, whatever its code (another process, an older release of this one, a plain
-sqlite3 client), and a rolled-back write leaves it as it was.
+sqlite3 client), and a rolled-back write leaves it as it was. (A client that switches triggers
+off for its connection, which SQLite allows only on purpose, writes past it: such a client can
+write the tables themselves anyway, so it is no boundary this number is meant to hold.)
 
 `ChangeNumber.current()` reads the number only when the file's commit stamp has moved since it
 last read it. It reads the stamp BEFORE the number: a commit landing between the two is counted
