@@ -217,9 +217,9 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
             with self._lock:
                 self._partitions.clear()
                 self._forget_decoded()
-                self._commits.close()
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
+                self._commits.close()  # after the connection: the watch may close a descriptor of the -shm file
                 self._hold.close()
 
     def __repr__(self) -> str:

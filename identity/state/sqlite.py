@@ -176,8 +176,8 @@ class SqliteApiKeyRepository:
 
     def close(self) -> None:
         with self._lock:
-            self._commits.close()
             self._db.close()
+            self._commits.close()  # after the connection: the watch may close a descriptor of the -shm file
 
     def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         try:

@@ -28,9 +28,11 @@ seen by that check or changes the next stamp.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Generic, Hashable, TypeVar
 
@@ -57,34 +59,97 @@ def header_stamp(two_copies: bytes) -> bytes | None:
     return first
 
 
+class _SharedView:
+    """One read-only mapping of a `-shm` file's header, shared by every CommitWatch of this
+    process on that file (its inode), with the descriptors it holds open until the last of them
+    is closed."""
+
+    __slots__ = ("fds", "map", "watchers")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fds = [fd]
+        self.map: mmap.mmap | None = None
+        self.watchers = 0
+        if size >= 2 * HEADER_BYTES:
+            try:
+                self.map = mmap.mmap(fd, 2 * HEADER_BYTES, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                self.map = None
+
+
+#: (device, inode) of a `-shm` file -> the one view of it this process holds open
+_VIEWS: dict[tuple[int, int], _SharedView] = {}
+_VIEWS_LOCK = threading.Lock()
+
+
 class CommitWatch:
     """A read-only view of the store's WAL-index header. `stamp()` is None whenever the header
-    cannot say (no `-shm` file, a header being written, an unknown format): never a guess."""
+    cannot say (no `-shm` file, a header being written, an unknown format): never a guess.
 
-    __slots__ = ("_map",)
+    Why the views are shared and held open: SQLite locks the `-shm` file with POSIX advisory
+    locks (among them the one that tells a process opening the database that others use the
+    WAL index), and closing ANY descriptor of a file drops every POSIX lock the process holds on
+    it, SQLite's included (fcntl(2)). A watch that opened the file and closed its descriptor at
+    once left its process without those locks: the next process to open the database believed
+    itself the first, truncated the `-shm` file and rebuilt the WAL index under the first
+    process's feet (a child pytest session died of SIGBUS). So a descriptor is opened once per
+    file per process, never closed while a watch of it is open, and `close()` must come after
+    the owner has closed its own connection to the database."""
+
+    __slots__ = ("_key", "_map")
 
     def __init__(self, db_file: Path) -> None:
+        self._key: tuple[int, int] | None = None
         self._map: mmap.mmap | None = None
-        try:
-            fd = os.open(f"{db_file}-shm", os.O_RDONLY)
-        except OSError:  # not WAL mode, or not yet read: every check runs in full
-            return
-        try:
-            if os.fstat(fd).st_size >= 2 * HEADER_BYTES:
-                self._map = mmap.mmap(fd, 2 * HEADER_BYTES, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            self._map = None
-        finally:
-            os.close(fd)  # the mapping keeps what it needs
+        shm = f"{db_file}-shm"
+        with _VIEWS_LOCK:
+            try:
+                found = os.stat(shm)
+            except OSError:  # not WAL mode, or not yet read: every check runs in full
+                return
+            key = (found.st_dev, found.st_ino)
+            view = _VIEWS.get(key)
+            if view is None:  # only then a descriptor is opened: it is closed by the view's last watch
+                try:
+                    fd = os.open(shm, os.O_RDONLY)
+                except OSError:
+                    return
+                opened = os.fstat(fd)
+                key = (opened.st_dev, opened.st_ino)  # the file may have been replaced since the stat
+                view = _VIEWS.get(key)
+                if view is None:
+                    view = _VIEWS[key] = _SharedView(fd, opened.st_size)
+                else:  # opened twice after all: the second descriptor lives as long as the first
+                    view.fds.append(fd)
+            view.watchers += 1
+            self._key, self._map = key, view.map
 
     def stamp(self) -> bytes | None:
         view = self._map
         return None if view is None else header_stamp(view[: 2 * HEADER_BYTES])
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        """Stop watching; the last watch of a file closes its view. Call it after the owner's
+        own connection to the database is closed (its locks go with that connection anyway)."""
+        key, self._key, self._map = self._key, None, None
+        if key is None:
+            return
+        with _VIEWS_LOCK:
+            view = _VIEWS.get(key)
+            if view is None:
+                return
+            view.watchers -= 1
+            if view.watchers > 0:
+                return
+            del _VIEWS[key]
+            if view.map is not None:
+                view.map.close()
+            for fd in view.fds:
+                os.close(fd)
+
+    def __del__(self) -> None:  # an owner dropped without closing: its connection is going too
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 class KeptUntilChange(Generic[K, V]):

@@ -29,7 +29,15 @@ def test_every_operation_of_the_spec_is_fuzzed_and_the_stateful_workflow_runs(tm
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/service/fuzz_schemathesis.py", "--basetemp", str(tmp_path / "t")],
         cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=1800,
     )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert run.returncode == 0, _what_it_said(run)
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed is not None and int(passed.group(1)) == operations + 1, run.stdout[-2000:]  # one test per operation + the stateful one
     assert " failed" not in run.stdout and " skipped" not in run.stdout, run.stdout[-2000:]
+
+
+def _what_it_said(run: subprocess.CompletedProcess) -> str:
+    """The child's last output; for a crash also faulthandler's report from its first line, where
+    the crashing thread's stack is (the tail alone showed only the main thread's pytest frames)."""
+    crash = run.stderr.find("Fatal Python error")
+    report = run.stderr[crash : crash + 6000] if crash >= 0 else ""
+    return f"exit {run.returncode}\n{run.stdout[-4000:]}\n{report}\n...\n{run.stderr[-2000:]}"

@@ -74,6 +74,6 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
-            if self._commits is not None:
-                self._commits.close()
             self.conn.close()
+            if self._commits is not None:  # after the connection: the watch may close a descriptor of the -shm file
+                self._commits.close()
