@@ -74,12 +74,11 @@ _PROFILER: cProfile.Profile | None = None
 
 
 def _profiled_app() -> Any:
-    """The worker's app (`create_worker_app`, or `create_app` in a checkout without it) wrapped so
-    that the profiler starts with the first API request: start-up (imports, the embedder's
-    weights, pydantic schemas) is left out of the profile."""
-    import bridge.doors.http.app as served
+    """`create_app()` wrapped so that the profiler starts with the first API request: start-up
+    (imports, the embedder's weights, pydantic schemas) is left out of the profile."""
+    from bridge.doors.http.app import create_app
 
-    app = getattr(served, "create_worker_app", served.create_app)()
+    app = create_app()
 
     async def wrapper(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if _PROFILER is not None and scope["type"] == "http" and scope["path"].startswith("/api/") and not getattr(wrapper, "on", False):
@@ -177,11 +176,8 @@ def _serve_child(port: int, profile_out: str | None, account: Path | None = None
     from bridge.doors.connection import uvicorn_options
     from bridge.doors.edge import LOG_CONFIG
 
-    import bridge.doors.http.app as served  # this checkout's, or `--server-code`'s (an older one may lack the worker factory)
-
-    factory = "bridge.doors.http.app:create_worker_app" if hasattr(served, "create_worker_app") else "bridge.doors.http.app:create_app"
     config = uvicorn.Config(
-        _profiled_app if profile_out else factory, factory=True, host="127.0.0.1", port=port,
+        _profiled_app if profile_out else "bridge.doors.http.app:create_app", factory=True, host="127.0.0.1", port=port,
         log_config=LOG_CONFIG, access_log=False, server_header=False, limit_concurrency=None, proxy_headers=False, **uvicorn_options(),
     )
     server = uvicorn.Server(config)

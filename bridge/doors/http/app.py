@@ -44,7 +44,6 @@ from identity.providers.api_keys import ApiKeyProvider
 from bridge.doors.connection import read_deadline
 from bridge.doors.http.limits import json_body, BodyLimit, TokenBuckets
 from bridge.doors.http.maintenance import purge_loop
-from bridge.doors.http.worker import freeze_start_up_heap
 from bridge.doors.http.observability import Metrics, access_log
 from bridge.doors.http.problems import MEDIA_TYPE, problem_body, problem_for
 from bridge.doors.http.routes import admin, memories, ops, recall, roles, sharing
@@ -276,26 +275,16 @@ async def warm_store(backend: Any, megabytes: int, stop: threading.Event | None 
     return loaded
 
 
-def create_worker_app() -> FastAPI:
-    """The app of one worker process of `viking-bridge serve`: `create_app()`, and once started,
-    the start-up heap moved out of the garbage collector's passes (bridge/doors/http/worker.py),
-    which only a process that is nothing but a worker may do."""
-    return create_app(own_process=True)
-
-
-def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | None = None, settings: ServiceSettings | None = None,
-               *, own_process: bool = False) -> FastAPI:
-    """The service. Without arguments: the bridge `open_bridge()` opens from the same settings as
-    the library, the providers from the identity settings. Tests and the contract suite's HTTP
-    mode may pass their own. `own_process`: the app is all its process runs (`create_worker_app`)."""
+def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | None = None, settings: ServiceSettings | None = None) -> FastAPI:
+    """The service. Without arguments (what `viking-bridge serve` and every worker run): the
+    bridge `open_bridge()` opens from the same settings as the library, the providers from the
+    identity settings. Tests and the contract suite's HTTP mode may pass their own."""
     service_settings = settings or load_service_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx: ServiceContext = app.state.ctx
         await ctx.bridge.aopen()  # open checks before the first request, not during it
-        if own_process:  # after the open checks and the embedder's warm-up, before the first request
-            freeze_start_up_heap()
         purger = None
         if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
             keys = [k.get_secret_value() for k in service_settings.purge_api_keys]

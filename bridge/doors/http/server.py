@@ -1,10 +1,8 @@
 """`serve()`: run the service on uvicorn — what `viking-bridge serve` calls.
 
-Workers are separate processes, each building the app from the same settings (`create_worker_app`
-as a factory: `create_app`, then the start-up heap frozen out of the garbage collector's passes,
-bridge/doors/http/worker.py), so nothing that authorises lives in one worker's memory: sessions,
-grants, manifests, audit and gateway nonces are in the shared SQLite state under
-`VIKING_BRIDGE_HOME`. With more
+Workers are separate processes, each building the app from the same settings (`create_app` as a
+factory), so nothing that authorises lives in one worker's memory: sessions, grants, manifests,
+audit and gateway nonces are in the shared SQLite state under `VIKING_BRIDGE_HOME`. With more
 than one worker, metrics go through `PROMETHEUS_MULTIPROC_DIR` (a fresh directory per run).
 On SIGTERM uvicorn stops accepting, lets in-flight requests finish (up to the grace period),
 then the lifespan closes the bridge: every write that was acknowledged is committed already.
@@ -69,7 +67,7 @@ def serve(host: str | None = None, port: int | None = None, workers: int | None 
     print(f"viking-bridge: serving {base}/ — console {base}/admin/, API docs {base}/docs", file=sys.stderr, flush=True)
     try:
         uvicorn.run(
-            "bridge.doors.http.app:create_worker_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
+            "bridge.doors.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=LOG_CONFIG,
             timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None, access_log=False, server_header=False,
             limit_concurrency=None, proxy_headers=False, **uvicorn_options(),
             # a worker answers the supervisor's pings only once it has imported everything: on a
