@@ -77,9 +77,11 @@ class _SharedView:
                 self.map = None
 
 
-#: (device, inode) of a `-shm` file -> the one view of it this process holds open
+#: (device, inode) of a `-shm` file -> the one view of it this process holds open. Re-entrant:
+#: a watch dropped without `close()` closes in `__del__`, which the garbage collector may run on a
+#: thread that holds the lock already (inside another watch's `__init__`).
 _VIEWS: dict[tuple[int, int], _SharedView] = {}
-_VIEWS_LOCK = threading.Lock()
+_VIEWS_LOCK = threading.RLock()
 
 
 class CommitWatch:

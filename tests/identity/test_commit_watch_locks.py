@@ -88,3 +88,27 @@ def test_no_shm_file_opens_nothing(tmp_path):
     watch = CommitWatch(db)
     assert watch.stamp() is None
     watch.close()
+
+
+def test_a_watch_dropped_while_the_views_are_locked_closes_without_deadlock(tmp_path):
+    """The collector may drop an unclosed watch on a thread inside another watch's `__init__`
+    (holding the views' lock): its `__del__` must get the lock again, not wait for itself."""
+    import threading
+
+    from identity.storage import commits
+
+    db = tmp_path / "w.sqlite3"
+    conn = _open_wal(db)
+    done = threading.Event()
+
+    def drop_under_the_lock() -> None:
+        with commits._VIEWS_LOCK:
+            watch = CommitWatch(db)
+            del watch  # its last reference: __del__ -> close() on this thread, lock held
+        done.set()
+
+    worker = threading.Thread(target=drop_under_the_lock, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done.is_set(), "a watch closed under the views' lock waited for itself"
+    conn.close()
