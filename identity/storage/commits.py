@@ -23,7 +23,8 @@ read (not WAL mode).
 
 What it must never do: call the store unchanged while a published commit is unseen. The caller
 reads the stamp BEFORE the full check it records it with, so a commit landing between the two is
-seen by that check or changes the next stamp.
+seen by that check or changes the next stamp. Nor close a descriptor of the `-shm` file while a
+connection of this process uses it: that drops SQLite's own locks there (`CommitWatch` says why).
 """
 
 from __future__ import annotations
