@@ -67,13 +67,17 @@ class _SharedView:
 
     __slots__ = ("fds", "map", "watchers")
 
-    def __init__(self, fd: int, size: int) -> None:
+    def __init__(self, fd: int) -> None:
         self.fds = [fd]
         self.map: mmap.mmap | None = None
         self.watchers = 0
-        if size >= 2 * HEADER_BYTES:
+        self.try_to_map()
+
+    def try_to_map(self) -> None:
+        """Map the header once the file holds one (a file SQLite has just created may not yet)."""
+        if self.map is None and os.fstat(self.fds[0]).st_size >= 2 * HEADER_BYTES:
             try:
-                self.map = mmap.mmap(fd, 2 * HEADER_BYTES, access=mmap.ACCESS_READ)
+                self.map = mmap.mmap(self.fds[0], 2 * HEADER_BYTES, access=mmap.ACCESS_READ)
             except (OSError, ValueError):
                 self.map = None
 
@@ -121,9 +125,11 @@ class CommitWatch:
                 key = (opened.st_dev, opened.st_ino)  # the file may have been replaced since the stat
                 view = _VIEWS.get(key)
                 if view is None:
-                    view = _VIEWS[key] = _SharedView(fd, opened.st_size)
+                    view = _VIEWS[key] = _SharedView(fd)
                 else:  # opened twice after all: the second descriptor lives as long as the first
                     view.fds.append(fd)
+            else:
+                view.try_to_map()
             view.watchers += 1
             self._key, self._map = key, view.map
 
