@@ -62,12 +62,13 @@ def header_stamp(two_copies: bytes) -> bytes | None:
 
 class _SharedView:
     """One read-only mapping of a `-shm` file's header, shared by every CommitWatch of this
-    process on that file (its inode), with the descriptors it holds open until the last of them
-    is closed."""
+    process on that file (its inode), with the descriptors it holds open until the last watch
+    closes. Every change to it is made under `_VIEWS_LOCK`."""
 
-    __slots__ = ("fds", "map", "watchers")
+    __slots__ = ("fds", "key", "map", "watchers")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, key: tuple[int, int], fd: int) -> None:
+        self.key = key
         self.fds = [fd]
         self.map: mmap.mmap | None = None
         self.watchers = 0
@@ -103,19 +104,17 @@ class CommitWatch:
     file per process, never closed while a watch of it is open, and `close()` must come after
     the owner has closed its own connection to the database."""
 
-    __slots__ = ("_key", "_map")
+    __slots__ = ("_view",)
 
     def __init__(self, db_file: Path) -> None:
-        self._key: tuple[int, int] | None = None
-        self._map: mmap.mmap | None = None
+        self._view: _SharedView | None = None
         shm = f"{db_file}-shm"
         with _VIEWS_LOCK:
             try:
                 found = os.stat(shm)
             except OSError:  # not WAL mode, or not yet read: every check runs in full
                 return
-            key = (found.st_dev, found.st_ino)
-            view = _VIEWS.get(key)
+            view = _VIEWS.get((found.st_dev, found.st_ino))
             if view is None:  # only then a descriptor is opened: it is closed by the view's last watch
                 try:
                     fd = os.open(shm, os.O_RDONLY)
@@ -125,32 +124,34 @@ class CommitWatch:
                 key = (opened.st_dev, opened.st_ino)  # the file may have been replaced since the stat
                 view = _VIEWS.get(key)
                 if view is None:
-                    view = _VIEWS[key] = _SharedView(fd)
+                    view = _VIEWS[key] = _SharedView(key, fd)
                 else:  # opened twice after all: the second descriptor lives as long as the first
                     view.fds.append(fd)
-            else:
-                view.try_to_map()
             view.watchers += 1
-            self._key, self._map = key, view.map
+            self._view = view
 
     def stamp(self) -> bytes | None:
-        view = self._map
-        return None if view is None else header_stamp(view[: 2 * HEADER_BYTES])
+        view = self._view
+        if view is None:
+            return None
+        if view.map is None:  # not mapped yet: the file may hold its header by now
+            with _VIEWS_LOCK:
+                view.try_to_map()
+            if view.map is None:
+                return None
+        return header_stamp(view.map[: 2 * HEADER_BYTES])
 
     def close(self) -> None:
         """Stop watching; the last watch of a file closes its view. Call it after the owner's
         own connection to the database is closed (its locks go with that connection anyway)."""
-        key, self._key, self._map = self._key, None, None
-        if key is None:
+        view, self._view = self._view, None
+        if view is None:
             return
         with _VIEWS_LOCK:
-            view = _VIEWS.get(key)
-            if view is None:
-                return
             view.watchers -= 1
-            if view.watchers > 0:
+            if view.watchers > 0 or _VIEWS.get(view.key) is not view:
                 return
-            del _VIEWS[key]
+            del _VIEWS[view.key]
             if view.map is not None:
                 view.map.close()
             for fd in view.fds:

@@ -59,6 +59,21 @@ def test_no_shm_file_means_no_stamp(tmp_path):
     assert CommitWatch(path).stamp() is None
 
 
+def test_a_watch_made_before_the_file_holds_a_header_reads_it_once_it_does(tmp_path):
+    path = tmp_path / "db.sqlite3"
+    shm = tmp_path / "db.sqlite3-shm"
+    shm.write_bytes(b"\0\0\0")  # as SQLite leaves it between truncating and writing the index
+    watch = CommitWatch(path)
+    assert watch.stamp() is None
+    with open(shm, "r+b") as f:
+        f.write(_header(5) * 2)
+    assert watch.stamp() == _header(5)  # the same watch, once the header is there
+    later = CommitWatch(path)  # another watch of the file shares the mapping
+    assert later.stamp() == _header(5)
+    watch.close()
+    later.close()
+
+
 async def test_a_search_skips_the_full_check_only_while_nothing_was_committed(tmp_path, monkeypatch):
     reader = LocalBackend(tmp_path / "s")
     writer = LocalBackend(tmp_path / "s")  # its own connection: its commits are foreign to `reader`
