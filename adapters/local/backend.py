@@ -218,8 +218,7 @@ class LocalBackend(LocalWrites, LocalSearch, LocalListing, LocalMaintenance):
                 self._partitions.clear()
                 self._forget_decoded()
                 with contextlib.suppress(sqlite3.Error):
-                    self._db.close()
-                self._commits.close()  # after the connection: the watch may close a descriptor of the -shm file
+                    self._commits.close_with(self._db)
                 self._hold.close()
 
     def __repr__(self) -> str:

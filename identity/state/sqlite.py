@@ -176,8 +176,7 @@ class SqliteApiKeyRepository:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
-            self._commits.close()  # after the connection: the watch may close a descriptor of the -shm file
+            self._commits.close_with(self._db)
 
     def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         try:

@@ -35,9 +35,13 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Generic, Hashable, TypeVar
+from typing import Generic, Hashable, Protocol, TypeVar
 
 __all__ = ["CommitWatch", "KeptUntilChange", "header_stamp"]
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -101,8 +105,8 @@ class CommitWatch:
     once left its process without those locks: the next process to open the database believed
     itself the first, truncated the `-shm` file and rebuilt the WAL index under the first
     process's feet (a child pytest session died of SIGBUS). So a descriptor is opened once per
-    file per process, never closed while a watch of it is open, and `close()` must come after
-    the owner has closed its own connection to the database."""
+    file per process, never closed while a watch of it is open, and an owner closes its own
+    connection to the database first (`close_with`)."""
 
     __slots__ = ("_view",)
 
@@ -143,7 +147,7 @@ class CommitWatch:
 
     def close(self) -> None:
         """Stop watching; the last watch of a file closes its view. Call it after the owner's
-        own connection to the database is closed (its locks go with that connection anyway)."""
+        own connection to the database is closed (`close_with` does both, in that order)."""
         view, self._view = self._view, None
         if view is None:
             return
@@ -156,6 +160,14 @@ class CommitWatch:
                 view.map.close()
             for fd in view.fds:
                 os.close(fd)
+
+    def close_with(self, connection: Closable) -> None:
+        """Close the owner's `connection` to the database, then this watch: the one order that
+        never drops SQLite's locks under a live connection of this process."""
+        try:
+            connection.close()
+        finally:
+            self.close()
 
     def __del__(self) -> None:  # an owner dropped without closing: its connection is going too
         with contextlib.suppress(Exception):

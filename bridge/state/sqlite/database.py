@@ -74,6 +74,7 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
-            self.conn.close()
-            if self._commits is not None:  # after the connection: the watch may close a descriptor of the -shm file
-                self._commits.close()
+            if self._commits is None:
+                self.conn.close()
+            else:
+                self._commits.close_with(self.conn)
