@@ -27,6 +27,11 @@ from adapters.local.scan import LocalScan, Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
 
+try:  # the compiled BM25 sums (setup.py builds them where a C compiler is found; optional)
+    from adapters.local import _bm25 as _kernel
+except ImportError:  # pragma: no cover - an install without a compiler: the numpy path
+    _kernel = None
+
 __all__ = ["LocalLexical"]
 
 #: a partition's postings are kept in at most this many pieces (rows appended since the last
@@ -64,6 +69,31 @@ class LocalLexical(LocalScan):
         words weighs idf > 0; a masked row's postings weigh 0), so `Scan.best(..., floor=0.0)`
         ranks these sums exactly as `Scan.best` ranks `_bm25`'s scores, without the pass over
         the whole buffer that writes -inf (the fused search ranks them so). Caller holds the lock.
+
+        Computed by the compiled kernel (adapters/local/_bm25.c) where the install built it,
+        else by `_bm25_sums_numpy`: the same arithmetic, to the bit
+        (tests/local/test_bm25_reference.py runs both against the plain formula)."""
+        if _kernel is None:
+            return self._bm25_sums_numpy(scan, text)
+        probes = lexical.query_probes(text)
+        terms = len(probes) // 2
+        returnable = np.isfinite(scan.scores)
+        n_docs = int(np.count_nonzero(returnable))
+        if not terms or n_docs == 0:
+            return None
+        lengths = np.empty(scan.size, dtype=np.float32)
+        held_by = np.zeros(terms, dtype=np.float64)
+        sums = np.zeros(scan.size, dtype=np.float64)
+
+        def weigh() -> tuple[np.ndarray, float] | None:  # called by the kernel once it has counted
+            return _weights(held_by, n_docs, lengths, returnable)
+
+        segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
+        scored = _kernel.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
+        return sums if scored else None
+
+    def _bm25_sums_numpy(self, scan: Scan, text: str) -> np.ndarray | None:
+        """`_bm25_sums` in numpy: where the kernel was not built, and the reference it is held to.
 
         Its cost is a fixed number of array operations per search plus one binary search per
         postings piece, whatever the words: each array is built once over every posting found
@@ -109,11 +139,10 @@ class LocalLexical(LocalScan):
         rows = np.concatenate(found_positions) + offset_of
         keep = returnable[rows]
         held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
-        if not np.count_nonzero(held_by):  # no returnable row holds a query word
+        weights_and_mean = _weights(held_by, n_docs, lengths, returnable)
+        if weights_and_mean is None:
             return None
-        half = held_by + 0.5
-        idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
-        avg_length = float(np.float32(_returnable_length(lengths, returnable) / n_docs)) or 1.0
+        idf, avg_length = weights_and_mean
         norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
         norm *= lexical.B
         norm /= avg_length
@@ -156,6 +185,18 @@ class LocalLexical(LocalScan):
             fetched, _ = self._fetchall(f"SELECT rowid, terms FROM memories_lexical WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
             rows += [(position_of[rowid], terms) for rowid, terms in fetched if rowid in position_of]
         return Postings.build(start, end, tag, rows)
+
+
+def _weights(held_by: np.ndarray, n_docs: int, lengths: np.ndarray, returnable: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """Each query term's inverse document frequency and the returnable rows' mean length, from
+    the document frequencies `held_by` (float64, returnable rows only); None when no returnable
+    row holds a query word. In numpy on both paths: numpy's log1p may be vector code that the C
+    library's does not match to the bit."""
+    if not np.count_nonzero(held_by):
+        return None
+    half = held_by + 0.5
+    idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
+    return idf, float(np.float32(_returnable_length(lengths, returnable) / n_docs)) or 1.0
 
 
 #: float32 holds every integer up to here exactly

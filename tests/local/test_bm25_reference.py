@@ -28,7 +28,7 @@ import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, Status
 from adapters.local import LocalBackend
-from adapters.local import lexical
+from adapters.local import lexical, lexical_search
 from adapters.local.postings import digest_value
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
@@ -111,8 +111,18 @@ async def grow_world(store: LocalBackend, rng: random.Random, scope_of: dict[str
                 await store.delete(scope_of.pop(memory_id), memory_id)
 
 
+@pytest.fixture(params=["kernel", "numpy"])
+def bm25_path(request, monkeypatch) -> str:
+    """Each test below runs on both ways of summing: the compiled kernel and the numpy path."""
+    if request.param == "kernel" and lexical_search._kernel is None:
+        pytest.skip("the compiled BM25 kernel was not built by this install (no C compiler): the numpy path alone runs")
+    if request.param == "numpy":
+        monkeypatch.setattr(lexical_search, "_kernel", None)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(3))
-async def test_bm25_over_a_scan_is_the_plain_bm25_of_its_returnable_rows_to_the_bit(tmp_path, seed: int) -> None:
+async def test_bm25_over_a_scan_is_the_plain_bm25_of_its_returnable_rows_to_the_bit(tmp_path, seed: int, bm25_path: str) -> None:
     rng = random.Random(seed)
     store = LocalBackend(tmp_path / "store", embedder=HashingEmbedder(64))
     db = sqlite3.connect(tmp_path / "store" / "memories.sqlite3")
