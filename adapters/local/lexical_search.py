@@ -19,18 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from adapters.base import Status, require_scope_set
-from adapters.local import lexical
+from adapters.local import kernels, lexical
 from adapters.local.checks import valid_limit
 from adapters.local.partitions import Partition
 from adapters.local.postings import Postings
 from adapters.local.scan import LocalScan, Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-
-try:  # the compiled BM25 sums (setup.py builds them where a C compiler is found; optional)
-    from adapters.local import _bm25 as _kernel
-except ImportError:  # pragma: no cover - an install without a compiler: the numpy path
-    _kernel = None
 
 __all__ = ["LocalLexical"]
 
@@ -70,10 +65,11 @@ class LocalLexical(LocalScan):
         ranks these sums exactly as `Scan.best` ranks `_bm25`'s scores, without the pass over
         the whole buffer that writes -inf (the fused search ranks them so). Caller holds the lock.
 
-        Computed by the compiled kernel (adapters/local/_bm25.c) where the install built it,
+        Computed by the compiled kernel (adapters/local/kernels.py) where the install built it,
         else by `_bm25_sums_numpy`: the same arithmetic, to the bit
         (tests/local/test_bm25_reference.py runs both against the plain formula)."""
-        if _kernel is None:
+        compiled = kernels.compiled
+        if compiled is None:
             return self._bm25_sums_numpy(scan, text)
         probes = lexical.query_probes(text)
         terms = len(probes) // 2
@@ -89,7 +85,7 @@ class LocalLexical(LocalScan):
             return _weights(held_by, n_docs, lengths, returnable)
 
         segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
-        scored = _kernel.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
+        scored = compiled.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
         return sums if scored else None
 
     def _bm25_sums_numpy(self, scan: Scan, text: str) -> np.ndarray | None:

@@ -1,4 +1,4 @@
-"""The compiled BM25 kernel (adapters/local/_bm25.c) refuses what does not fit, before reading it.
+"""The compiled BM25 kernel (adapters/local/_kernels.c, `sums`) refuses what does not fit, before reading it.
 
 It reads raw buffers: a postings piece that lies outside its partition, a position outside its
 piece, a buffer of the wrong item size or length must raise ValueError, never be read past its
@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.local import lexical_search
+from adapters.local import kernels
 from adapters.local.postings import Postings
 
-kernel = lexical_search._kernel
+kernel = kernels.compiled
 pytestmark = pytest.mark.skipif(kernel is None, reason="the compiled BM25 kernel was not built by this install (no C compiler)")
 
 PROBES = np.array([5, 9, 6, 10], dtype=np.uint64)  # two terms (digests 5 and 9), then each plus one

@@ -28,7 +28,7 @@ import pytest
 
 from adapters.base import MemoryPatch, NewMemory, Provenance, Status
 from adapters.local import LocalBackend
-from adapters.local import lexical, lexical_search
+from adapters.local import kernels, lexical
 from adapters.local.postings import digest_value
 from adapters.scopes import ScopeEntry, ScopeKey, ScopeSet
 from adapters.shared.embedding import HashingEmbedder
@@ -114,10 +114,10 @@ async def grow_world(store: LocalBackend, rng: random.Random, scope_of: dict[str
 @pytest.fixture(params=["kernel", "numpy"])
 def bm25_path(request, monkeypatch) -> str:
     """Each test below runs on both ways of summing: the compiled kernel and the numpy path."""
-    if request.param == "kernel" and lexical_search._kernel is None:
-        pytest.skip("the compiled BM25 kernel was not built by this install (no C compiler): the numpy path alone runs")
+    if request.param == "kernel" and kernels.compiled is None:
+        pytest.skip("the compiled kernels were not built by this install (no C compiler): the numpy path alone runs")
     if request.param == "numpy":
-        monkeypatch.setattr(lexical_search, "_kernel", None)
+        monkeypatch.setattr(kernels, "compiled", None)
     return request.param
 
 

@@ -1,4 +1,10 @@
-/* The local lexical channel's BM25 sums over one scan, in one pass of C.
+/* The local backend's two compiled kernels: a scan's BM25 sums and its top-k cut.
+ *
+ * Both are optional (setup.py builds them where a C compiler is found) and each has a numpy
+ * twin that runs where they were not built and that the tests hold them to: `_bm25_sums_numpy`
+ * in adapters/local/lexical_search.py, `Scan._best_numpy` in adapters/local/scan.py.
+ *
+ * sums: the lexical channel's BM25 sums over one scan.
  *
  * Why C: the same sums in numpy (adapters/local/lexical_search.py, `_bm25_sums_numpy`, kept as
  * the fallback and the reference) are some thirty array operations and a Python loop over every
@@ -298,17 +304,134 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * best: the buffer indices of the best `limit` values above `floor`, best first, equal values in
+ * buffer order (the key is (-value, index)). Why C: numpy's partition and stable sort of a few
+ * thousand values cost ~20 us a cut in per-call overhead and passes; a bounded heap of `limit`
+ * entries is one pass, in which a row rarely does more than one comparison with the heap's root.
+ */
+typedef struct {
+    double value;
+    Py_ssize_t index;
+} Entry;
+
+/* a worse than b: lower value, or the same value later in the buffer */
+static inline int
+worse(const Entry *a, const Entry *b)
+{
+    return a->value < b->value || (a->value == b->value && a->index > b->index);
+}
+
+/* restore the heap (worst entry at the root) below position i */
+static void
+sift_down(Entry *heap, Py_ssize_t size, Py_ssize_t i)
+{
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1, worst = i;
+        if (child < size && worse(&heap[child], &heap[worst]))
+            worst = child;
+        if (child + 1 < size && worse(&heap[child + 1], &heap[worst]))
+            worst = child + 1;
+        if (worst == i)
+            return;
+        Entry swap = heap[i];
+        heap[i] = heap[worst];
+        heap[worst] = swap;
+        i = worst;
+    }
+}
+
+static void
+sift_up(Entry *heap, Py_ssize_t i)
+{
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        if (!worse(&heap[i], &heap[parent]))
+            return;
+        Entry swap = heap[i];
+        heap[i] = heap[parent];
+        heap[parent] = swap;
+        i = parent;
+    }
+}
+
+PyDoc_STRVAR(best_doc,
+"best(values, floor, out) -> int\n\n"
+"Writes into `out` (intp, its length the limit) the buffer indices of the best values above\n"
+"`floor` (float32 or float64 `values`), best first, equal values in buffer order; returns how\n"
+"many it wrote. A NaN among the values raises ValueError (a scan's scores never hold one).");
+
+static PyObject *
+best(PyObject *module, PyObject *args)
+{
+    PyObject *values_obj, *out_obj;
+    double floor;
+    if (!PyArg_ParseTuple(args, "OdO", &values_obj, &floor, &out_obj))
+        return NULL;
+    Py_buffer values_v, out_v;
+    if (PyObject_GetBuffer(values_obj, &values_v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    const char *format = values_v.format ? values_v.format : "B";
+    char kind = format[strlen(format) - 1];
+    if (values_v.ndim != 1 || !((kind == 'f' && values_v.itemsize == 4) || (kind == 'd' && values_v.itemsize == 8))) {
+        PyBuffer_Release(&values_v);
+        PyErr_SetString(PyExc_ValueError, "values: a float32 or float64 vector");
+        return NULL;
+    }
+    if (plain(out_obj, &out_v, sizeof(Py_ssize_t), "lqn", -1, "out") < 0) {
+        PyBuffer_Release(&values_v);
+        return NULL;
+    }
+    Py_ssize_t n = values_v.shape[0], limit = out_v.shape[0], size = 0;
+    Entry *heap = PyMem_Malloc(sizeof(Entry) * (limit ? limit : 1));
+    PyObject *result = NULL;
+    if (heap == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n && limit > 0; i++) {
+        double v = kind == 'f' ? (double)((const float *)values_v.buf)[i] : ((const double *)values_v.buf)[i];
+        if (v != v) {
+            PyErr_SetString(PyExc_ValueError, "values: NaN at a buffer row");
+            goto done;
+        }
+        if (!(v > floor))
+            continue;
+        if (size < limit) {
+            heap[size] = (Entry){v, i};
+            sift_up(heap, size++);
+        } else if (v > heap[0].value) { /* equal: this row comes later in the buffer, so it is worse */
+            heap[0] = (Entry){v, i};
+            sift_down(heap, size, 0);
+        }
+    }
+    /* pop the worst to the back: the array ends sorted best first */
+    Py_ssize_t *out = out_v.buf;
+    for (Py_ssize_t remaining = size; remaining > 0; remaining--) {
+        out[remaining - 1] = heap[0].index;
+        heap[0] = heap[remaining - 1];
+        sift_down(heap, remaining - 1, 0);
+    }
+    result = PyLong_FromSsize_t(size);
+done:
+    PyMem_Free(heap);
+    PyBuffer_Release(&values_v);
+    PyBuffer_Release(&out_v);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"sums", sums, METH_VARARGS, sums_doc},
+    {"best", best, METH_VARARGS, best_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_bm25", "BM25 sums of the local lexical channel (see _bm25.c).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_kernels", "The local backend's compiled kernels (see _kernels.c).", -1, methods,
 };
 
 PyMODINIT_FUNC
-PyInit__bm25(void)
+PyInit__kernels(void)
 {
     return PyModule_Create(&module);
 }
