@@ -1,4 +1,4 @@
-"""The one compiled part: the local backend's BM25 sums and top-k cut (adapters/local/_kernels.c).
+"""The one compiled part: the local backend's BM25 sums (adapters/local/_kernels.c).
 
 Optional: where no C compiler is found the build goes on without it, and the same results are
 computed in numpy (adapters/local/kernels.py says where), to the bit. Contraction of

@@ -1,13 +1,10 @@
-/* The local backend's two compiled kernels: a scan's BM25 sums and its top-k cut.
+/* The local backend's compiled kernel: the lexical channel's BM25 sums over one scan.
  *
- * Both are optional (setup.py builds them where a C compiler is found) and each has a numpy
- * twin that runs where they were not built and that the tests hold them to: `_bm25_sums_numpy`
- * in adapters/local/lexical_search.py, `Scan._best_numpy` in adapters/local/scan.py.
+ * Optional (setup.py builds it where a C compiler is found); its numpy twin,
+ * `_bm25_sums_numpy` in adapters/local/lexical_search.py, runs where it was not built and is
+ * what the tests hold it to.
  *
- * sums: the lexical channel's BM25 sums over one scan.
- *
- * Why C: the same sums in numpy (adapters/local/lexical_search.py, `_bm25_sums_numpy`, kept as
- * the fallback and the reference) are some thirty array operations and a Python loop over every
+ * Why C: the same sums in numpy are some thirty array operations and a Python loop over every
  * postings piece and query term, each on arrays of a few hundred elements, so their cost is
  * numpy's per-call overhead: about a sixth of a whole recall. Here they are two loops.
  *
@@ -171,8 +168,9 @@ PyDoc_STRVAR(sums_doc,
 "(postings pieces, buffer offset, rows) per partition; `probes`: uint64, the question's sorted\n"
 "digests then each plus one; `returnable`: bool per buffer row. Fills `lengths` (float32, the\n"
 "rows' term counts) and `held` (float64 zeros, per term the returnable rows holding it), then\n"
-"calls `weigh()`, which returns (idf float64 per term, mean length) or None when no row can\n"
-"score. Returns False when no posting was found or `weigh` returned None, else True.");
+"calls `weigh(total)` with the returnable rows' summed length (exact), which returns (idf\n"
+"float64 per term, mean length). Returns False, without calling `weigh`, when no returnable\n"
+"row holds a query word, else True.");
 
 static PyObject *
 sums(PyObject *module, PyObject *args)
@@ -240,18 +238,24 @@ sums(PyObject *module, PyObject *args)
             }
         }
     }
-    if (!found) {
+    int held_any = 0;
+    for (Py_ssize_t t = 0; t < terms; t++)
+        held_any |= held[t] > 0.0;
+    if (!found || !held_any) { /* no posting, or none of a returnable row: no row can score */
         result = Py_NewRef(Py_False);
         goto done;
     }
-    weighed = PyObject_CallNoArgs(weigh);
+    /* the returnable rows' summed length: whole numbers, so this double sum is exact */
+    double total = 0.0;
+    for (Py_ssize_t k = 0; k < n_pieces; k++) {
+        Piece *p = &pieces[k];
+        for (Py_ssize_t row = p->offset + p->start; row < p->offset + p->end; row++)
+            total += returnable[row] ? (double)lengths[row] : 0.0;
+    }
+    weighed = PyObject_CallFunction(weigh, "d", total);
     if (weighed == NULL) goto done;
-    if (weighed == Py_None) {
-        result = Py_NewRef(Py_False);
-        goto done;
-    }
     if (!PyTuple_Check(weighed) || PyTuple_GET_SIZE(weighed) != 2) {
-        PyErr_SetString(PyExc_TypeError, "weigh() returns (idf, mean length) or None");
+        PyErr_SetString(PyExc_TypeError, "weigh(total length) returns (idf, mean length)");
         goto done;
     }
     double avg = PyFloat_AsDouble(PyTuple_GET_ITEM(weighed, 1));
@@ -304,130 +308,13 @@ done:
     return result;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * best: the buffer indices of the best `limit` values above `floor`, best first, equal values in
- * buffer order (the key is (-value, index)). Why C: numpy's partition and stable sort of a few
- * thousand values cost ~20 us a cut in per-call overhead and passes; a bounded heap of `limit`
- * entries is one pass, in which a row rarely does more than one comparison with the heap's root.
- */
-typedef struct {
-    double value;
-    Py_ssize_t index;
-} Entry;
-
-/* a worse than b: lower value, or the same value later in the buffer */
-static inline int
-worse(const Entry *a, const Entry *b)
-{
-    return a->value < b->value || (a->value == b->value && a->index > b->index);
-}
-
-/* restore the heap (worst entry at the root) below position i */
-static void
-sift_down(Entry *heap, Py_ssize_t size, Py_ssize_t i)
-{
-    for (;;) {
-        Py_ssize_t child = 2 * i + 1, worst = i;
-        if (child < size && worse(&heap[child], &heap[worst]))
-            worst = child;
-        if (child + 1 < size && worse(&heap[child + 1], &heap[worst]))
-            worst = child + 1;
-        if (worst == i)
-            return;
-        Entry swap = heap[i];
-        heap[i] = heap[worst];
-        heap[worst] = swap;
-        i = worst;
-    }
-}
-
-static void
-sift_up(Entry *heap, Py_ssize_t i)
-{
-    while (i > 0) {
-        Py_ssize_t parent = (i - 1) / 2;
-        if (!worse(&heap[i], &heap[parent]))
-            return;
-        Entry swap = heap[i];
-        heap[i] = heap[parent];
-        heap[parent] = swap;
-        i = parent;
-    }
-}
-
-PyDoc_STRVAR(best_doc,
-"best(values, floor, out) -> int\n\n"
-"Writes into `out` (intp, its length the limit) the buffer indices of the best values above\n"
-"`floor` (float32 or float64 `values`), best first, equal values in buffer order; returns how\n"
-"many it wrote. A NaN among the values raises ValueError (a scan's scores never hold one).");
-
-static PyObject *
-best(PyObject *module, PyObject *args)
-{
-    PyObject *values_obj, *out_obj;
-    double floor;
-    if (!PyArg_ParseTuple(args, "OdO", &values_obj, &floor, &out_obj))
-        return NULL;
-    Py_buffer values_v, out_v;
-    if (PyObject_GetBuffer(values_obj, &values_v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    const char *format = values_v.format ? values_v.format : "B";
-    char kind = format[strlen(format) - 1];
-    if (values_v.ndim != 1 || !((kind == 'f' && values_v.itemsize == 4) || (kind == 'd' && values_v.itemsize == 8))) {
-        PyBuffer_Release(&values_v);
-        PyErr_SetString(PyExc_ValueError, "values: a float32 or float64 vector");
-        return NULL;
-    }
-    if (plain(out_obj, &out_v, sizeof(Py_ssize_t), "lqn", -1, "out") < 0) {
-        PyBuffer_Release(&values_v);
-        return NULL;
-    }
-    Py_ssize_t n = values_v.shape[0], limit = out_v.shape[0], size = 0;
-    Entry *heap = PyMem_Malloc(sizeof(Entry) * (limit ? limit : 1));
-    PyObject *result = NULL;
-    if (heap == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n && limit > 0; i++) {
-        double v = kind == 'f' ? (double)((const float *)values_v.buf)[i] : ((const double *)values_v.buf)[i];
-        if (v != v) {
-            PyErr_SetString(PyExc_ValueError, "values: NaN at a buffer row");
-            goto done;
-        }
-        if (!(v > floor))
-            continue;
-        if (size < limit) {
-            heap[size] = (Entry){v, i};
-            sift_up(heap, size++);
-        } else if (v > heap[0].value) { /* equal: this row comes later in the buffer, so it is worse */
-            heap[0] = (Entry){v, i};
-            sift_down(heap, size, 0);
-        }
-    }
-    /* pop the worst to the back: the array ends sorted best first */
-    Py_ssize_t *out = out_v.buf;
-    for (Py_ssize_t remaining = size; remaining > 0; remaining--) {
-        out[remaining - 1] = heap[0].index;
-        heap[0] = heap[remaining - 1];
-        sift_down(heap, remaining - 1, 0);
-    }
-    result = PyLong_FromSsize_t(size);
-done:
-    PyMem_Free(heap);
-    PyBuffer_Release(&values_v);
-    PyBuffer_Release(&out_v);
-    return result;
-}
-
 static PyMethodDef methods[] = {
     {"sums", sums, METH_VARARGS, sums_doc},
-    {"best", best, METH_VARARGS, best_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_kernels", "The local backend's compiled kernels (see _kernels.c).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_kernels", "The local backend's compiled kernel (see _kernels.c).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -1,12 +1,14 @@
-"""The local backend's compiled kernels (adapters/local/_kernels.c), or None where the install
-did not build them (setup.py builds them only where a C compiler is found).
+"""The local backend's compiled kernel (adapters/local/_kernels.c), or None where the install
+did not build it (setup.py builds it only where a C compiler is found).
 
-Each kernel has a numpy twin that gives the same results to the bit, runs where `compiled` is
-None, and is what the tests hold the kernel to:
-- `sums`: a scan's BM25 sums, `LocalLexical._bm25_sums_numpy` (adapters/local/lexical_search.py);
-- `best`: a scan's top-k cut, `Scan._best_numpy` (adapters/local/scan.py).
+`sums`, a scan's BM25 sums, has a numpy twin that gives the same results to the bit, runs where
+`compiled` is None, and is what the tests hold the kernel to:
+`LocalLexical._bm25_sums_numpy` (adapters/local/lexical_search.py). A test sets `compiled` to
+None to run the twin.
 
-One switch for both: a test sets `compiled` to None to run the numpy twins.
+Tried and not kept: the top-k cut (`Scan.best`) as a bounded heap in C was slower than numpy's
+partition on the scan's float32 scores (19 against 10-15 us a cut; numpy's selection is
+vectorised) and no faster on BM25 sums.
 """
 
 from __future__ import annotations

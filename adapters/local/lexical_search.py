@@ -81,8 +81,9 @@ class LocalLexical(LocalScan):
         held_by = np.zeros(terms, dtype=np.float64)
         sums = np.zeros(scan.size, dtype=np.float64)
 
-        def weigh() -> tuple[np.ndarray, float] | None:  # called by the kernel once it has counted
-            return _weights(held_by, n_docs, lengths, returnable)
+        def weigh(total: float) -> tuple[np.ndarray, float]:  # called by the kernel once it has counted
+            # its exact total is what numpy's float32 sum gives below 2**24; past it numpy decides
+            return _weights(held_by, n_docs, total if total < _EXACT_FLOAT32 else float(lengths[returnable].sum()))
 
         segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
         scored = compiled.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
@@ -135,10 +136,9 @@ class LocalLexical(LocalScan):
         rows = np.concatenate(found_positions) + offset_of
         keep = returnable[rows]
         held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
-        weights_and_mean = _weights(held_by, n_docs, lengths, returnable)
-        if weights_and_mean is None:
+        if not np.count_nonzero(held_by):  # no returnable row holds a query word
             return None
-        idf, avg_length = weights_and_mean
+        idf, avg_length = _weights(held_by, n_docs, _returnable_length(lengths, returnable))
         norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
         norm *= lexical.B
         norm /= avg_length
@@ -183,29 +183,27 @@ class LocalLexical(LocalScan):
         return Postings.build(start, end, tag, rows)
 
 
-def _weights(held_by: np.ndarray, n_docs: int, lengths: np.ndarray, returnable: np.ndarray) -> tuple[np.ndarray, float] | None:
+def _weights(held_by: np.ndarray, n_docs: int, total_length: float) -> tuple[np.ndarray, float]:
     """Each query term's inverse document frequency and the returnable rows' mean length, from
-    the document frequencies `held_by` (float64, returnable rows only); None when no returnable
-    row holds a query word. In numpy on both paths: numpy's log1p may be vector code that the C
-    library's does not match to the bit."""
-    if not np.count_nonzero(held_by):
-        return None
+    the document frequencies `held_by` (float64, returnable rows only, one at least not 0) and the
+    returnable rows' summed length. In numpy on both paths: numpy's log1p may be vector code that
+    the C library's does not match to the bit."""
     half = held_by + 0.5
     idf = np.log1p((n_docs + 1.0 - half) / half)  # (n - df + 0.5) / (df + 0.5): every term exact, one rounding
-    return idf, float(np.float32(_returnable_length(lengths, returnable) / n_docs)) or 1.0
+    return idf, float(np.float32(total_length / n_docs)) or 1.0
 
 
 #: float32 holds every integer up to here exactly
 _EXACT_FLOAT32 = float(2**24)
 
 
-def _returnable_length(lengths: np.ndarray, returnable: np.ndarray) -> float:
+def _returnable_length(lengths: np.ndarray, returnable: np.ndarray, *, exact: float | None = None) -> float:
     """The summed length of the returnable rows, as `lengths[returnable].sum()` gives it (a float32
     sum: the mean length is ndarray.mean's arithmetic, that sum over the count, as float32).
 
     Lengths are word counts, whole numbers: while a total stays below 2**24 every partial sum is
     a whole number float32 holds exactly, so any order of adding gives the same, exact total, and
-    one dot product (no copy of the returnable lengths) gives it. A dot of 2**24 or more may
-    have rounded (it can only reach there if the true total does): the float32 sum decides then."""
-    total = float(lengths.dot(returnable))
+    one dot product (no copy of the returnable lengths) gives it, or the kernel's `exact` sum in
+    float64. A total of 2**24 or more may have rounded in float32: the float32 sum decides then."""
+    total = float(lengths.dot(returnable)) if exact is None else exact
     return total if total < _EXACT_FLOAT32 else float(lengths[returnable].sum())

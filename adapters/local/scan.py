@@ -21,7 +21,6 @@ import numpy as np
 
 from adapters.base import Status, require_scope_set
 from adapters.errors import InvalidRequest
-from adapters.local import kernels
 from adapters.local.blas import one_blas_thread
 from adapters.local.checks import valid_statuses
 from adapters.local.partitions import Partition
@@ -65,16 +64,6 @@ class Scan:
 
     @staticmethod
     def best(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:
-        """`_best_numpy`'s cut, by the compiled kernel where the install built it (one pass with
-        a bounded heap: adapters/local/kernels.py), else by `_best_numpy` itself."""
-        compiled = kernels.compiled
-        if compiled is None or limit <= 0:
-            return Scan._best_numpy(values, limit, few_distinct=few_distinct, floor=floor)
-        out = np.empty(min(limit, len(values)), dtype=np.intp)
-        return out[: compiled.best(np.ascontiguousarray(values), floor, out)]
-
-    @staticmethod
-    def _best_numpy(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:
         """Buffer indices of the best `limit` values, best first; a value at or below `floor`
         (-inf unless told) is never returned and equal values keep buffer order, also at the cut
         (so a smaller limit gives a prefix of a larger one's order, and the same scan always ranks

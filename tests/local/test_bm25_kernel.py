@@ -31,7 +31,7 @@ def _sums(segments: list, size: int) -> tuple[bool, np.ndarray]:
     lengths = np.empty(size, dtype=np.float32)
     returnable = np.ones(size, dtype=bool)
 
-    def weigh():
+    def weigh(total: float):
         return np.array([1.5, 2.5]), 3.0
 
     return kernel.sums(segments, PROBES, returnable, lengths, held, out, weigh, 1.2, 0.75), out
@@ -60,6 +60,6 @@ def test_what_does_not_fit_is_refused_before_it_is_read(segments: list, size: in
 def test_buffers_of_the_wrong_length_are_refused() -> None:
     segments = [([_piece(0, 3, [0])], 0, 3)]
     with pytest.raises(ValueError, match="out"):
-        kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(2), np.zeros(2), lambda: None, 1.2, 0.75)
+        kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(2), np.zeros(2), lambda total: None, 1.2, 0.75)
     with pytest.raises(ValueError, match="held"):
-        kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(3), np.zeros(3), lambda: None, 1.2, 0.75)
+        kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(3), np.zeros(3), lambda total: None, 1.2, 0.75)
