@@ -5,10 +5,16 @@ configured (API keys in a SQLite store, an RSA-signed JWT issuer, a gateway secr
 /ready and returns a `Service` handle that issues credentials and stops the process by its pid
 (SIGTERM, then waits). The session-scoped `service` fixture (conftest.py) uses it once per
 test session; tests that need other limits, or kill the process, spawn their own.
+
+The server runs in its own process group, watched by a `GroupReaper`: if the test process dies
+without stopping it (a crash, a SIGKILL, an xdist worker torn down), the group (the serve
+process and its workers) is ended with it instead of serving on, an orphan holding a port and
+a CPU into the next run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -25,6 +31,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from contract_tests.reaper import GroupReaper
 from identity.providers.api_keys import ApiKeyStore
 from identity.providers.gateway import sign_gateway_headers
 
@@ -48,6 +55,7 @@ class Service:
     jwt_key: Any
     log_path: Path
     err_path: Path
+    reaper: GroupReaper | None = None
     _clients: list[httpx.Client] = field(default_factory=list)
 
     # -- credentials ---------------------------------------------------------------------
@@ -85,6 +93,10 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # a worker the serve process left behind
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.reaper is not None:  # stopped here: the watcher leaves the group id alone
+            self.reaper.release()
         self.keys.close()
         return self.process.returncode
 
@@ -113,9 +125,14 @@ def spawn_service(tmp: Path, *, workers: int = 1, env: dict[str, str] | None = N
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
         process = subprocess.Popen(
             [sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
-            env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-    service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path)
+    try:
+        reaper = GroupReaper(process.pid)
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path, reaper)
     try:
         wait_until_ready(service.url, process, err_path, ready_timeout)
     except RuntimeError:
