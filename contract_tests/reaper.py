@@ -14,12 +14,15 @@ watcher then exits without touching the group (whose id could by then belong to 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+from typing import Any
 
-__all__ = ["GroupReaper"]
+__all__ = ["GroupReaper", "popen_reaped"]
 
 _WATCHER = """\
 import os, signal, sys, time
@@ -68,3 +71,32 @@ class GroupReaper:
             os.close(self._write_end)
         with contextlib.suppress(subprocess.TimeoutExpired):
             watcher.wait(timeout=10)
+
+
+#: the watcher of each process started by `popen_reaped`, by pid
+_REAPED: dict[int, tuple[subprocess.Popen[Any], GroupReaper]] = {}
+
+
+def popen_reaped(args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+    """`subprocess.Popen(args, **kwargs)` in its own session, whose group is ended when this
+    process ends without having stopped it: what every test that starts a server uses, so a
+    crashed test leaves no server behind. Stop it as any Popen (signal, wait); at a normal exit
+    the watchers of the processes already ended are released, so no watcher signals a group id
+    that may since have been reused."""
+    process = subprocess.Popen(args, start_new_session=True, **kwargs)
+    try:
+        reaper = GroupReaper(process.pid)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        raise
+    if not _REAPED:
+        atexit.register(_release_ended)
+    _REAPED[process.pid] = (process, reaper)
+    return process
+
+
+def _release_ended() -> None:
+    for process, reaper in _REAPED.values():
+        if process.poll() is not None:
+            reaper.release()

@@ -79,6 +79,7 @@ import httpx
 
 from contract_tests.http_transport import HttpBridge
 from contract_tests.openviking_server.server import free_port
+from contract_tests.reaper import popen_reaped
 
 __all__ = ["SERVICE_ADAPTERS", "ServiceBridge", "ServiceWorld", "service_world", "startup_seconds", "unavailable_reason"]
 
@@ -113,8 +114,8 @@ def _viking_simulator() -> dict[str, str]:
     """The simulator over real HTTP in its own process, once per test process (stopped at exit)."""
     with _sim_lock:
         if "line" not in _simulator:
-            proc = subprocess.Popen([sys.executable, "-m", "contract_tests.viking_simulator"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, text=True)
+            proc = popen_reaped([sys.executable, "-m", "contract_tests.viking_simulator"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True)
             line = proc.stdout.readline()  # type: ignore[union-attr]
             if not line:
                 raise RuntimeError(f"the Viking simulator did not start: {proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
@@ -226,8 +227,8 @@ def spawn_serve(home: Path, env: dict[str, str], *, ready_timeout: float = 180.0
     log_path, err_path = home / "serve-access.log", home / "serve.err"
     began = time.perf_counter()
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                   env=full, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                               env=full, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     serve = ServeProcess(f"http://127.0.0.1:{port}", process, log_path, err_path, env)
     deadline = time.monotonic() + ready_timeout
     while True:

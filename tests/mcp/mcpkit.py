@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from contract_tests.reaper import popen_reaped
 from identity.providers.api_keys import ApiKeyStore
 from tests.service.servicekit import AUDIENCE, ISSUER, Service, free_port, wait_until_ready
 
@@ -69,8 +70,8 @@ def spawn_mcp_http(tmp: Path, *, ready_timeout: float = 60.0, env: dict[str, str
     keys = ApiKeyStore(tmp / "keys.sqlite3")
     log_path, err_path = tmp / "mcp.out", tmp / "mcp.err"
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen([CONSOLE_SCRIPT, "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-                                   env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        process = popen_reaped([CONSOLE_SCRIPT, "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
+                               env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     handle = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, "", key, log_path, err_path)
     try:
         wait_until_ready(handle.url, process, err_path, ready_timeout)

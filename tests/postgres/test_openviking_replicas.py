@@ -33,6 +33,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from contract_tests.postgres_server import TestDatabase
+from contract_tests.reaper import popen_reaped
 from identity.providers import ApiKeyStore
 from identity.state.postgres import PgApiKeyRepository
 from identity.storage.postgres import PgPool
@@ -114,8 +115,8 @@ def _spawn(n: int, env: dict[str, str], tmp: Path) -> Replica:
             "VIKING_BRIDGE_HOME": str(tmp / f"home{n}"), **env}
     err = tmp / f"replica{n}.err"
     with open(err, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                   cwd=ROOT, env=full, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+        process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=ROOT, env=full, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
     return Replica(f"http://127.0.0.1:{port}", process, err)
 
 

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from contract_tests.postgres_server import PostgresForTests, TestDatabase
+from contract_tests.reaper import popen_reaped
 from identity.providers import ApiKeyStore
 from identity.state.postgres import PgApiKeyRepository
 from identity.storage.postgres import PgPool
@@ -55,8 +56,8 @@ def routed_service(pg_db: TestDatabase, second_db: TestDatabase, tmp_path: Path)
            "VIKING_BRIDGE_STATE_URL": pg_db.app_url, "VIKING_BRIDGE_STATE_MIGRATE_URL": pg_db.owner_url,
            "VIKING_BRIDGE_BACKEND": "routed", "VIKING_BRIDGE_ROUTES_FILE": str(routes), "VIKING_BRIDGE_SERVICE_PROVIDERS": "api_key"}
     err = open(tmp_path / "serve.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+    process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                           cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     keys = None
     try:
         url = f"http://127.0.0.1:{port}"

@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from contract_tests.postgres_server import PostgresForTests, TestDatabase, second_server, second_unavailable_reason
+from contract_tests.reaper import popen_reaped
 from identity.providers import ApiKeyStore
 from identity.state.postgres import PgApiKeyRepository
 from identity.storage.postgres import PgPool
@@ -71,8 +72,8 @@ def service(pg_db: TestDatabase, shard_two: TestDatabase, tmp_path: Path) -> Ite
            "VIKING_BRIDGE_BACKEND": "routed", "VIKING_BRIDGE_ROUTES_FILE": str(routes), "VIKING_BRIDGE_SERVICE_PROVIDERS": "api_key",
            "VIKING_BRIDGE_SERVICE_REQUEST_TIMEOUT_SECONDS": "20"}
     err = open(tmp_path / "serve.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+    process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                           cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     keys = None
     try:
         url = f"http://127.0.0.1:{port}"

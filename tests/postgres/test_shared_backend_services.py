@@ -22,6 +22,7 @@ from adapters.scopes import ScopeKey
 from adapters.viking import ApiKeyAuth, VikingBackend, VikingConfig, VikingMemoryClient
 from adapters.viking.rows import SERVICE_MAX_LIMIT
 from contract_tests.postgres_server import TestDatabase
+from contract_tests.reaper import popen_reaped
 from identity.providers import ApiKeyStore
 from identity.state.postgres import PgApiKeyRepository
 from identity.storage.postgres import PgPool
@@ -39,8 +40,8 @@ def _spawn(env: dict[str, str], tmp: Path, n: int) -> tuple[str, subprocess.Pope
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, **env, "PYTHONPATH": str(ROOT),
             "VIKING_BRIDGE_HOME": str(tmp / f"home{n}"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "100000"}
     err = open(tmp / f"replica{n}.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=ROOT, env=full, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+    process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                           cwd=ROOT, env=full, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(url, process, tmp / f"replica{n}.err", 60)

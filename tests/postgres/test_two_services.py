@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from contract_tests.postgres_server import TestDatabase
+from contract_tests.reaper import popen_reaped
 from identity.providers import ApiKeyStore, sign_gateway_headers
 from identity.state.postgres import PgApiKeyRepository
 from identity.storage.postgres import PgPool
@@ -55,8 +56,8 @@ def _spawn(db: TestDatabase, secret: str, tmp: Path, n: int, ready_timeout: floa
            # reconciliation leaves it alone; short here so the SIGKILL test need not wait 30 s
            "VIKING_BRIDGE_STATE_INTENT_GRACE_S": str(INTENT_GRACE_S)}
     err = open(tmp / f"replica{n}.err", "wb")  # noqa: SIM115 - the child writes to it for its life
-    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+    process = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                           cwd=ROOT, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
     replica = Replica(f"http://127.0.0.1:{port}", process)
     wait_until_ready(replica.url, process, tmp / f"replica{n}.err", ready_timeout)
     return replica

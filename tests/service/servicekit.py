@@ -6,7 +6,7 @@ configured (API keys in a SQLite store, an RSA-signed JWT issuer, a gateway secr
 (SIGTERM, then waits). The session-scoped `service` fixture (conftest.py) uses it once per
 test session; tests that need other limits, or kill the process, spawn their own.
 
-The server runs in its own process group, watched by a `GroupReaper`: if the test process dies
+The server runs in its own process group, watched by a reaper (`popen_reaped`): if the test process dies
 without stopping it (a crash, a SIGKILL, an xdist worker torn down), the group (the serve
 process and its workers) is ended with it instead of serving on, an orphan holding a port and
 a CPU into the next run.
@@ -31,7 +31,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from contract_tests.reaper import GroupReaper
+from contract_tests.reaper import popen_reaped
 from identity.providers.api_keys import ApiKeyStore
 from identity.providers.gateway import sign_gateway_headers
 
@@ -55,7 +55,6 @@ class Service:
     jwt_key: Any
     log_path: Path
     err_path: Path
-    reaper: GroupReaper | None = None
     _clients: list[httpx.Client] = field(default_factory=list)
 
     # -- credentials ---------------------------------------------------------------------
@@ -95,8 +94,6 @@ class Service:
                 self.process.wait(10)
         with contextlib.suppress(ProcessLookupError, PermissionError):  # a worker the serve process left behind
             os.killpg(self.process.pid, signal.SIGKILL)
-        if self.reaper is not None:  # stopped here: the watcher leaves the group id alone
-            self.reaper.release()
         self.keys.close()
         return self.process.returncode
 
@@ -123,16 +120,11 @@ def spawn_service(tmp: Path, *, workers: int = 1, env: dict[str, str] | None = N
     keys = ApiKeyStore(tmp / "keys.sqlite3")
     log_path, err_path = tmp / "access.log", tmp / "server.err"
     with open(log_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen(
+        process = popen_reaped(
             [sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
-            env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,
+            env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
         )
-    try:
-        reaper = GroupReaper(process.pid)
-    except BaseException:
-        os.killpg(process.pid, signal.SIGKILL)
-        raise
-    service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path, reaper)
+    service = Service(f"http://127.0.0.1:{port}", tmp / "home", process, keys, gateway_secret, key, log_path, err_path)
     try:
         wait_until_ready(service.url, process, err_path, ready_timeout)
     except RuntimeError:

@@ -22,13 +22,14 @@ from typing import Iterator
 import httpx
 import pytest
 
+from contract_tests.reaper import popen_reaped
 from tests.service.servicekit import Service, spawn_service
 
 
 @pytest.fixture
 def viking_sim() -> Iterator[tuple[dict[str, str], subprocess.Popen]]:
     """The Viking simulator over real HTTP (one per test: its state and keys are fresh)."""
-    proc = subprocess.Popen(
+    proc = popen_reaped(
         [sys.executable, "-m", "contract_tests.viking_simulator"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )
     try:

@@ -8,6 +8,7 @@ import json
 
 import httpx
 
+from contract_tests.reaper import popen_reaped
 from tests.service.servicekit import Service, assert_problem
 
 
@@ -60,8 +61,8 @@ def test_serve_prints_its_home_and_console_at_start(tmp_path) -> None:  # type: 
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIKING_")}
     env.update(VIKING_BRIDGE_HOME=str(tmp_path / "home"), VIKING_BRIDGE_PROVIDER="api_key", VIKING_BRIDGE_API_KEYS__DB_PATH=str(tmp_path / "keys.sqlite3"))
-    proc = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = popen_reaped([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                        env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         assert proc.stderr is not None
         lines = []
