@@ -29,6 +29,17 @@ typedef struct {
     int held;  /* how many of the four buffers are held (released on the way out) */
 } Piece;
 
+/* The type character of a buffer in this machine's own byte order, else 0: a format with an
+ * explicit byte order ('<', '>', '!') could name the other one, whose bytes would be misread. */
+static char
+native_kind(const Py_buffer *view)
+{
+    const char *format = view->format ? view->format : "B";
+    if (format[0] == '@' || format[0] == '=')
+        format++;
+    return strlen(format) == 1 ? format[0] : 0;
+}
+
 static int
 take(PyObject *owner, const char *name, Py_buffer *view, Py_ssize_t itemsize, const char *kinds)
 {
@@ -39,11 +50,10 @@ take(PyObject *owner, const char *name, Py_buffer *view, Py_ssize_t itemsize, co
     Py_DECREF(obj);
     if (rc < 0)
         return -1;
-    const char *format = view->format ? view->format : "B";
-    char kind = format[strlen(format) - 1];
-    if (view->itemsize != itemsize || view->ndim != 1 || strchr(kinds, kind) == NULL) {
-        PyErr_Format(PyExc_ValueError, "postings %s: expected %zd-byte items of kind %s, got %zd-byte '%s'",
-                     name, itemsize, kinds, view->itemsize, format);
+    char kind = native_kind(view);
+    if (view->itemsize != itemsize || view->ndim != 1 || kind == 0 || strchr(kinds, kind) == NULL) {
+        PyErr_Format(PyExc_ValueError, "postings %s: expected %zd-byte native items of kind %s, got %zd-byte '%s'",
+                     name, itemsize, kinds, view->itemsize, view->format ? view->format : "B");
         PyBuffer_Release(view);
         return -1;
     }
@@ -55,9 +65,8 @@ plain(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds, Py
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
-    const char *format = view->format ? view->format : "B";
-    char kind = format[strlen(format) - 1];
-    if (view->itemsize != itemsize || view->ndim != 1 || strchr(kinds, kind) == NULL || (length >= 0 && view->shape[0] != length)) {
+    char kind = native_kind(view);
+    if (view->itemsize != itemsize || view->ndim != 1 || kind == 0 || strchr(kinds, kind) == NULL || (length >= 0 && view->shape[0] != length)) {
         PyErr_Format(PyExc_ValueError, "%s: wrong item size, kind or length", what);
         PyBuffer_Release(view);
         return -1;

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(kernel is None, reason="the compiled BM25 kernel
 PROBES = np.array([5, 9, 6, 10], dtype=np.uint64)  # two terms (digests 5 and 9), then each plus one
 
 
-def _piece(start: int, end: int, positions: list[int], digests: list[int] | None = None, *, positions_dtype: type = np.int32) -> Postings:
+def _piece(start: int, end: int, positions: list[int], digests: list[int] | None = None, *, positions_dtype: type | np.dtype = np.int32) -> Postings:
     digests = digests if digests is not None else [5] * len(positions)
     return Postings(start, end, np.array(digests, dtype=np.uint64), np.array(positions, dtype=positions_dtype),
                     np.ones(len(positions), dtype=np.float32), np.full(end - start, 3.0, dtype=np.float32))
@@ -51,6 +51,7 @@ def test_a_well_formed_scan_is_summed_and_only_its_postings_rows_score() -> None
     ([([_piece(1, 3, [1])], 0, 3)], 3, "does not fit"),  # a gap before the piece
     ([([_piece(0, 2, [1])], 0, 3)], 3, "do not cover"),  # rows left uncovered
     ([([_piece(0, 3, [0], positions_dtype=np.int64)], 0, 3)], 3, "positions"),  # 8-byte positions
+    ([([_piece(0, 3, [0], positions_dtype=np.dtype(">i4"))], 0, 3)], 3, "native"),  # bytes in the other order
 ])
 def test_what_does_not_fit_is_refused_before_it_is_read(segments: list, size: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
