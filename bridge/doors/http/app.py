@@ -51,6 +51,7 @@ from bridge.errors import ImpersonationRefused
 from bridge.doors.http.settings import ServiceSettings, load_service_settings
 from bridge.doors.http.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 from bridge.doors.http.turns import Turns
+from bridge.doors.http.telemetry import redact_query_strings
 
 __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
@@ -284,6 +285,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx: ServiceContext = app.state.ctx
+        redact_query_strings()  # a tracer provider configured since the app was built (telemetry.py)
         await ctx.bridge.aopen()  # open checks before the first request, not during it
         purger = None
         if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
@@ -306,6 +308,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 await ctx.bridge.aclose()
 
     app = application(lifespan, docs=service_settings.docs)
+    redact_query_strings()  # FastAPI's spans carry the query string: its values never leave (telemetry.py)
     owns = bridge is None
     if bridge is None or auth is None:
         from bridge.facade import open_bridge

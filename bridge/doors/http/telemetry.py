@@ -1,0 +1,69 @@
+"""What the service's OpenTelemetry spans may carry: a query string's keys, never its values.
+
+Why: FastAPI records a server span per request once an OpenTelemetry SDK is configured in the
+process, and puts the raw query string in it as `url.query`. For `GET /api/v1/recall` that is
+the user's question (and the admin console's content search sends `text=`), which the access
+log and every other log of the service deliberately never hold: a trace exporter would ship it
+to whatever backend the operator runs for traces.
+
+How: a span processor on the configured SDK tracer provider rewrites `url.query` when a span
+starts, to the same keys with every value `REDACTED`. Exporters read a span when it ends, so
+none sees the original. It is added when the app is built and again when the service starts (a
+provider configured in between is covered), once per provider. A provider that cannot take a
+processor (the API's default, which records nothing) has nothing to redact. What it does not
+cover: a tracer provider configured after the service started, and spans made by other
+instrumentation that copies the URL under another attribute name.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+__all__ = ["QUERY_ATTRIBUTE", "redact_query_strings", "redacted_query"]
+
+QUERY_ATTRIBUTE = "url.query"
+
+_lock = threading.Lock()
+_covered: "weakref.WeakSet[Any]" = weakref.WeakSet()  # providers given the processor
+
+
+def redacted_query(query: str) -> str:
+    """The query string's keys, in order, each with the value `REDACTED`."""
+    return urlencode([(key, "REDACTED") for key, _ in parse_qsl(query, keep_blank_values=True)])
+
+
+@functools.cache
+def _processor_class() -> type:
+    """The SDK's SpanProcessor with `on_start` redacting `url.query`. Built on first use: only a
+    process whose provider can take processors has the SDK loaded, and no other pays its import."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class RedactQuery(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            query = (span.attributes or {}).get(QUERY_ATTRIBUTE)
+            if isinstance(query, str) and query:
+                span.set_attribute(QUERY_ATTRIBUTE, redacted_query(query))
+
+    return RedactQuery
+
+
+def redact_query_strings() -> bool:
+    """Give the process's tracer provider the redacting processor (once). True when the provider
+    is one that records spans (has `add_span_processor`) and is covered now."""
+    try:
+        from opentelemetry import trace
+    except ImportError:  # no OpenTelemetry API: FastAPI records no span either
+        return False
+    provider = trace.get_tracer_provider()
+    add = getattr(provider, "add_span_processor", None)
+    if add is None:
+        return False
+    with _lock:
+        if provider not in _covered:
+            add(_processor_class()())
+            _covered.add(provider)
+    return True
