@@ -82,8 +82,7 @@ class LocalLexical(LocalScan):
         sums = np.zeros(scan.size, dtype=np.float64)
 
         def weigh(total: float) -> tuple[np.ndarray, float]:  # called by the kernel once it has counted
-            # its exact total is what numpy's float32 sum gives below 2**24; past it numpy decides
-            return _weights(held_by, n_docs, total if total < _EXACT_FLOAT32 else float(lengths[returnable].sum()))
+            return _weights(held_by, n_docs, _returnable_length(lengths, returnable, exact=total))
 
         segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
         scored = compiled.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
