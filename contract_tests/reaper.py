@@ -22,7 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
-__all__ = ["GroupReaper", "popen_reaped"]
+__all__ = ["GroupReaper", "popen_reaped", "release_ended"]
 
 _WATCHER = """\
 import os, signal, sys, time
@@ -73,16 +73,18 @@ class GroupReaper:
             watcher.wait(timeout=10)
 
 
-#: the watcher of each process started by `popen_reaped`, by pid
+#: the watcher of each process started by `popen_reaped` and not yet released, by pid
 _REAPED: dict[int, tuple[subprocess.Popen[Any], GroupReaper]] = {}
 
 
 def popen_reaped(args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
     """`subprocess.Popen(args, **kwargs)` in its own session, whose group is ended when this
     process ends without having stopped it: what every test that starts a server uses, so a
-    crashed test leaves no server behind. Stop it as any Popen (signal, wait); at a normal exit
-    the watchers of the processes already ended are released, so no watcher signals a group id
-    that may since have been reused."""
+    crashed test leaves no server behind. Stop it as any Popen (signal, wait). A watcher is
+    released once its process has ended: at the next `popen_reaped` or `release_ended` call, and
+    at a normal exit, so idle watchers do not pile up over a long session and none signals a
+    group id that may since have been reused."""
+    release_ended()
     process = subprocess.Popen(args, start_new_session=True, **kwargs)
     try:
         reaper = GroupReaper(process.pid)
@@ -90,13 +92,19 @@ def popen_reaped(args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         raise
-    if not _REAPED:
-        atexit.register(_release_ended)
     _REAPED[process.pid] = (process, reaper)
     return process
 
 
-def _release_ended() -> None:
-    for process, reaper in _REAPED.values():
+def release_ended() -> None:
+    """For each process started by `popen_reaped` that has ended: end what is left of its group
+    (a worker whose parent was killed) and release its watcher."""
+    for pid, (process, reaper) in list(_REAPED.items()):
         if process.poll() is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
             reaper.release()
+            del _REAPED[pid]
+
+
+atexit.register(release_ended)

@@ -14,7 +14,6 @@ a CPU into the next run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import signal
@@ -31,7 +30,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from contract_tests.reaper import popen_reaped
+from contract_tests.reaper import popen_reaped, release_ended
 from identity.providers.api_keys import ApiKeyStore
 from identity.providers.gateway import sign_gateway_headers
 
@@ -92,8 +91,7 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # a worker the serve process left behind
-            os.killpg(self.process.pid, signal.SIGKILL)
+        release_ended()  # what is left of this server's group (a worker), and its watcher
         self.keys.close()
         return self.process.returncode
 
