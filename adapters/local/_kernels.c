@@ -60,10 +60,11 @@ take(PyObject *owner, const char *name, Py_buffer *view, Py_ssize_t itemsize, co
     return 0;
 }
 
+/* A one-dimensional buffer argument, checked; `writable` only for the ones the kernel fills. */
 static int
-plain(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds, Py_ssize_t length, const char *what)
+plain(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds, Py_ssize_t length, const char *what, int writable)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     char kind = native_kind(view);
     if (view->itemsize != itemsize || view->ndim != 1 || kind == 0 || strchr(kinds, kind) == NULL || (length >= 0 && view->shape[0] != length)) {
@@ -195,16 +196,16 @@ sums(PyObject *module, PyObject *args)
     Py_ssize_t n_pieces = 0, *bounds = NULL;
     PyObject *result = NULL, *weighed = NULL;
 
-    if (plain(probes_obj, &probes_v, 8, "LQ", -1, "probes") < 0) goto done;
+    if (plain(probes_obj, &probes_v, 8, "LQ", -1, "probes", 0) < 0) goto done;
     have = 1;
-    if (plain(returnable_obj, &returnable_v, 1, "?", -1, "returnable") < 0) goto done;
+    if (plain(returnable_obj, &returnable_v, 1, "?", -1, "returnable", 0) < 0) goto done;
     have = 2;
     Py_ssize_t size = returnable_v.shape[0], terms = probes_v.shape[0] / 2;
-    if (plain(lengths_obj, &lengths_v, 4, "f", size, "lengths") < 0) goto done;
+    if (plain(lengths_obj, &lengths_v, 4, "f", size, "lengths", 1) < 0) goto done;
     have = 3;
-    if (plain(held_obj, &held_v, 8, "d", terms, "held") < 0) goto done;
+    if (plain(held_obj, &held_v, 8, "d", terms, "held", 1) < 0) goto done;
     have = 4;
-    if (plain(out_obj, &out_v, 8, "d", size, "out") < 0) goto done;
+    if (plain(out_obj, &out_v, 8, "d", size, "out", 1) < 0) goto done;
     have = 5;
     if (probes_v.shape[0] != 2 * terms) {
         PyErr_SetString(PyExc_ValueError, "probes: each digest, then each plus one");
@@ -269,7 +270,7 @@ sums(PyObject *module, PyObject *args)
     }
     double avg = PyFloat_AsDouble(PyTuple_GET_ITEM(weighed, 1));
     if (avg == -1.0 && PyErr_Occurred()) goto done;
-    if (plain(PyTuple_GET_ITEM(weighed, 0), &idf_v, 8, "d", terms, "idf") < 0) goto done;
+    if (plain(PyTuple_GET_ITEM(weighed, 0), &idf_v, 8, "d", terms, "idf", 0) < 0) goto done;
     have = 6;
     const double *idf = idf_v.buf;
 

@@ -64,3 +64,15 @@ def test_buffers_of_the_wrong_length_are_refused() -> None:
         kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(2), np.zeros(2), lambda total: None, 1.2, 0.75)
     with pytest.raises(ValueError, match="held"):
         kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(3), np.zeros(3), lambda total: None, 1.2, 0.75)
+
+
+def test_read_only_inputs_are_read_and_read_only_outputs_refused() -> None:
+    segments = [([_piece(0, 3, [0, 2])], 0, 3)]
+    probes, returnable = PROBES.copy(), np.ones(3, dtype=bool)
+    probes.flags.writeable = returnable.flags.writeable = False  # inputs: read, never written
+    held, out = np.zeros(2), np.zeros(3)
+    assert kernel.sums(segments, probes, returnable, np.empty(3, dtype=np.float32), held, out, lambda total: (np.array([1.5, 2.5]), 3.0), 1.2, 0.75)
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):  # the array it would fill
+        kernel.sums(segments, PROBES, np.ones(3, dtype=bool), np.empty(3, dtype=np.float32), np.zeros(2), frozen, lambda total: None, 1.2, 0.75)
