@@ -54,3 +54,11 @@ def test_a_recall_span_holds_the_query_keys_and_never_the_question(tmp_path: Pat
     assert recall, f"FastAPI recorded no span of the recall (its tracing is what this guards): {spans}"
     assert recall[-1]["attributes"]["url.query"] == "query=REDACTED&agent_id=REDACTED"
     assert "secret-question" not in json.dumps(spans)
+
+
+def test_a_key_that_is_not_a_parameter_name_is_redacted_too() -> None:
+    from bridge.doors.http.telemetry import redacted_query
+
+    assert redacted_query("query=the+merger&agent_id=a&only_scopes=x&only_scopes=y") == "query=REDACTED&agent_id=REDACTED&only_scopes=REDACTED&only_scopes=REDACTED"
+    assert redacted_query("what+is+my+dog%27s+name") == "REDACTED=REDACTED"
+    assert redacted_query("") == ""

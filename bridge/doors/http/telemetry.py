@@ -18,6 +18,8 @@ instrumentation that copies the URL under another attribute name.
 from __future__ import annotations
 
 import functools
+import logging
+import re
 import threading
 import weakref
 from typing import Any
@@ -27,20 +29,27 @@ __all__ = ["QUERY_ATTRIBUTE", "redact_query_strings", "redacted_query"]
 
 QUERY_ATTRIBUTE = "url.query"
 
+log = logging.getLogger("viking_bridge.service")
+
 _lock = threading.Lock()
 _covered: "weakref.WeakSet[Any]" = weakref.WeakSet()  # providers given the processor
 
 
+#: what a parameter name looks like; any other key (`?what+is+my+dog's+name`) may itself be content
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
 def redacted_query(query: str) -> str:
-    """The query string's keys, in order, each with the value `REDACTED`."""
-    return urlencode([(key, "REDACTED") for key, _ in parse_qsl(query, keep_blank_values=True)])
+    """The query string's keys, in order, each with the value `REDACTED`; a key that does not
+    look like a parameter name is `REDACTED` too."""
+    return urlencode([(key if _NAME.fullmatch(key) else "REDACTED", "REDACTED") for key, _ in parse_qsl(query, keep_blank_values=True)])
 
 
 @functools.cache
 def _processor_class() -> type:
     """The SDK's SpanProcessor with `on_start` redacting `url.query`. Built on first use: only a
     process whose provider can take processors has the SDK loaded, and no other pays its import."""
-    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace import SpanProcessor  # ImportError for a provider of another SDK
 
     class RedactQuery(SpanProcessor):
         def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -64,6 +73,11 @@ def redact_query_strings() -> bool:
         return False
     with _lock:
         if provider not in _covered:
-            add(_processor_class()())
+            try:
+                processor = _processor_class()()
+            except ImportError:  # a provider that is not OpenTelemetry's SDK: said, not guessed at
+                log.warning("the tracer provider %s is not OpenTelemetry's SDK: its spans' url.query is not redacted", type(provider).__name__)
+                return False
+            add(processor)
             _covered.add(provider)
     return True
