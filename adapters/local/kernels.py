@@ -3,7 +3,7 @@ did not build it (setup.py builds it only where a C compiler is found).
 
 `sums`, a scan's BM25 sums, has a numpy twin that gives the same results to the bit, runs where
 `compiled` is None, and is what the tests hold the kernel to:
-`LocalLexical._bm25_sums_numpy` (adapters/local/lexical_search.py). A test sets `compiled` to
+`_bm25_sums_numpy` (adapters/local/lexical_search.py). A test sets `compiled` to
 None to run the twin.
 
 Tried and not kept: the top-k cut (`Scan.best`) as a bounded heap in C was slower than numpy's

@@ -68,9 +68,6 @@ class LocalLexical(LocalScan):
         Computed by the compiled kernel (adapters/local/kernels.py) where the install built it,
         else by `_bm25_sums_numpy`: the same arithmetic, to the bit
         (tests/local/test_bm25_reference.py runs both against the plain formula)."""
-        compiled = kernels.compiled
-        if compiled is None:
-            return self._bm25_sums_numpy(scan, text)
         probes = lexical.query_probes(text)
         terms = len(probes) // 2
         returnable = np.isfinite(scan.scores)
@@ -78,79 +75,19 @@ class LocalLexical(LocalScan):
         if not terms or n_docs == 0:
             return None
         lengths = np.empty(scan.size, dtype=np.float32)
+        # each partition's postings pieces with its place in the scan's buffer
+        segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
+        compiled = kernels.compiled
+        if compiled is None:
+            return _bm25_sums_numpy(segments, probes, returnable, n_docs, lengths)
         held_by = np.zeros(terms, dtype=np.float64)
         sums = np.zeros(scan.size, dtype=np.float64)
 
         def weigh(total: float) -> tuple[np.ndarray, float]:  # called by the kernel once it has counted
             return _weights(held_by, n_docs, _returnable_length(lengths, returnable, exact=total))
 
-        segments = [(self._postings(key, part), offset, n) for key, part, offset, n in scan.segments]
         scored = compiled.sums(segments, probes, returnable, lengths, held_by, sums, weigh, lexical.K1, lexical.B)
         return sums if scored else None
-
-    def _bm25_sums_numpy(self, scan: Scan, text: str) -> np.ndarray | None:
-        """`_bm25_sums` in numpy: where the kernel was not built, and the reference it is held to.
-
-        Its cost is a fixed number of array operations per search plus one binary search per
-        postings piece, whatever the words: each array is built once over every posting found
-        (no filtering copies: a masked row's postings are weighed 0, so it stays at 0 like a row
-        without the words, and are left out of the document frequencies), and numpy's methods
-        are called rather than its module functions, whose dispatch costs more than the work on
-        arrays this small. The arithmetic is the plain formula's, operation for operation
-        (tests/local/test_bm25_reference.py compares every score to the bit)."""
-        probes = lexical.query_probes(text)
-        terms = len(probes) // 2
-        returnable = np.isfinite(scan.scores)
-        n_docs = np.count_nonzero(returnable)
-        if not terms or n_docs == 0:
-            return None
-        lengths = np.empty(scan.size, dtype=np.float32)
-        # every posting found, as slices of the pieces (views, no copy) and per slice its term
-        # number and the buffer offset of its partition: one concatenation at the end
-        found_positions: list[np.ndarray] = []
-        found_counts: list[np.ndarray] = []
-        slice_terms: list[int] = []
-        slice_offsets: list[int] = []
-        slice_sizes: list[int] = []
-        for key, part, offset, n in scan.segments:
-            pieces = self._postings(key, part)
-            if len(pieces) == 1:
-                lengths[offset : offset + n] = pieces[0].lengths
-            else:
-                np.concatenate([p.lengths for p in pieces], out=lengths[offset : offset + n])
-            for piece in pieces:
-                bounds = piece.digests.searchsorted(probes).tolist()  # each term's first posting, then the next term's
-                for term in range(terms):
-                    lo, hi = bounds[term], bounds[terms + term]
-                    if hi > lo:
-                        found_positions.append(piece.positions[lo:hi])
-                        found_counts.append(piece.counts[lo:hi])
-                        slice_terms.append(term)
-                        slice_offsets.append(offset)
-                        slice_sizes.append(hi - lo)
-        if not found_positions:
-            return None
-        # each posting's partition offset and term number: both repeated by one call
-        offset_of, term_of = np.array([slice_offsets, slice_terms], dtype=np.intp).repeat(slice_sizes, axis=1)
-        rows = np.concatenate(found_positions) + offset_of
-        keep = returnable[rows]
-        held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
-        if not np.count_nonzero(held_by):  # no returnable row holds a query word
-            return None
-        idf, avg_length = _weights(held_by, n_docs, _returnable_length(lengths, returnable))
-        norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
-        norm *= lexical.B
-        norm /= avg_length
-        norm += 1.0 - lexical.B
-        norm *= lexical.K1
-        counts = np.concatenate(found_counts, dtype=np.float64)
-        weights = idf[term_of]  # in place: idf * count * (K1 + 1) / (count + norm), in that order
-        weights *= counts
-        weights *= lexical.K1 + 1.0
-        counts += norm
-        weights /= counts
-        weights *= keep  # a masked row's postings add nothing: it stays at 0, below
-        return np.bincount(rows, weights=weights, minlength=scan.size)
 
     def _postings(self, key: ScopeKey, part: Partition) -> list[Postings]:
         """The partition's postings covering exactly its rows: built at the first lexical search
@@ -180,6 +117,66 @@ class LocalLexical(LocalScan):
             fetched, _ = self._fetchall(f"SELECT rowid, terms FROM memories_lexical WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
             rows += [(position_of[rowid], terms) for rowid, terms in fetched if rowid in position_of]
         return Postings.build(start, end, tag, rows)
+
+
+def _bm25_sums_numpy(segments: list[tuple[list[Postings], int, int]], probes: np.ndarray, returnable: np.ndarray, n_docs: int,
+                     lengths: np.ndarray) -> np.ndarray | None:
+    """`LocalLexical._bm25_sums` in numpy: where the kernel was not built, and the reference it is
+    held to. Takes what the kernel takes and fills `lengths` (the rows' term counts) as it does.
+
+    Its cost is a fixed number of array operations per search plus one binary search per
+    postings piece, whatever the words: each array is built once over every posting found
+    (no filtering copies: a masked row's postings are weighed 0, so it stays at 0 like a row
+    without the words, and are left out of the document frequencies), and numpy's methods
+    are called rather than its module functions, whose dispatch costs more than the work on
+    arrays this small. The arithmetic is the plain formula's, operation for operation
+    (tests/local/test_bm25_reference.py compares every score to the bit)."""
+    terms = len(probes) // 2
+    # every posting found, as slices of the pieces (views, no copy) and per slice its term
+    # number and the buffer offset of its partition: one concatenation at the end
+    found_positions: list[np.ndarray] = []
+    found_counts: list[np.ndarray] = []
+    slice_terms: list[int] = []
+    slice_offsets: list[int] = []
+    slice_sizes: list[int] = []
+    for pieces, offset, n in segments:
+        if len(pieces) == 1:
+            lengths[offset : offset + n] = pieces[0].lengths
+        else:
+            np.concatenate([p.lengths for p in pieces], out=lengths[offset : offset + n])
+        for piece in pieces:
+            bounds = piece.digests.searchsorted(probes).tolist()  # each term's first posting, then the next term's
+            for term in range(terms):
+                lo, hi = bounds[term], bounds[terms + term]
+                if hi > lo:
+                    found_positions.append(piece.positions[lo:hi])
+                    found_counts.append(piece.counts[lo:hi])
+                    slice_terms.append(term)
+                    slice_offsets.append(offset)
+                    slice_sizes.append(hi - lo)
+    if not found_positions:
+        return None
+    # each posting's partition offset and term number: both repeated by one call
+    offset_of, term_of = np.array([slice_offsets, slice_terms], dtype=np.intp).repeat(slice_sizes, axis=1)
+    rows = np.concatenate(found_positions) + offset_of
+    keep = returnable[rows]
+    held_by = np.bincount(term_of, weights=keep, minlength=terms)  # document frequency per term, returnable rows only
+    if not np.count_nonzero(held_by):  # no returnable row holds a query word
+        return None
+    idf, avg_length = _weights(held_by, n_docs, _returnable_length(lengths, returnable))
+    norm = lengths[rows]  # float32, in place: K1 * (1 - B + B * length / avg_length)
+    norm *= lexical.B
+    norm /= avg_length
+    norm += 1.0 - lexical.B
+    norm *= lexical.K1
+    counts = np.concatenate(found_counts, dtype=np.float64)
+    weights = idf[term_of]  # in place: idf * count * (K1 + 1) / (count + norm), in that order
+    weights *= counts
+    weights *= lexical.K1 + 1.0
+    counts += norm
+    weights /= counts
+    weights *= keep  # a masked row's postings add nothing: it stays at 0, below
+    return np.bincount(rows, weights=weights, minlength=len(returnable))
 
 
 def _weights(held_by: np.ndarray, n_docs: int, total_length: float) -> tuple[np.ndarray, float]:
