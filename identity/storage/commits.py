@@ -39,7 +39,10 @@ from typing import Generic, Hashable, Protocol, TypeVar
 
 __all__ = ["CommitWatch", "KeptUntilChange", "header_stamp"]
 
+
 class Closable(Protocol):
+    """What `CommitWatch.close_with` closes first: the owner's connection to the database."""
+
     def close(self) -> None: ...
 
 

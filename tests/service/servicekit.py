@@ -6,10 +6,10 @@ configured (API keys in a SQLite store, an RSA-signed JWT issuer, a gateway secr
 (SIGTERM, then waits). The session-scoped `service` fixture (conftest.py) uses it once per
 test session; tests that need other limits, or kill the process, spawn their own.
 
-The server runs in its own process group, watched by a reaper (`popen_reaped`): if the test process dies
-without stopping it (a crash, a SIGKILL, an xdist worker torn down), the group (the serve
-process and its workers) is ended with it instead of serving on, an orphan holding a port and
-a CPU into the next run.
+The server runs in its own process group, watched by a reaper (`popen_reaped`): if the test
+process dies without stopping it (a crash, a SIGKILL, an xdist worker torn down), the group (the
+serve process and its workers) is ended with it instead of serving on, an orphan holding a port
+and a CPU into the next run.
 """
 
 from __future__ import annotations
