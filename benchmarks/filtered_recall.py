@@ -536,7 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"corpus: {len(corpus.vectors)} memories in {scopes} scopes, {args.dim}-d; {len(queries)} queries over 4 scopes each"
           f" (permitted active rows per query: median {int(np.median([len(q.rows) for q in queries]))}); built in {time.perf_counter() - t0:.1f}s", flush=True)
     measured: list[Measured | dict[str, Any]] = []  # in --systems order; a dict: skipped
-    for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
+    names = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for name in names:
         try:
             system = make_system(name, args, embedder)
             if system is None:
@@ -553,8 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for m in running[shift:] + running[:shift]:
             timed_pass(m, queries, args.warmup, first=round_ == 0)
     results: list[dict[str, Any]] = []
-    for m in measured:
-        row = summary(m, corpus) if isinstance(m, Measured) else m
+    for key, m in zip(names, measured):
+        row = {"key": key, **summary(m, corpus)} if isinstance(m, Measured) else {"key": key, **m}  # key: its --systems name
         if isinstance(m, Measured):
             m.system.close()
         results.append(row)

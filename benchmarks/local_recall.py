@@ -693,6 +693,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scale-total", type=int, default=1_000_000)
     p.add_argument("--data-dir", help="where the store lives (default: a temp dir, removed afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the data directory")
+    p.add_argument("--reuse", action="store_true",
+                   help="measure on the store an earlier `--data-dir DIR --keep` run built with the same corpus arguments (no ingest; not with --scale-check)")
     p.add_argument("--out", default="bench-results/local.json")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--phase", choices=("all", "recall"), default="all", help=argparse.SUPPRESS)
@@ -710,9 +712,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = min(args.memories, args.base_memories)
     own_dir = args.data_dir is None
     data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="vb-local-bench-"))
+    if args.reuse and (args.scale_check or not (data_dir / "store").exists()):
+        print(f"--reuse needs a store at {data_dir / 'store'} built by an earlier --keep run, and no --scale-check", file=sys.stderr)
+        return 2
     data_dir.mkdir(parents=True, exist_ok=True)
-    if (data_dir / "store").exists():
-        print(f"refusing to reuse existing store {data_dir / 'store'}", file=sys.stderr)
+    if (data_dir / "store").exists() and not args.reuse:
+        print(f"refusing to reuse existing store {data_dir / 'store'} (--reuse measures on it)", file=sys.stderr)
         return 2
     report: dict[str, object] = {
         "benchmark": "local_recall", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -724,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         world = build_world(base, args.tenants, args.seed, "t")
         filler_tenants = args.tenants * 4
-        have = 0
+        have = base if args.reuse else 0  # a reused store holds the base corpus of these arguments
         for n, total in enumerate(targets):
             if have == 0:
                 print(f"ingesting {base:,} memories over {args.tenants} tenants ...", file=sys.stderr, flush=True)
