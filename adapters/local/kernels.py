@@ -1,10 +1,11 @@
 """The local backend's compiled kernel (adapters/local/_kernels.c), or None where the install
 did not build it (setup.py builds it only where a C compiler is found).
 
-`sums`, a scan's BM25 sums, has a numpy twin that gives the same results to the bit, runs where
-`compiled` is None, and is what the tests hold the kernel to:
-`_bm25_sums_numpy` (adapters/local/lexical_search.py). A test sets `compiled` to
-None to run the twin.
+Each function has a numpy twin that gives the same results to the bit, runs where `compiled` is
+None, and is what the tests hold the kernel to (a test sets `compiled` to None to run the twin):
+- `sums`, a scan's BM25 sums: `_bm25_sums_numpy` (adapters/local/lexical_search.py);
+- `fuse`, the fusion of a scan's two rankings: `fused_rows` (adapters/shared/fusion.py), called
+  through `_fused_rows` (adapters/local/search.py).
 
 Tried and not kept: the top-k cut (`Scan.best`) as a bounded heap in C was slower than numpy's
 partition on the scan's float32 scores (19 against 10-15 us a cut; numpy's selection is

@@ -22,7 +22,21 @@ from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, ro
 from adapters.local.scan import Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-from adapters.shared.fusion import fused_rows
+from adapters.local import kernels
+from adapters.shared.fusion import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT, fused_rows
+
+
+def _fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosines: np.ndarray, limit: int) -> tuple[np.ndarray, list[float]]:
+    """`fused_rows` (adapters/shared/fusion.py), by the compiled kernel where the install built it
+    (adapters/local/kernels.py): the same rows in the same order with the same scores, without
+    the dozen array operations numpy needs for a hundred entries
+    (tests/local/test_fusion_order.py holds the kernel to `fused_rows`)."""
+    compiled = kernels.compiled
+    if compiled is None:
+        return fused_rows(vector, lexical, ids, cosines, limit)
+    picked = np.empty(len(vector) + len(lexical), dtype=np.intp)
+    count, scores = compiled.fuse(vector, lexical, ids, cosines, limit, picked, float(RRF_K), VECTOR_WEIGHT, LEXICAL_WEIGHT)
+    return picked[:count], scores
 
 
 class LocalSearch(LocalLexical):
@@ -110,7 +124,7 @@ class LocalSearch(LocalLexical):
         if lexical is None or not len(lexical):
             vector = vector[:limit]  # `best` ranks a prefix of a longer ranking the same
             return scan.ranked(vector, scan.scores[vector].tolist())
-        picked, scores = fused_rows(vector, lexical, scan.rowids, scan.scores, limit)  # buffer rows: each ranking's are distinct
+        picked, scores = _fused_rows(vector, lexical, scan.rowids, scan.scores, limit)  # buffer rows: each ranking's are distinct
         return scan.ranked(picked, scores)
 
     @guarded
