@@ -56,11 +56,14 @@ class Scan:
     def _scopes_and_rowids(self, indices: np.ndarray) -> tuple[list[ScopeKey], list[int]]:
         """The scope and the rowid of each buffer index, as two lists (zipped by the callers in C)."""
         keys = [key for key, _, _, _ in self.segments]
-        rowids = self.rowids[indices].tolist()
-        if len(keys) == 1:
-            return keys * len(rowids), rowids
+        return [keys[w] for w in self.segment_numbers(indices)], self.rowids[indices].tolist()
+
+    def segment_numbers(self, indices: np.ndarray) -> list[int]:
+        """The segment (its place in `segments`) each buffer index lies in."""
+        if len(self.segments) == 1:
+            return [0] * len(indices)
         ends = np.array([offset + n for _, _, offset, n in self.segments])
-        return [keys[w] for w in ends.searchsorted(indices, side="right").tolist()], rowids
+        return ends.searchsorted(indices, side="right").tolist()
 
     @staticmethod
     def best(values: np.ndarray, limit: int, *, few_distinct: bool = False, floor: float = -np.inf) -> np.ndarray:

@@ -115,17 +115,39 @@ class LocalSearch(LocalLexical):
         return hits, len(damaged)
 
     def _fused(self, scan: Scan, text: str, depth: int, limit: int) -> list[tuple[ScopeKey, int, float]]:
-        """The top `limit` rows of the scan: each channel's best `depth` buffer rows fused
-        (adapters/shared/fusion.py) with no tuple built before the fusion has chosen; the vector
-        channel alone when the lexical one has no candidate or is off. Caller holds the lock."""
+        """The top `limit` rows of the scan as (scope, rowid, score): `_fused_rows_of`'s rows."""
+        return scan.ranked(*self._fused_rows_of(scan, text, depth, limit))
+
+    def _fused_rows_of(self, scan: Scan, text: str, depth: int, limit: int) -> tuple[np.ndarray, list[float]]:
+        """The buffer rows of the scan's top `limit` and their scores: each channel's best `depth`
+        rows fused (adapters/shared/fusion.py); the vector channel alone when the lexical one has
+        no candidate or is off. Caller holds the lock."""
         vector = scan.best(scan.scores, depth)
         bm25 = self._bm25_sums(scan, text) if self.lexical_channel else None  # 0 where `_bm25` has -inf
         lexical = scan.best(bm25, depth, few_distinct=True, floor=0.0) if bm25 is not None else None
         if lexical is None or not len(lexical):
             vector = vector[:limit]  # `best` ranks a prefix of a longer ranking the same
-            return scan.ranked(vector, scan.scores[vector].tolist())
-        picked, scores = _fused_rows(vector, lexical, scan.rowids, scan.scores, limit)  # buffer rows: each ranking's are distinct
-        return scan.ranked(picked, scores)
+            return vector, scan.scores[vector].tolist()
+        return _fused_rows(vector, lexical, scan.rowids, scan.scores, limit)  # buffer rows: each ranking's are distinct
+
+    @staticmethod
+    def _decoded_hits(scan: Scan, rows: np.ndarray, scores: list[float]) -> list[Hit] | None:
+        """The hits of the scan's buffer `rows`, in order, from their partitions' decoded records;
+        None as soon as one is not decoded (`_load_hits` then reads the rows). The scan's
+        partitions are the current ones for their scopes: the caller holds the lock since the
+        scan's cross-process check, as `_load_hits(checked=True)` requires, so this serves exactly
+        what `_load_hits` would serve from memory, without the (scope, rowid, score) tuples and
+        the two passes over them."""
+        segments = scan.segments
+        hits: list[Hit] = []
+        add = hits.append
+        for at, rowid, score in zip(scan.segment_numbers(rows), scan.rowids[rows].tolist(), scores):
+            key, part, _, _ = segments[at]
+            memory = part.decoded.get(rowid)
+            if memory is None:
+                return None
+            add(Hit(memory, key, 0.0 if score < 0.0 else 1.0 if score > 1.0 else score))
+        return hits
 
     @guarded
     def load_hits(self, ranked: list[tuple[ScopeKey, int, float]]) -> list[Hit]:
@@ -145,8 +167,10 @@ class LocalSearch(LocalLexical):
         for _ in range(3):  # a row quarantined while loading hits is out of the partitions: rank again
             with self._lock:  # both channels read one scan, and the hits are loaded in the same locked moment
                 scan = self._scan(query.scopes, vector, statuses=query.statuses, kinds=query.kinds, now=query.at())
-                ranked = self._fused(scan, query.text, depth, query.limit)
-                hits, damaged = self._load_hits(ranked, checked=True)
+                rows, scores = self._fused_rows_of(scan, query.text, depth, query.limit)
+                hits, damaged = self._decoded_hits(scan, rows, scores), 0
+                if hits is None:  # a row not decoded yet: read from the table (and checked there)
+                    hits, damaged = self._load_hits(scan.ranked(rows, scores), checked=True)
             if not damaged:
                 break
         return SearchResult(hits=tuple(hits))
