@@ -12,7 +12,9 @@ on the same machine in the same minutes:
   filtered   `filtered_recall.py` 200k (floor, local-warm, usearch): the local backend warmed ahead of
              usearch per scope at p50, its p95 within 2x usearch's, recall@10 exactly 1.0
   service    `service_load.py --client raw` (1,000 memories, 600 requests a pass): the service's p50
-             minus the library's in-process p50 on the same recalls <= 1 ms
+             minus the library's in-process p50 on the same recalls <= 1 ms, both measured in the
+             same minutes (its interleaved rounds); the figure of its phases one after the
+             other is reported beside it
 
 Why a script: the goals are ratios inside one run, and on a shared machine each moves by 10-20%
 from run to run, so "met" is a statement about one run, and how often a run meets all three is
@@ -91,8 +93,11 @@ def filtered(data_dir: Path, out: Path) -> dict[str, Any]:
 def service(out: Path) -> dict[str, Any]:
     _run([str(HERE / "service_load.py"), "--memories", "1000", "--requests", "600", "--max-seconds", "20", "--client", "raw",
           "--out", str(out)], out.with_suffix(".log"))
-    extra = json.loads(out.read_text())["ratios"]["service_1w_p50_minus_in_process_ms"]
-    return {"goal": f"service p50 - in-process p50 <= {SERVICE_MAX_EXTRA_MS:g} ms", "value": extra, "met": extra <= SERVICE_MAX_EXTRA_MS}
+    ratios = json.loads(out.read_text())["ratios"]
+    extra = ratios["service_1w_p50_minus_in_process_interleaved_ms"]
+    return {"goal": f"service p50 - in-process p50 <= {SERVICE_MAX_EXTRA_MS:g} ms (interleaved rounds)", "value": extra,
+            "met": extra <= SERVICE_MAX_EXTRA_MS,
+            "detail": {"phased_ms": ratios["service_1w_p50_minus_in_process_ms"]}}  # in-process first, the service after it
 
 
 def one_run(data_dir: Path, n: int) -> dict[str, Any]:
@@ -119,7 +124,8 @@ def _line(run: dict[str, Any]) -> str:
     return (f"run {run['run']} ({run['started']}, load {run['load_start']}-{run['load_end']}): "
             f"pipeline {g['pipeline']['value']:.2f}x [{mark[g['pipeline']['met']]}]; "
             f"filtered {shown} [{mark[g['filtered']['met']]}]; "
-            f"service {g['service']['value']:+.2f} ms [{mark[g['service']['met']]}] -> all three: {mark[run['all_met']]}")
+            f"service {g['service']['value']:+.2f} ms (phased {g['service']['detail']['phased_ms']:+.2f}) [{mark[g['service']['met']]}]"
+            f" -> all three: {mark[run['all_met']]}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,14 @@ Phases, same store, same identities, same queries:
 2. the service (`viking-bridge serve`) with 1 and with 2 workers, driven by a load generator in
    a SEPARATE process (this file with `--generate`) over loopback with keep-alive connections:
    the same sequential and concurrent passes (API key authentication on every request).
+3. interleaved, while the one-worker server runs: the library in this process and the service,
+   `--requests` sequential recalls each, in `--rounds` alternating rounds, so both p50s come from
+   the same minutes (the phases above are measured one after the other, and on a shared machine
+   the same recall's p50 moved from 2.4 to 4.4 ms within a minute: that drift lands on their
+   difference).
 Reported: p50/p99 per pass, throughput, and the ratios the issue sets goals for — service p50
-minus in-process p50 (goal <= 1 ms at low load), 2-worker throughput / in-process (goal >= 0.6
+minus in-process p50 (goal <= 1 ms at low load; from phases 1 and 2, and from phase 3 as
+`service_1w_p50_minus_in_process_interleaved_ms`), 2-worker throughput / in-process (goal >= 0.6
 on 2 cores), p99 at the concurrent pass (goal < 25 ms). Counts and time are bounded
 (`--requests`, `--max-seconds` per pass). The generator shares the machine's cores with the
 server: on 2 cores that is part of what the figures measure, so each pass also reports the
@@ -128,7 +134,8 @@ async def _generate(url: str, keys: list[str], requests: int, concurrency: int, 
     for connection in raw:
         connection.close()
     # the generator's own CPU: on 2 cores, what it takes is not there for the server
-    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency, "seconds": elapsed, "generator_cpu_s": cpu, "client": client_kind}
+    return {**summary(latencies, elapsed), "errors": errors, "concurrency": concurrency, "seconds": elapsed, "generator_cpu_s": cpu, "client": client_kind,
+            "latencies_s": latencies}
 
 
 def _tree_cpu_seconds(pid: int) -> float:
@@ -158,6 +165,7 @@ def _measured_pass(process: subprocess.Popen, url: str, keys_file: Path, request
     before = _tree_cpu_seconds(process.pid)
     row = _run_generator(url, keys_file, requests, concurrency, max_seconds, client)
     row["server_cpu_s"] = _tree_cpu_seconds(process.pid) - before
+    del row["latencies_s"]
     # requests per CPU-second the server spent: throughput with the generator's share taken out
     row["rps_per_server_cpu_s"] = row["requests"] / row["server_cpu_s"] if row["server_cpu_s"] else float("nan")
     return row
@@ -227,6 +235,39 @@ async def _in_process(home: Path, keys: list[str], requests: int, concurrency: i
     return results
 
 
+async def _interleaved(home: Path, keys: list[str], url: str, keys_file: Path, requests: int, rounds: int, max_seconds: float) -> dict[str, Any]:
+    """The library in this process and the one-worker service, sequential, in alternating rounds of
+    `requests // rounds` recalls each (which goes first alternates too), while the server runs:
+    both p50s come from the same minutes, so a change in the machine's speed between two phases
+    (on a shared machine the same recall moved from 2.4 to 4.4 ms within a minute) lands on both
+    alike instead of on their difference. The same identities, queries and raw client as the
+    sequential passes."""
+    from bridge.facade import MemoryBridge
+    from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
+
+    store = ApiKeyStore(home / "keys.sqlite3")
+    ids = [await ApiKeyProvider(store).authenticate(ApiKey(k)) for k in keys]
+    bridge = MemoryBridge.open_local(home / "data")
+    for identity in ids:
+        await bridge.recall(identity, "warm up")
+    rng = random.Random(11)
+    per_round = max(1, requests // rounds)
+    local: list[float] = []
+    served: list[float] = []
+    for round_ in range(rounds):
+        for side in (("local", "served") if round_ % 2 == 0 else ("served", "local")):
+            if side == "served":
+                served += _run_generator(url, keys_file, per_round, 1, max_seconds, "raw")["latencies_s"]
+                continue
+            for _ in range(per_round):
+                started = time.perf_counter()
+                await bridge.recall(rng.choice(ids), rng.choice(QUERIES))
+                local.append(time.perf_counter() - started)
+    await bridge.aclose()
+    store.close()
+    return {"rounds": rounds, "in_process": summary(local, sum(local)), "service_1w": summary(served, sum(served))}
+
+
 def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -259,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=600, help="requests per pass")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-seconds", type=float, default=30.0, help="time bound per pass")
+    p.add_argument("--rounds", type=int, default=6,
+                   help="the interleaved comparison: --requests sequential recalls on each side, in this many alternating rounds")
     p.add_argument("--out", type=Path)
     p.add_argument("--client", choices=("httpx", "raw", "both"), default="both",
                    help="the generator's HTTP client: httpx (as before), raw (a minimal keep-alive HTTP/1.1 client, so the figure is the service's "
@@ -286,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                 passes["sequential" + suffix] = _measured_pass(process, url, keys_file, args.requests, 1, args.max_seconds, client)
                 passes["concurrent" + suffix] = _measured_pass(process, url, keys_file, args.requests, args.concurrency, args.max_seconds, client)
             report[f"service_{workers}w"] = passes
+            if workers == 1:
+                report["interleaved"] = asyncio.run(_interleaved(home, keys, url, keys_file, args.requests, args.rounds, args.max_seconds))
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
@@ -301,8 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             "generator_cpu_ms_per_request_raw": 1000 * w1["sequential_raw"]["generator_cpu_s"] / max(1, w1["sequential_raw"]["requests"]),
             "server_cpu_ms_per_request_1w_sequential": 1000 * w1["sequential_raw"]["server_cpu_s"] / max(1, w1["sequential_raw"]["requests"]),
         }
+    mixed = report["interleaved"]
     report["ratios"] = {
         "service_1w_p50_minus_in_process_ms": report["service_1w"]["sequential"]["p50_ms"] - base["sequential"]["p50_ms"],
+        # the same difference from the interleaved rounds (both sides in the same minutes)
+        "service_1w_p50_minus_in_process_interleaved_ms": mixed["service_1w"]["p50_ms"] - mixed["in_process"]["p50_ms"],
         "service_2w_throughput_over_in_process": report["service_2w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
         "service_1w_throughput_over_in_process": report["service_1w"]["concurrent"]["throughput_rps"] / base["concurrent"]["throughput_rps"],
         "service_1w_p99_at_concurrency_ms": report["service_1w"]["concurrent"]["p99_ms"],
@@ -320,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
             srv, gen = row.get("server_cpu_s", float("nan")), row.get("generator_cpu_s", float("nan"))
             print(f"{name + ' ' + label + ' x' + str(row['concurrency']):<32}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['throughput_rps']:>9.0f}"
                   f"{row.get('errors', 0):>8}{srv:>9.2f}{gen:>9.2f}{row.get('rps_per_server_cpu_s', float('nan')):>10.0f}")
+    for side in ("in_process", "service_1w"):
+        row = mixed[side]
+        print(f"{'interleaved ' + side + ' x1':<32}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}")
     for k, v in report["ratios"].items():
         print(f"{k:<48}{v:>9.2f}")
     for k, v in report.get("ratios_raw_client", {}).items():
