@@ -203,7 +203,10 @@ async def _seed(home: Path, memories: int, users: int) -> list[str]:
     return keys
 
 
-async def _in_process(home: Path, keys: list[str], requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+async def open_warm_bridge(home: Path, keys: list[str]) -> tuple[Any, Any, list[Any]]:
+    """The library on the benchmark's store, the API key store and each key's identity, every
+    identity's first recall done (the model's and the partitions' first loads are not what is
+    measured). The caller closes the bridge (`aclose`) and the key store."""
     from bridge.facade import MemoryBridge
     from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
 
@@ -212,6 +215,11 @@ async def _in_process(home: Path, keys: list[str], requests: int, concurrency: i
     bridge = MemoryBridge.open_local(home / "data")
     for identity in ids:
         await bridge.recall(identity, "warm up")
+    return bridge, store, ids
+
+
+async def _in_process(home: Path, keys: list[str], requests: int, concurrency: int, max_seconds: float) -> dict[str, Any]:
+    bridge, store, ids = await open_warm_bridge(home, keys)
     results = {}
     for label, tasks in (("sequential", 1), ("concurrent", concurrency)):
         latencies: list[float] = []
@@ -242,14 +250,7 @@ async def _interleaved(home: Path, keys: list[str], url: str, keys_file: Path, r
     (on a shared machine the same recall moved from 2.4 to 4.4 ms within a minute) lands on both
     alike instead of on their difference. The same identities, queries and raw client as the
     sequential passes."""
-    from bridge.facade import MemoryBridge
-    from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
-
-    store = ApiKeyStore(home / "keys.sqlite3")
-    ids = [await ApiKeyProvider(store).authenticate(ApiKey(k)) for k in keys]
-    bridge = MemoryBridge.open_local(home / "data")
-    for identity in ids:
-        await bridge.recall(identity, "warm up")
+    bridge, store, ids = await open_warm_bridge(home, keys)
     rng = random.Random(11)
     per_round = max(1, requests // rounds)
     local: list[float] = []

@@ -211,14 +211,7 @@ def _start(home: Path, profile_out: Path | None, account: Path | None = None, se
 
 
 async def _in_process_cpu(home: Path, keys: list[str], requests: int, queries: list[str]) -> float:
-    from bridge.facade import MemoryBridge
-    from identity.providers.api_keys import ApiKey, ApiKeyProvider, ApiKeyStore
-
-    store = ApiKeyStore(home / "keys.sqlite3")
-    ids = [await ApiKeyProvider(store).authenticate(ApiKey(k)) for k in keys]
-    bridge = MemoryBridge.open_local(home / "data")
-    for identity in ids:
-        await bridge.recall(identity, "warm up")
+    bridge, store, ids = await _service_load().open_warm_bridge(home, keys)
     rng = random.Random(0)
     cpu = time.process_time()
     for _ in range(requests):
