@@ -7,9 +7,10 @@ None, and is what the tests hold the kernel to (a test sets `compiled` to None t
 - `fuse`, the fusion of a scan's two rankings: `fused_rows` (adapters/shared/fusion.py), called
   through `_fused_rows` (adapters/local/search.py).
 
-Tried and not kept: the top-k cut (`Scan.best`) as a bounded heap in C was slower than numpy's
-partition on the scan's float32 scores (19 against 10-15 us a cut; numpy's selection is
-vectorised) and no faster on BM25 sums.
+Tried and not kept, twice: the top-k cut (`Scan.best`) as a bounded heap in C. On the benchmark's
+scans it was no faster than numpy's partition on the float32 scores (19-22 against 10-21 us a
+cut; numpy's selection is vectorised) and saved ~8 us a recall on BM25 sums: not worth a
+third function with its own exactness burden (benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import numpy as np
 
 from adapters.base import Hit, SearchQuery, SearchResult, Status, StoredMemory, require_scope_set
 from adapters.errors import InvalidRequest, UnsupportedFilter
+from adapters.local import kernels
 from adapters.local.checks import valid_limit
 from adapters.local.lexical import FUSION_DEPTH
 from adapters.local.lexical_search import LocalLexical
@@ -22,7 +23,6 @@ from adapters.local.records import COLUMNS as _COLUMNS, RowDamage, encodable, ro
 from adapters.local.scan import Scan
 from adapters.local.store import guarded
 from adapters.scopes import ScopeKey, ScopeSet
-from adapters.local import kernels
 from adapters.shared.fusion import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT, fused_rows
 
 
@@ -30,7 +30,7 @@ def _fused_rows(vector: np.ndarray, lexical: np.ndarray, ids: np.ndarray, cosine
     """`fused_rows` (adapters/shared/fusion.py), by the compiled kernel where the install built it
     (adapters/local/kernels.py): the same rows in the same order with the same scores, without
     the dozen array operations numpy needs for a hundred entries
-    (tests/local/test_fusion_order.py holds the kernel to `fused_rows`)."""
+    (tests/local/test_fusion_kernel.py holds the kernel to `fused_rows`)."""
     compiled = kernels.compiled
     if compiled is None:
         return fused_rows(vector, lexical, ids, cosines, limit)

@@ -342,3 +342,28 @@ async def test_hits_are_the_records_sqlite_holds_after_any_sequence_of_changes(t
     assert len(statements) < searches  # the decoded rows served many of the searches (the cache was exercised)
     plain.close()
     await reader.aclose(); await other.aclose()
+
+
+async def test_hits_from_partly_decoded_rows_are_the_hits_read_from_the_table(tmp_path):
+    """`search` builds its hits straight from the decoded records when all of them are decoded,
+    and sends the whole batch to `_load_hits` at the first one that is not: with one record of
+    each of two scopes dropped from memory, the hits (order, scope, record, score) are the same as
+    a search that reads every one from SQLite, and only the dropped rows are read."""
+    backend = LocalBackend(tmp_path / "s", HashingEmbedder())
+    await backend.put_many([(scope, mem(f"apple {WORDS[i % 8]} note {i}"), f"{scope.owner_id}{i}") for scope in (A, B) for i in range(10)])
+    query = SearchQuery(ScopeSet.of(A, B), "apple river note", limit=12)
+    from_memory = (await backend.search(query)).hits
+    assert {h.scope for h in from_memory} == {A, B}
+    dropped = [next(h for h in from_memory if h.scope == scope).memory for scope in (A, B)]
+    for part in backend._partitions.values():
+        for rowid, record in list(part.decoded.items()):
+            if record in dropped:
+                del part.decoded[rowid]
+    statements = loads_of_hits(backend)
+    partly = (await backend.search(query)).hits
+    assert len(statements) == 1 and statements[0].rsplit("IN (", 1)[1].count(",") == 1  # one read, of the two dropped rows
+    for part in backend._partitions.values():
+        part.decoded.clear()
+    from_table = (await backend.search(query)).hits
+    assert partly == from_memory == from_table
+    await backend.aclose()
