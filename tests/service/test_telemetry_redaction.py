@@ -2,7 +2,7 @@
 
 FastAPI records a server span per request once an SDK is configured, with the raw query string
 as `url.query`; for GET /api/v1/recall that is the user's question, which no log of the service
-holds. Run in a child process: an SDK tracer provider is process-wide and set once, and it would
+holds. A provider configured after the service was built gets no span of FastAPI's at all. Run in a child process: an SDK tracer provider is process-wide and set once, and it would
 turn FastAPI's tracing on for every later test of this process.
 """
 
@@ -54,6 +54,44 @@ def test_a_recall_span_holds_the_query_keys_and_never_the_question(tmp_path: Pat
     assert recall, f"FastAPI recorded no span of the recall (its tracing is what this guards): {spans}"
     assert recall[-1]["attributes"]["url.query"] == "query=REDACTED&agent_id=REDACTED"
     assert "secret-question" not in json.dumps(spans)
+
+
+LATE_CHILD = r"""
+import asyncio, json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.service.asgikit import in_process_service
+
+async def main():
+    async with in_process_service(Path(sys.argv[1])) as (client, app, bridge):
+        exported = InMemorySpanExporter()
+        provider = TracerProvider()  # configured after the service was built and started
+        provider.add_span_processor(SimpleSpanProcessor(exported))
+        trace.set_tracer_provider(provider)
+        response = await client.get("/api/v1/recall", params={"query": "secret-question-about-the-merger", "agent_id": "a"})
+        assert response.status_code == 200, response.text
+        ours = trace.get_tracer("probe").start_span("probe")  # the provider records spans: only FastAPI's are missing
+        ours.end()
+    spans = [{"name": s.name, "attributes": dict(s.attributes or {})} for s in exported.get_finished_spans()]
+    print(json.dumps(spans))
+
+asyncio.run(main())
+"""
+
+
+def test_a_tracer_provider_configured_after_start_gets_no_span_of_a_request(tmp_path: Path) -> None:
+    """FastAPI's telemetry is decided when the app is built (telemetry.py): a provider set later
+    would not have the redacting processor, so it must get no span of FastAPI's at all."""
+    child = subprocess.run([sys.executable, "-c", LATE_CHILD, str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert child.returncode == 0, child.stderr[-3000:]
+    spans = json.loads(child.stdout.strip().splitlines()[-1])
+    assert [s["name"] for s in spans] == ["probe"], spans
+    assert "secret-question" not in child.stdout
 
 
 def test_a_key_that_is_not_a_parameter_name_is_redacted_too() -> None:

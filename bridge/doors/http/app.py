@@ -51,7 +51,7 @@ from bridge.errors import ImpersonationRefused
 from bridge.doors.http.settings import ServiceSettings, load_service_settings
 from bridge.doors.http.spec import DESCRIPTION, PROBLEM_RESPONSES, SUMMARY, openapi as _openapi
 from bridge.doors.http.turns import Turns
-from bridge.doors.http.telemetry import redact_query_strings
+from bridge.doors.http.telemetry import fastapi_telemetry, redact_query_strings
 
 __all__ = ["create_app", "ServiceContext", "API_VERSION"]
 
@@ -245,9 +245,11 @@ def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     """The routes, the error handlers and the spec, without any state: what `create_app`
     serves and what `bridge.doors.http.openapi` writes to docs/openapi.json. `docs`: the
     interactive page at /docs (`VIKING_BRIDGE_SERVICE_DOCS`; off by default)."""
+    telemetry = fastapi_telemetry()  # decided now: a provider configured later gets no span, so no unredacted query (telemetry.py)
     app = FastAPI(
         title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
         docs_url="/docs" if docs else None, redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
+        **({} if telemetry is None else {"telemetry": telemetry}),
     )
     for module in ROUTERS:
         app.include_router(module.router, responses=None if module is ops else PROBLEM_RESPONSES)
