@@ -114,12 +114,20 @@ def fastapi_telemetry() -> dict[str, bool] | None:
 
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters or os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
         return None
-    try:
-        from opentelemetry import _logs, metrics, trace
-    except ImportError:  # no OpenTelemetry API: FastAPI records nothing either
-        return {"tracing": False, "metrics": False, "logs": False}
     return {
-        "tracing": _configured(trace.get_tracer_provider()),
-        "metrics": _configured(metrics.get_meter_provider()),
-        "logs": _configured(_logs.get_logger_provider()),
+        "tracing": _signal_configured("opentelemetry.trace", "get_tracer_provider"),
+        "metrics": _signal_configured("opentelemetry.metrics", "get_meter_provider"),
+        "logs": _signal_configured("opentelemetry._logs", "get_logger_provider"),
     }
+
+
+def _signal_configured(module: str, getter: str) -> bool:
+    """Whether the signal's global provider is configured; False where the API (or this part
+    of it) is not installed, as FastAPI then records nothing of it either."""
+    import importlib
+
+    try:
+        api = importlib.import_module(module)
+    except ImportError:
+        return False
+    return _configured(getattr(api, getter)())
