@@ -25,7 +25,10 @@ the URL under another attribute name.
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import logging
+import os
 import re
 import threading
 import weakref
@@ -90,7 +93,8 @@ def redact_query_strings() -> bool:
     return True
 
 
-#: the API's stand-ins until a provider is set (what FastAPI itself treats as "not configured")
+#: the API's stand-ins, which record nothing: the proxies until a provider is set (what FastAPI
+#: itself treats as "not configured") and the explicit no-op providers
 _DEFERRED = frozenset({
     ("opentelemetry.trace", "ProxyTracerProvider"), ("opentelemetry.trace", "NoOpTracerProvider"),
     ("opentelemetry.metrics._internal", "_ProxyMeterProvider"), ("opentelemetry.metrics._internal", "NoOpMeterProvider"),
@@ -107,10 +111,7 @@ def fastapi_telemetry() -> dict[str, bool] | None:
     """FastAPI's `telemetry` setting for an app built now: each signal on exactly when its
     provider is configured now. None (FastAPI's own defaults, which look for a provider on every
     request) when FastAPI has no such setting or is to configure the providers itself at start."""
-    import inspect
-    import os
-
-    from fastapi import FastAPI
+    from fastapi import FastAPI  # the door's own dependency, imported where the app is built
 
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters or os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
         return None
@@ -124,8 +125,6 @@ def fastapi_telemetry() -> dict[str, bool] | None:
 def _signal_configured(module: str, getter: str) -> bool:
     """Whether the signal's global provider is configured; False where the API (or this part
     of it) is not installed, as FastAPI then records nothing of it either."""
-    import importlib
-
     try:
         api = importlib.import_module(module)
     except ImportError:
