@@ -729,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         world = build_world(base, args.tenants, args.seed, "t")
         filler_tenants = args.tenants * 4
-        have = base if args.reuse else 0  # a reused store holds the base corpus of these arguments
+        have = targets[0] if args.reuse else 0  # a reused store holds what a --keep run of these arguments ingested
         for n, total in enumerate(targets):
             if have == 0:
                 print(f"ingesting {base:,} memories over {args.tenants} tenants ...", file=sys.stderr, flush=True)
