@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -56,7 +55,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-_LOAD = Path(__file__).with_name("service_load.py")
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # the sibling benchmark whose store, identities, queries and helpers this shares
+import service_load as load
 
 #: (step name, stamp it starts at, stamp it ends at); "sent" is the last write of the response
 STEPS = (
@@ -73,14 +75,6 @@ STEPS = (
     ("send", "out1", "sent"),
     ("server -> client", "sent", "client_done"),
 )
-
-
-def _service_load() -> Any:
-    spec = importlib.util.spec_from_file_location("service_load", _LOAD)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- the server child: the service with stamps ------------------------------------------------
@@ -307,7 +301,6 @@ def _median(values: list[float]) -> float:
 
 
 async def _measure(home: Path, keys: list[str], requests: int, rounds: int, serve_port: int, floor_port: int) -> dict[str, Any]:
-    load = _service_load()
     bridge, store, ids = await load.open_warm_bridge(home, keys)
     rng = random.Random(5)
     clients: dict[str, Any] = {
@@ -378,7 +371,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.floor_child:
         return _floor_child(*args.floor_child)
 
-    load = _service_load()
     home = args.home or Path(tempfile.mkdtemp(prefix="vb-service-trace-"))
     keys_file = home / "keys.json"
     if not keys_file.exists():
