@@ -64,6 +64,22 @@ def summary(latencies: list[float], seconds: float) -> dict[str, float]:
 
 
 # -- the load generator (a separate process) --------------------------------------------------
+def request_head(host: str, port: int, target: str, key: str, headers: dict[str, str] | None = None) -> bytes:
+    """A keep-alive GET of `target` with the API key (and any further `headers`)."""
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    return f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nX-API-Key: {key}\r\n{extra}\r\n".encode("latin-1")
+
+
+def response_head(head: bytes) -> tuple[int, int]:
+    """(status, Content-Length) of a response head, its blank line included."""
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return int(head.split(b" ", 2)[1]), length
+
+
 class _RawConnection:
     """A minimal HTTP/1.1 keep-alive client (GET, Content-Length bodies only): the `raw` client
     measures the service without httpx's own per-request CPU (about 1-2 ms on this machine,
@@ -74,18 +90,13 @@ class _RawConnection:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def get(self, target: str, key: str) -> int:
+    async def get(self, target: str, key: str, headers: dict[str, str] | None = None) -> int:
+        """The answer's status to GET `target` with `key` (and any further `headers`)."""
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
-        self.writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nX-API-Key: {key}\r\n\r\n".encode("latin-1"))
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
+        self.writer.write(request_head(self.host, self.port, target, key, headers))
+        status, length = response_head(await self.reader.readuntil(b"\r\n\r\n"))
         await self.reader.readexactly(length)
         return status
 
@@ -272,13 +283,24 @@ async def _interleaved(home: Path, keys: list[str], url: str, keys_file: Path, r
     return {"rounds": rounds, "in_process": summary(local, sum(local)), "service_1w": {**summary(served, sum(served)), "errors": errors}}
 
 
-def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"), "VIKING_BRIDGE_PROVIDER": "api_key",
-           "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
-    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return int(s.getsockname()[1])
+
+
+def server_env(home: Path) -> dict[str, str]:
+    """The environment a server of the benchmark's store runs in: this one's without any other
+    VIKING_BRIDGE_ setting, the store and key file under `home`, API keys, no rate limit."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
+            "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+
+
+def _serve(home: Path, workers: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "bridge.doors.cli.main", "serve", "--port", str(port), "--workers", str(workers)], env=server_env(home),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return process, wait_ready(process, f"http://127.0.0.1:{port}", attempts=600)
 
 

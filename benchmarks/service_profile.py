@@ -42,7 +42,6 @@ import os
 import pstats
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,8 +62,7 @@ def _service_load() -> Any:
 
 
 def _env(home: Path, server_code: Path | None = None) -> dict[str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
-           "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
+    env = _service_load().server_env(home)
     if server_code is not None:  # another checkout's packages first: old and new code served from one script, one store
         env["PYTHONPATH"] = os.pathsep.join([str(server_code.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])])
     return env
@@ -202,9 +200,7 @@ def _serve_child(port: int, profile_out: str | None, account: Path | None = None
 
 
 def _start(home: Path, profile_out: Path | None, account: Path | None = None, server_code: Path | None = None, stub: bool = False) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _service_load().free_port()
     cmd = [sys.executable, __file__, "--serve-child", str(port)] + (["--profile-out", str(profile_out)] if profile_out else []) + (["--account", str(account)] if account else []) + (["--stub-recall"] if stub else [])
     process = subprocess.Popen(cmd, env=_env(home, server_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return process, _service_load().wait_ready(process, f"http://127.0.0.1:{port}", attempts=1200)

@@ -211,28 +211,26 @@ def _floor_child(port: int, body_bytes: int) -> int:
 # -- the clients --------------------------------------------------------------------------------
 class BlockingClient:
     """One keep-alive connection over a blocking socket: `sendall`, then `recv` until the answer's
-    Content-Length is in (GET only): the least a client can add to a round trip."""
+    Content-Length is in (GET only): the least a client can add to a round trip. The same
+    interface as `service_load.py`'s asyncio client, but not awaited; `body` is the last answer's."""
 
     def __init__(self, port: int) -> None:
         self.port = port
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.body = b""
 
-    def get(self, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
-        head = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        self.sock.sendall(head.encode("latin-1"))
+    def get(self, target: str, key: str, headers: dict[str, str] | None = None) -> int:
+        self.sock.sendall(load.request_head("127.0.0.1", self.port, target, key, headers))
         data = b""
         while b"\r\n\r\n" not in data:
             data += self._recv()
-        head_bytes, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head_bytes.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
+        head, _, body = data.partition(b"\r\n\r\n")
+        status, length = load.response_head(head + b"\r\n\r\n")
         while len(body) < length:
             body += self._recv()
-        return int(head_bytes.split(b" ", 2)[1]), body
+        self.body = body
+        return status
 
     def _recv(self) -> bytes:
         chunk = self.sock.recv(1 << 16)
@@ -244,31 +242,9 @@ class BlockingClient:
         self.sock.close()
 
 
-class AsyncioClient:
-    """`service_load.py`'s raw asyncio keep-alive client, with headers of our choosing."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def get(self, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.reader is not None
-        head = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        self.writer.write(head.encode("latin-1"))
-        got = await self.reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in got.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        return int(got.split(b" ", 2)[1]), await self.reader.readexactly(length)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+async def _get(client: Any, target: str, key: str, headers: dict[str, str] | None = None) -> int:
+    """The status of one GET by either client (the blocking one is not awaited)."""
+    return client.get(target, key, headers) if isinstance(client, BlockingClient) else await client.get(target, key, headers)
 
 
 async def _round_trips(client: Any, keys: list[str], queries: list[str], count: int, rng: random.Random, stamps: dict[str, tuple[int, int]] | None) -> list[float]:
@@ -277,9 +253,8 @@ async def _round_trips(client: Any, keys: list[str], queries: list[str], count: 
     for _ in range(count):
         request_id = uuid.uuid4().hex
         target = "/api/v1/recall?" + urlencode({"query": rng.choice(queries)})
-        headers = {"X-API-Key": rng.choice(keys), "X-Request-Id": request_id}
         started = time.perf_counter_ns()
-        status, _ = (client.get(target, headers) if isinstance(client, BlockingClient) else await client.get(target, headers))
+        status = await _get(client, target, rng.choice(keys), {"X-Request-Id": request_id})
         finished = time.perf_counter_ns()
         if status != 200:
             raise RuntimeError(f"a recall answered {status}")
@@ -290,12 +265,6 @@ async def _round_trips(client: Any, keys: list[str], queries: list[str], count: 
 
 
 # -- the run --------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -304,12 +273,12 @@ async def _measure(home: Path, keys: list[str], requests: int, rounds: int, serv
     bridge, store, ids = await load.open_warm_bridge(home, keys)
     rng = random.Random(5)
     clients: dict[str, Any] = {
-        "served asyncio": AsyncioClient(serve_port), "served blocking": BlockingClient(serve_port),
-        "floor asyncio": AsyncioClient(floor_port), "floor blocking": BlockingClient(floor_port),
+        "served asyncio": load._RawConnection("127.0.0.1", serve_port), "served blocking": BlockingClient(serve_port),
+        "floor asyncio": load._RawConnection("127.0.0.1", floor_port), "floor blocking": BlockingClient(floor_port),
     }
     for name, client in clients.items():  # every key's first request, and the connections, before anything is timed
         for key in keys:
-            status, _ = client.get("/api/v1/recall?query=warm", {"X-API-Key": key}) if isinstance(client, BlockingClient) else await client.get("/api/v1/recall?query=warm", {"X-API-Key": key})
+            status = await _get(client, "/api/v1/recall?query=warm", key)
             if status != 200:
                 raise RuntimeError(f"{name}: a warm-up recall answered {status}")
     sides = ["in-process", *clients]
@@ -376,19 +345,19 @@ def main(argv: list[str] | None = None) -> int:
     if not keys_file.exists():
         keys_file.write_text(json.dumps(asyncio.run(load._seed(home, args.memories, args.users))))
     keys = json.loads(keys_file.read_text())
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIKING_BRIDGE_")}, "VIKING_BRIDGE_HOME": str(home / "data"),
-           "VIKING_BRIDGE_PROVIDER": "api_key", "VIKING_BRIDGE_API_KEYS__DB_PATH": str(home / "keys.sqlite3"), "VIKING_BRIDGE_SERVICE_RATE_BURST": "0"}
-    serve_port, floor_port = _free_port(), _free_port()
-    stamps_file = Path(tempfile.mkdtemp(prefix="vb-trace-")) / "stamps.json"
+    serve_port, floor_port = load.free_port(), load.free_port()
+    scratch = tempfile.TemporaryDirectory(prefix="vb-trace-")  # the server's stamps, read once it has stopped
+    stamps_file = Path(scratch.name) / "stamps.json"
     report: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "home": str(home)}
-    server = subprocess.Popen([sys.executable, __file__, "--serve-child", str(serve_port), str(stamps_file)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, __file__, "--serve-child", str(serve_port), str(stamps_file)], env=load.server_env(home),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     floor: subprocess.Popen | None = None
     try:
         load.wait_ready(server, f"http://127.0.0.1:{serve_port}", attempts=1200)
         probe = BlockingClient(serve_port)
-        _, body = probe.get("/api/v1/recall?" + urlencode({"query": load.QUERIES[0]}), {"X-API-Key": keys[0]})
+        probe.get("/api/v1/recall?" + urlencode({"query": load.QUERIES[0]}), keys[0])
         probe.close()
-        floor = subprocess.Popen([sys.executable, __file__, "--floor-child", str(floor_port), str(len(body))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        floor = subprocess.Popen([sys.executable, __file__, "--floor-child", str(floor_port), str(len(probe.body))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_port(floor, floor_port)
         measured = asyncio.run(_measure(home, keys, args.requests, args.rounds, serve_port, floor_port))
     finally:
@@ -397,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                 child.send_signal(signal.SIGTERM)
                 child.wait(60)
     records = json.loads(stamps_file.read_text())
+    scratch.cleanup()
     report["load_average_end"] = list(os.getloadavg())
     report["p50_ms"] = {side: _median(values) for side, values in measured["latencies_ms"].items()}
     report["served"] = {side: _steps(records, stamps) for side, stamps in measured["client_stamps"].items()}
