@@ -9,17 +9,17 @@ to whatever backend the operator runs for traces.
 How: a span processor on the configured SDK tracer provider rewrites `url.query` when a span
 starts, to the same keys with every value `REDACTED`. Exporters read a span when it ends, so
 none sees the original. It is added when the app is built and again when the service starts (a
-provider configured in between is covered), once per provider. A provider that cannot take a
-processor (the API's default, which records nothing) has nothing to redact.
+provider FastAPI configures at start is covered), once per provider.
 
 When: FastAPI's own telemetry (spans, request metrics, exception logs) is switched on when the
-app is built for each signal whose provider is configured by then (`fastapi_telemetry`), or
-left to FastAPI when it is told to configure the providers itself at start
-(FASTAPI_OTEL_AUTO_CONFIGURE, before our redaction runs at start). So a tracer provider
-configured after the service started gets no span of FastAPI's, and no unredacted query; and a
-service without telemetry does not ask, on every request, whether one has appeared since (~15
-us of the door's CPU). What it does not cover: spans made by other instrumentation that copies
-the URL under another attribute name.
+app is built (`fastapi_telemetry`), or left to FastAPI when it is told to configure the
+providers itself at start (FASTAPI_OTEL_AUTO_CONFIGURE, before our redaction runs at start).
+Its spans go only to a provider that carries the redacting processor by then: a tracer provider
+configured after the app was built, one of another SDK, or one that cannot take a processor
+gets no span of FastAPI's, so no unredacted query; and a service without telemetry does not
+ask, on every request, whether one has appeared since (~15 us of the door's CPU). What it does
+not cover: spans made by other instrumentation that copies the URL under another attribute
+name.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def redact_query_strings() -> bool:
             try:
                 processor = _processor_class()()
             except ImportError:  # a provider that is not OpenTelemetry's SDK: said, not guessed at
-                log.warning("the tracer provider %s is not OpenTelemetry's SDK: its spans' url.query is not redacted", type(provider).__name__)
+                log.warning("the tracer provider %s is not OpenTelemetry's SDK: url.query cannot be redacted in its spans, so FastAPI records none into it",
+                            type(provider).__name__)
                 return False
             add(processor)
             _covered.add(provider)
@@ -94,9 +95,9 @@ def redact_query_strings() -> bool:
 
 
 #: the API's stand-ins, which record nothing: the proxies until a provider is set (what FastAPI
-#: itself treats as "not configured") and the explicit no-op providers
+#: itself treats as "not configured") and the explicit no-op providers. Tracing is not decided
+#: by this table but by the redaction itself (`fastapi_telemetry`).
 _DEFERRED = frozenset({
-    ("opentelemetry.trace", "ProxyTracerProvider"), ("opentelemetry.trace", "NoOpTracerProvider"),
     ("opentelemetry.metrics._internal", "_ProxyMeterProvider"), ("opentelemetry.metrics._internal", "NoOpMeterProvider"),
     ("opentelemetry._logs._internal", "ProxyLoggerProvider"), ("opentelemetry._logs._internal", "NoOpLoggerProvider"),
 })
@@ -108,15 +109,19 @@ def _configured(provider: Any) -> bool:
 
 
 def fastapi_telemetry() -> dict[str, bool] | None:
-    """FastAPI's `telemetry` setting for an app built now: each signal on exactly when its
-    provider is configured now. None (FastAPI's own defaults, which look for a provider on every
-    request) when FastAPI has no such setting or is to configure the providers itself at start."""
+    """FastAPI's `telemetry` setting for an app built now. Tracing is on exactly when the
+    provider configured now records spans and carries the redacting processor
+    (`redact_query_strings`): one rule, so no provider gets a span that could hold a question,
+    whether it is set later, stands in for one (a proxy forwards to whatever is set later) or
+    cannot take the processor. Metrics and logs are on when their provider is configured now.
+    None (FastAPI's own defaults, which look for a provider on every request) when FastAPI has
+    no such setting or is to configure the providers itself at start."""
     from fastapi import FastAPI  # the door's own dependency, imported where the app is built
 
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters or os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
         return None
     return {
-        "tracing": _signal_configured("opentelemetry.trace", "get_tracer_provider"),
+        "tracing": redact_query_strings(),
         "metrics": _signal_configured("opentelemetry.metrics", "get_meter_provider"),
         "logs": _signal_configured("opentelemetry._logs", "get_logger_provider"),
     }
