@@ -245,7 +245,7 @@ def application(lifespan: Any = None, *, docs: bool = False) -> FastAPI:
     """The routes, the error handlers and the spec, without any state: what `create_app`
     serves and what `bridge.doors.http.openapi` writes to docs/openapi.json. `docs`: the
     interactive page at /docs (`VIKING_BRIDGE_SERVICE_DOCS`; off by default)."""
-    telemetry = fastapi_telemetry()  # decided now: a provider configured later gets no span, so no unredacted query (telemetry.py)
+    telemetry = fastapi_telemetry()  # the provider configured now redacted, and FastAPI's spans only into it (telemetry.py)
     app = FastAPI(
         title="viking-bridge memory service", version=API_VERSION, lifespan=lifespan, summary=SUMMARY, description=DESCRIPTION,
         docs_url="/docs" if docs else None, redoc_url=None, generate_unique_id_function=lambda route: route.name,  # operationId = the function's name
@@ -287,7 +287,7 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx: ServiceContext = app.state.ctx
-        redact_query_strings()  # a tracer provider configured since the app was built (telemetry.py)
+        redact_query_strings()  # a tracer provider FastAPI configured at start (FASTAPI_OTEL_AUTO_CONFIGURE; telemetry.py)
         await ctx.bridge.aopen()  # open checks before the first request, not during it
         purger = None
         if service_settings.purge_interval_seconds and service_settings.purge_api_keys:  # expired memories and keys are purged: bridge/doors/http/maintenance.py
@@ -310,7 +310,6 @@ def create_app(bridge: MemoryBridge | None = None, auth: EdgeAuthenticator | Non
                 await ctx.bridge.aclose()
 
     app = application(lifespan, docs=service_settings.docs)
-    redact_query_strings()  # FastAPI's spans carry the query string: its values never leave (telemetry.py)
     owns = bridge is None
     if bridge is None or auth is None:
         from bridge.facade import open_bridge

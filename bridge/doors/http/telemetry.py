@@ -115,13 +115,15 @@ def fastapi_telemetry() -> dict[str, bool] | None:
     whether it is set later, stands in for one (a proxy forwards to whatever is set later) or
     cannot take the processor. Metrics and logs are on when their provider is configured now.
     None (FastAPI's own defaults, which look for a provider on every request) when FastAPI has
-    no such setting or is to configure the providers itself at start."""
+    no such setting or is to configure the providers itself at start. Either way the provider
+    configured now has the redacting processor once this returns."""
     from fastapi import FastAPI  # the door's own dependency, imported where the app is built
 
+    covered = redact_query_strings()  # whatever is decided below: a provider configured now is redacted
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters or os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
         return None
     return {
-        "tracing": redact_query_strings(),
+        "tracing": covered,
         "metrics": _signal_configured("opentelemetry.metrics", "get_meter_provider"),
         "logs": _signal_configured("opentelemetry._logs", "get_logger_provider"),
     }
